@@ -1,0 +1,141 @@
+/// What an activity shows beside its timer. Only `title` is required.
+///
+/// Its canonical JSON encoding (compact, keys sorted) is limited to
+/// ``ActivityContent/maximumEncodedSize`` bytes.
+public struct ActivityContent: Hashable, Sendable {
+  /// The largest canonical JSON encoding accepted, in bytes.
+  public static let maximumEncodedSize = 4096
+  /// The keys content may have, on the wire and in a merge patch.
+  public static let keys: Set<String> = [
+    "title", "subtitle", "alertMessage", "color", "fields", "relevance",
+  ]
+
+  public var title: String
+  public var subtitle: String?
+  public var alertMessage: String?
+  /// `#RRGGBB` or `#RRGGBBAA`.
+  public var color: String?
+  /// Extra values to show (steps, distance, dosage…): strings, numbers or booleans.
+  public var fields: [String: JSONValue]
+  /// A number for ordering activities.
+  public var relevance: Double?
+
+  public init(
+    title: String, subtitle: String? = nil, alertMessage: String? = nil, color: String? = nil,
+    fields: [String: JSONValue] = [:], relevance: Double? = nil
+  ) {
+    self.title = title
+    self.subtitle = subtitle
+    self.alertMessage = alertMessage
+    self.color = color
+    self.fields = fields
+    self.relevance = relevance
+  }
+
+  /// The content as a JSON object.
+  public var json: JSONValue {
+    var o: [String: JSONValue] = ["title": .string(title)]
+    if let subtitle { o["subtitle"] = .string(subtitle) }
+    if let alertMessage { o["alertMessage"] = .string(alertMessage) }
+    if let color { o["color"] = .string(color) }
+    if !fields.isEmpty { o["fields"] = .object(fields) }
+    if let relevance { o["relevance"] = .double(relevance) }
+    return .object(o)
+  }
+
+  /// Reads and checks content from a JSON object (unknown keys are not looked at).
+  public init(json o: [String: JSONValue]) throws(CountdownError) {
+    guard let t = o["title"] else { throw .payload("title is required") }
+    guard case .string(let title) = t else {
+      throw .payload("title must be a string, not \(t.typeName)")
+    }
+    self.title = title
+    self.subtitle = try Self.optionalString(o, "subtitle")
+    self.alertMessage = try Self.optionalString(o, "alertMessage")
+    self.color = try Self.optionalString(o, "color")
+    if let color, !Self.isColor(color) {
+      throw .payload("color \(JSONValue.string(color)) must be #RRGGBB or #RRGGBBAA")
+    }
+    switch o["fields"] {
+    case nil, .null?: self.fields = [:]
+    case .object(let f)?:
+      for (k, v) in f {
+        switch v {
+        case .string, .int, .bool: break
+        case .double(let d) where d.isFinite: break
+        default:
+          throw .payload("fields.\(k) must be a string, number or boolean, not \(v.typeName)")
+        }
+      }
+      self.fields = f
+    case let v?: throw .payload("fields must be an object, not \(v.typeName)")
+    }
+    switch o["relevance"] {
+    case nil, .null?: self.relevance = nil
+    case .int(let i)?: self.relevance = Double(i)
+    case .double(let d)? where d.isFinite: self.relevance = d
+    case let v?: throw .payload("relevance must be a number, not \(v.typeName)")
+    }
+  }
+
+  private static func optionalString(
+    _ o: [String: JSONValue], _ key: String
+  ) throws(CountdownError) -> String? {
+    switch o[key] {
+    case nil, .null?: return nil
+    case .string(let s)?: return s
+    case let v?: throw .payload("\(key) must be a string, not \(v.typeName)")
+    }
+  }
+
+  static func isColor(_ s: String) -> Bool {
+    let u = Array(s.utf8)
+    guard u.count == 7 || u.count == 9, u[0] == UInt8(ascii: "#") else { return false }
+    return u.dropFirst().allSatisfy {
+      (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+        || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+        || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0)
+    }
+  }
+
+  /// The canonical encoding, checked against the size limit.
+  func encodedChecked() throws(CountdownError) -> String {
+    let text = json.canonicalText
+    let size = text.utf8.count
+    if size > Self.maximumEncodedSize {
+      throw CountdownError(
+        .attributesTooLarge,
+        "content is \(size) bytes of JSON; the limit is \(Self.maximumEncodedSize)")
+    }
+    return text
+  }
+
+  /// This content with an RFC 7396 JSON Merge Patch applied. `null` removes a key; `title`
+  /// cannot be removed.
+  public func merging(patch: [String: JSONValue]) throws(CountdownError) -> ActivityContent {
+    for key in patch.keys where !Self.keys.contains(key) {
+      throw .payload("\(key) is not a content field")
+    }
+    if case .null? = patch["title"] { throw .payload("title cannot be removed") }
+    guard case .object(var merged) = json else { return self }
+    MergePatch.apply(patch, to: &merged)
+    return try ActivityContent(json: merged)
+  }
+}
+
+/// RFC 7396 JSON Merge Patch.
+public enum MergePatch {
+  /// Applies `patch` to the object `target`.
+  public static func apply(_ patch: [String: JSONValue], to target: inout [String: JSONValue]) {
+    for (key, value) in patch {
+      switch value {
+      case .null: target[key] = nil
+      case .object(let sub):
+        var inner = target[key]?.objectValue ?? [:]
+        apply(sub, to: &inner)
+        target[key] = .object(inner)
+      default: target[key] = value
+      }
+    }
+  }
+}

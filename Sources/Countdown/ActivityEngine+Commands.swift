@@ -1,0 +1,277 @@
+extension ActivityEngine {
+  /// Starts an activity at `t` and returns its id.
+  ///
+  /// Emits `started`, then whatever is due at once (a countdown whose end has passed expires
+  /// at `t`; a past `staleDate` makes it stale at `t`). Milestones already passed do not fire.
+  /// - Complexity: O(log n).
+  @discardableResult
+  public mutating func start(_ r: ActivityRequest, at t: Instant) throws(CountdownError) -> String {
+    // Check the request before anything moves.
+    if let id = r.id { try Self.validateID(id) }
+    let content = try r.content.encodedChecked()
+    _ = try ActivityContent(json: r.content.json.objectValue ?? [:])
+    switch r.kind {
+    case .countdown:
+      guard let end = r.endDate else { throw .payload("a countdown needs endDate") }
+      _ = try end.validated("endDate")
+      if r.goalMs != nil { throw .payload("goalMs applies to elapsed activities, not countdowns") }
+    case .elapsed:
+      if r.endDate != nil {
+        throw .payload("endDate applies to countdowns, not elapsed activities")
+      }
+      if r.endOnExpiry != nil {
+        throw .payload("endOnExpiry applies to countdowns, not elapsed activities")
+      }
+      if let g = r.goalMs { _ = try validatedDuration("goalMs", g) }
+    }
+    if let s = r.startDate { _ = try s.validated("startDate") }
+    if let s = r.staleDate { _ = try s.validated("staleDate") }
+    if let ts = r.timestamp { _ = try ts.validated("timestamp") }
+    if case .after(let d)? = r.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
+    try Self.validateMilestones(r.milestones)
+
+    try moveClock(to: t)
+    guard options.enabled else {
+      throw CountdownError(.disabled, "the engine is disabled; no activity can start")
+    }
+    if let id = r.id, slotByID[id] != nil {
+      throw CountdownError(
+        .duplicateID, "an activity with id \(JSONValue.string(id)) already exists")
+    }
+    if let limit = options.maxActivities, slotByID.count >= limit {
+      throw CountdownError(
+        .limitReached, "\(slotByID.count) activities exist; maxActivities is \(limit)")
+    }
+    var id = r.id ?? ids.uuid()
+    while slotByID[id] != nil { id = ids.uuid() }
+
+    let now = t.milliseconds
+    let slot = allocateSlot()
+    let s = Int(slot)
+    seq[s] = nextSeq
+    nextSeq += 1
+    kindOf[s] = r.kind
+    phaseOf[s] = .active
+    isStale[s] = false
+    isExpired[s] = false
+    anchor[s] = r.kind == .countdown ? r.endDate!.milliseconds : (r.startDate ?? t).milliseconds
+    pausedTotal[s] = 0
+    frozenAt[s] = now
+    cold[s] = ColdState(
+      id: id, content: content,
+      countdownStart: r.kind == .countdown ? r.startDate?.milliseconds : nil,
+      goalMs: r.goalMs, staleDate: r.staleDate?.milliseconds,
+      milestones: Self.firingOrder(r.milestones, r.kind), endOnExpiry: r.endOnExpiry,
+      startedAt: now, lastTimestamp: r.timestamp?.milliseconds)
+    slotByID[id] = slot
+    emit(.started, slot, at: now)
+    refresh(slot, skippingPassedMilestones: true)
+    runDue(upTo: now)
+    return id
+  }
+
+  /// Applies `u` to the activity `id` at `t` and emits `updated`.
+  ///
+  /// Content is merge-patched; `endDate`, `startDate`, `staleDate`, `goalMs`, `milestones` and
+  /// `endOnExpiry` are replaced or removed. A countdown whose end moves past `t` after it
+  /// expired runs again. On a paused activity, a new `endDate` or `startDate` re-anchors the
+  /// pause at `t`: the frozen value becomes the one the new dates give at `t`.
+  /// Milestones whose instant the update puts at or before `t` are passed without firing.
+  /// - Complexity: O(log n) plus the content's size.
+  public mutating func update(
+    _ id: String, _ u: ActivityUpdate, at t: Instant
+  ) throws(CountdownError) {
+    if let e = u.endDate { _ = try e.validated("endDate") }
+    if case .set(let d) = u.startDate { _ = try d.validated("startDate") }
+    if case .set(let d) = u.staleDate { _ = try d.validated("staleDate") }
+    if case .set(let g) = u.goalMs { _ = try validatedDuration("goalMs", g) }
+    if case .set(let m) = u.milestones { try Self.validateMilestones(m) }
+    if case .set(.after(let d)) = u.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
+
+    try moveClock(to: t)
+    let slot = try lookupRunning(id, for: "update")
+    let s = Int(slot)
+    let kind = kindOf[s]
+    switch kind {
+    case .countdown:
+      if case .set = u.goalMs {
+        throw .payload("goalMs applies to elapsed activities, not countdowns")
+      }
+    case .elapsed:
+      if u.endDate != nil {
+        throw .payload("endDate applies to countdowns, not elapsed activities")
+      }
+      if case .remove = u.startDate {
+        throw .payload("an elapsed activity's startDate cannot be removed")
+      }
+      if case .set = u.endOnExpiry {
+        throw .payload("endOnExpiry applies to countdowns, not elapsed activities")
+      }
+    }
+    try checkTimestamp(u.timestamp, slot: slot)
+    let content = try patchedContent(slot, u.content)
+
+    // Everything is checked: apply.
+    let now = t.milliseconds
+    let movesDates: Bool
+    switch u.startDate {
+    case .keep: movesDates = u.endDate != nil
+    default: movesDates = u.endDate != nil || kind == .elapsed
+    }
+    if phaseOf[s] == .paused, movesDates { frozenAt[s] = now }
+    if let e = u.endDate {
+      anchor[s] = e.milliseconds
+      isExpired[s] = false
+    }
+    switch (u.startDate, kind) {
+    case (.set(let d), .countdown): cold[s].countdownStart = d.milliseconds
+    case (.remove, .countdown): cold[s].countdownStart = nil
+    case (.set(let d), .elapsed): anchor[s] = d.milliseconds
+    default: break
+    }
+    switch u.staleDate {
+    case .keep: break
+    case .set(let d):
+      cold[s].staleDate = d.milliseconds
+      if d.milliseconds > now { isStale[s] = false }
+    case .remove:
+      cold[s].staleDate = nil
+      isStale[s] = false
+    }
+    switch u.goalMs {
+    case .keep: break
+    case .set(let g): cold[s].goalMs = g
+    case .remove: cold[s].goalMs = nil
+    }
+    switch u.milestones {
+    case .keep: break
+    case .set(let m):
+      cold[s].milestones = Self.firingOrder(m, kind)
+      cold[s].nextMilestone = 0
+    case .remove:
+      cold[s].milestones = []
+      cold[s].nextMilestone = 0
+    }
+    switch u.endOnExpiry {
+    case .keep: break
+    case .set(let p): cold[s].endOnExpiry = p
+    case .remove: cold[s].endOnExpiry = nil
+    }
+    if let content { cold[s].content = content }
+    if let ts = u.timestamp { cold[s].lastTimestamp = ts.milliseconds }
+    emit(.updated, slot, at: now)
+    refresh(slot, skippingPassedMilestones: true)
+    runDue(upTo: now)
+  }
+
+  /// Freezes the displayed value at `t` and emits `paused`. Pausing a paused activity is an
+  /// accepted no-op.
+  /// - Complexity: O(log n).
+  public mutating func pause(
+    _ id: String, at t: Instant, timestamp: Instant? = nil
+  ) throws(CountdownError) {
+    try moveClock(to: t)
+    let slot = try lookupRunning(id, for: "pause")
+    try checkTimestamp(timestamp, slot: slot)
+    let s = Int(slot)
+    if let ts = timestamp { cold[s].lastTimestamp = ts.milliseconds }
+    guard phaseOf[s] == .active else { return }
+    phaseOf[s] = .paused
+    frozenAt[s] = t.milliseconds
+    emit(.paused, slot, at: t.milliseconds)
+    refresh(slot, skippingPassedMilestones: false)
+    runDue(upTo: t.milliseconds)
+  }
+
+  /// Continues from the frozen value and emits `resumed`: a countdown's end and an elapsed
+  /// timer's paused total move by the time spent paused. Resuming an active activity is an
+  /// accepted no-op.
+  /// - Complexity: O(log n).
+  public mutating func resume(
+    _ id: String, at t: Instant, timestamp: Instant? = nil
+  ) throws(CountdownError) {
+    try moveClock(to: t)
+    let slot = try lookupRunning(id, for: "resume")
+    try checkTimestamp(timestamp, slot: slot)
+    let s = Int(slot)
+    if let ts = timestamp { cold[s].lastTimestamp = ts.milliseconds }
+    guard phaseOf[s] == .paused else { return }
+    let now = t.milliseconds
+    let d = now - frozenAt[s]
+    pausedTotal[s] += d
+    if kindOf[s] == .countdown { anchor[s] += d }
+    phaseOf[s] = .active
+    emit(.resumed, slot, at: now)
+    refresh(slot, skippingPassedMilestones: true)
+    runDue(upTo: now)
+  }
+
+  /// Ends the activity at `t` (its value frozen then) and emits `ended` (reason `requested`);
+  /// it is dismissed as `e.dismissal` says.
+  /// - Complexity: O(log n) plus the content's size.
+  public mutating func end(
+    _ id: String, _ e: ActivityEnding = ActivityEnding(), at t: Instant
+  ) throws(CountdownError) {
+    if case .after(let d) = e.dismissal { _ = try d.validated("dismissal.after") }
+    try moveClock(to: t)
+    let slot = try lookupRunning(id, for: "end")
+    try checkTimestamp(e.timestamp, slot: slot)
+    let content = try patchedContent(slot, e.content)
+    let s = Int(slot)
+    if let content { cold[s].content = content }
+    if let ts = e.timestamp { cold[s].lastTimestamp = ts.milliseconds }
+    finish(slot, reason: .requested, dismissal: e.dismissal, at: t.milliseconds)
+    runDue(upTo: t.milliseconds)
+  }
+
+  /// Turns the engine on or off at `t`. Turning it off ends every activity with reason
+  /// `disabled` and dismisses every activity at once, in start order.
+  /// - Complexity: O(n log n) when disabling.
+  public mutating func setEnabled(_ enabled: Bool, at t: Instant) throws(CountdownError) {
+    try moveClock(to: t)
+    let was = options.enabled
+    options.enabled = enabled
+    guard was, !enabled else { return }
+    let now = t.milliseconds
+    let live = slotByID.values.sorted { seq[Int($0)] < seq[Int($1)] }
+    for slot in live {
+      if phaseOf[Int(slot)] != .ended {
+        finish(slot, reason: .disabled, dismissal: .immediate, at: now)
+      }
+      emit(.dismissed, slot, at: now)
+      freeSlot(slot)
+    }
+  }
+
+  /// Sets the most activities that may exist at once (nil: no limit).
+  public mutating func setMaxActivities(_ limit: Int?) {
+    options.maxActivities = limit
+  }
+
+  /// Sets the maximum active duration at `t` (nil: off) and reschedules every running
+  /// activity; one already past it ends at `t`.
+  /// - Complexity: O(n log n).
+  public mutating func setMaxActiveDuration(_ ms: Int64?, at t: Instant) throws(CountdownError) {
+    if let ms { _ = try validatedDuration("maxActiveDurationMs", ms) }
+    try moveClock(to: t)
+    options.maxActiveDurationMs = ms
+    for slot in slotByID.values where phaseOf[Int(slot)] != .ended {
+      reschedule(slot)
+    }
+    runDue(upTo: t.milliseconds)
+  }
+
+  /// The content after a merge patch, encoded and checked, or nil when the patch is empty.
+  func patchedContent(
+    _ slot: UInt32, _ patch: [String: JSONValue]
+  ) throws(CountdownError) -> String? {
+    guard !patch.isEmpty else { return nil }
+    return try content(ofSlot: slot).merging(patch: patch).encodedChecked()
+  }
+
+  func content(ofSlot slot: UInt32) -> ActivityContent {
+    // The stored text was produced by `encodedChecked`, so it always decodes.
+    let json = (try? JSONParser.parse(cold[Int(slot)].content))?.objectValue ?? [:]
+    return (try? ActivityContent(json: json)) ?? ActivityContent(title: "")
+  }
+}

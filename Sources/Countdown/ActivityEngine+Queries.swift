@@ -1,0 +1,101 @@
+extension ActivityEngine {
+  /// The activity `id` as seen at `t` (events due by then are delivered first).
+  /// - Throws: `notFound` when no activity has that id (or it was dismissed).
+  /// - Complexity: O(1) plus the events due.
+  public mutating func state(of id: String, at t: Instant) throws(CountdownError) -> ActivityState {
+    try moveClock(to: t)
+    return snapshot(try lookup(id))
+  }
+
+  /// The activity behind `handle` as seen at the engine's clock, or nil once it is dismissed.
+  public func state(of handle: ActivityHandle) -> ActivityState? {
+    guard id(of: handle) != nil else { return nil }
+    return snapshot(handle.slot)
+  }
+
+  /// The content of the activity `id`.
+  public func content(of id: String) throws(CountdownError) -> ActivityContent {
+    content(ofSlot: try lookup(id))
+  }
+
+  func snapshot(_ slot: UInt32) -> ActivityState {
+    let s = Int(slot)
+    let now = self.now.milliseconds
+    let phase: ActivityPhase =
+      switch phaseOf[s] {
+      case .active, .free: .active
+      case .paused: .paused
+      case .ended: .ended
+      }
+    let ended = phaseOf[s] == .ended
+    return ActivityState(
+      id: cold[s].id, kind: kindOf[s], phase: phase, value: displayedSeconds(s, now),
+      milliseconds: exactMilliseconds(s, now), progress: progress(s, now), stale: isStale[s],
+      expired: isExpired[s],
+      endDate: kindOf[s] == .countdown ? Instant(milliseconds: anchor[s]) : nil,
+      endedAt: ended ? Instant(milliseconds: cold[s].endedAt) : nil,
+      endReason: ended ? cold[s].endReason : nil)
+  }
+
+  /// The `k` active countdowns that end soonest after `t` (not paused, not yet at zero), the
+  /// earliest first; equal ends in start order.
+  /// - Complexity: O(n log k).
+  public mutating func soonestEnding(
+    _ k: Int, at t: Instant
+  ) throws(CountdownError) -> [ActivityState] {
+    try moveClock(to: t)
+    guard k > 0 else { return [] }
+    let now = t.milliseconds
+    // A bounded max-heap of (end, seq, slot): the root is the worst kept candidate.
+    var kept: [(end: Int64, seq: UInt64, slot: UInt32)] = []
+    kept.reserveCapacity(k)
+    func worse(
+      _ a: (end: Int64, seq: UInt64, slot: UInt32), _ b: (end: Int64, seq: UInt64, slot: UInt32)
+    ) -> Bool {
+      a.end != b.end ? a.end > b.end : a.seq > b.seq
+    }
+    func siftDown(_ start: Int) {
+      var i = start
+      while true {
+        var m = i
+        for c in [2 * i + 1, 2 * i + 2] where c < kept.count && worse(kept[c], kept[m]) { m = c }
+        if m == i { return }
+        kept.swapAt(i, m)
+        i = m
+      }
+    }
+    for slot in slotByID.values {
+      let s = Int(slot)
+      guard kindOf[s] == .countdown, phaseOf[s] == .active, anchor[s] > now else { continue }
+      let c = (end: anchor[s], seq: seq[s], slot: slot)
+      if kept.count < k {
+        kept.append(c)
+        var i = kept.count - 1
+        while i > 0, worse(kept[i], kept[(i - 1) / 2]) {
+          kept.swapAt(i, (i - 1) / 2)
+          i = (i - 1) / 2
+        }
+      } else if worse(kept[0], c) {
+        kept[0] = c
+        siftDown(0)
+      }
+    }
+    return kept.sorted { worse($1, $0) }.map { snapshot($0.slot) }
+  }
+
+  /// The activities that ended within `window` and are not yet dismissed, by end instant then
+  /// start order.
+  /// - Complexity: O(n + m log m) for m results.
+  public func ended(within window: ClosedRange<Instant>) -> [ActivityState] {
+    let lo = window.lowerBound.milliseconds
+    let hi = window.upperBound.milliseconds
+    return slotByID.values
+      .filter { phaseOf[Int($0)] == .ended && (lo...hi).contains(cold[Int($0)].endedAt) }
+      .sorted {
+        let (a, b) = (Int($0), Int($1))
+        return cold[a].endedAt != cold[b].endedAt
+          ? cold[a].endedAt < cold[b].endedAt : seq[a] < seq[b]
+      }
+      .map { snapshot($0) }
+  }
+}

@@ -1,0 +1,240 @@
+extension ActivityEngine {
+  // MARK: - Values
+
+  /// The instant at which slot `s`'s displayed value is read: now, or when it froze.
+  @inline(__always)
+  func effectiveNow(_ s: Int, _ now: Int64) -> Int64 {
+    phaseOf[s] == .active ? now : frozenAt[s]
+  }
+
+  /// The exact displayed quantity in milliseconds (remaining or elapsed), at least 0.
+  @inline(__always)
+  func exactMilliseconds(_ s: Int, _ now: Int64) -> Int64 {
+    let t = effectiveNow(s, now)
+    let v = kindOf[s] == .countdown ? anchor[s] - t : t - anchor[s] - pausedTotal[s]
+    return max(0, v)
+  }
+
+  /// The displayed whole seconds: ceil for a countdown, floor for an elapsed timer.
+  @inline(__always)
+  func displayedSeconds(_ s: Int, _ now: Int64) -> Int64 {
+    kindOf[s].rounding.seconds(milliseconds: exactMilliseconds(s, now))
+  }
+
+  func progress(_ s: Int, _ now: Int64) -> Double? {
+    switch kindOf[s] {
+    case .countdown:
+      guard let start = cold[s].countdownStart else { return nil }
+      // Progress counts only time not spent paused, so a pause neither jumps nor drifts it.
+      let total = anchor[s] - pausedTotal[s] - start
+      let remaining = exactMilliseconds(s, now)
+      guard total > 0 else { return remaining == 0 || effectiveNow(s, now) >= start ? 1 : 0 }
+      return min(1, max(0, Double(total - remaining) / Double(total)))
+    case .elapsed:
+      guard let goal = cold[s].goalMs else { return nil }
+      guard goal > 0 else { return 1 }
+      return min(1, max(0, Double(exactMilliseconds(s, now)) / Double(goal)))
+    }
+  }
+
+  // MARK: - Events
+
+  @inline(__always)
+  func emit(
+    _ kind: ActivityEvent.Kind, _ slot: UInt32, at t: Int64, value: Int64? = nil,
+    reason: EndReason? = nil, milestone: String? = nil
+  ) {
+    let s = Int(slot)
+    onEvent(
+      ActivityEvent(
+        at: Instant(milliseconds: t), kind: kind, id: cold[s].id,
+        handle: ActivityHandle(slot: slot, generation: generation[s]), activityKind: kindOf[s],
+        value: value ?? displayedSeconds(s, t), reason: reason, milestone: milestone))
+  }
+
+  // MARK: - Scheduling
+
+  /// Whether slot `s` ticks from the wheel now: it is active, a countdown not yet at its end
+  /// or an elapsed timer past its origin.
+  func ticksNow(_ s: Int, _ now: Int64) -> Bool {
+    guard options.deliversTicks, phaseOf[s] == .active else { return false }
+    return kindOf[s] == .countdown ? anchor[s] > now : anchor[s] + pausedTotal[s] <= now
+  }
+
+  /// Puts slot `slot` back in the wheel and the heap after its dates or phase changed.
+  mutating func refresh(_ slot: UInt32, skippingPassedMilestones: Bool) {
+    let s = Int(slot)
+    let now = self.now.milliseconds
+    wheel.remove(slot)
+    if ticksNow(s, now) {
+      let phase = kindOf[s] == .countdown ? anchor[s] : anchor[s] + pausedTotal[s]
+      wheel.insert(slot, seq: seq[s], phase: phase)
+    }
+    if skippingPassedMilestones, phaseOf[s] == .active {
+      while cold[s].nextMilestone < cold[s].milestones.count,
+        milestoneInstant(s, cold[s].nextMilestone) <= now
+      {
+        cold[s].nextMilestone += 1
+      }
+    }
+    reschedule(slot)
+  }
+
+  func milestoneInstant(_ s: Int, _ k: Int) -> Int64 {
+    let at = cold[s].milestones[k].atMs
+    return kindOf[s] == .countdown ? anchor[s] - at : anchor[s] + pausedTotal[s] + at
+  }
+
+  /// Keys slot `slot`'s heap entry by its earliest pending rare deadline.
+  mutating func reschedule(_ slot: UInt32) {
+    let s = Int(slot)
+    let now = self.now.milliseconds
+    var best: (at: Int64, kind: Deadline)?
+    func consider(_ at: Int64, _ kind: Deadline) {
+      let at = max(at, now)
+      if best == nil || at < best!.at || (at == best!.at && kind.rawValue < best!.kind.rawValue) {
+        best = (at, kind)
+      }
+    }
+    switch phaseOf[s] {
+    case .free: break
+    case .ended: consider(cold[s].dismissAt, .dismissal)
+    case .active, .paused:
+      if !isStale[s], let d = cold[s].staleDate { consider(d, .stale) }
+      if let max = options.maxActiveDurationMs { consider(cold[s].startedAt + max, .maxDuration) }
+      if phaseOf[s] == .active {
+        if kindOf[s] == .countdown, !isExpired[s] { consider(anchor[s], .expiry) }
+        if cold[s].nextMilestone < cold[s].milestones.count {
+          consider(milestoneInstant(s, cold[s].nextMilestone), .milestone)
+        }
+        if options.deliversTicks, kindOf[s] == .elapsed, !wheel.contains(slot) {
+          consider(anchor[s] + pausedTotal[s], .armTicks)
+        }
+      }
+    }
+    if let best {
+      heap.set(slot, at: best.at, order: seq[s] << 3 | best.kind.rawValue)
+    } else {
+      heap.remove(slot)
+    }
+  }
+
+  /// Ends slot `slot` at `t`: freezes its value (a paused one keeps its frozen value), leaves
+  /// the wheel, emits `ended`, and schedules its dismissal.
+  mutating func finish(_ slot: UInt32, reason: EndReason, dismissal: DismissalPolicy, at t: Int64) {
+    let s = Int(slot)
+    wheel.remove(slot)
+    if phaseOf[s] == .active { frozenAt[s] = t }
+    phaseOf[s] = .ended
+    cold[s].endedAt = t
+    cold[s].endReason = reason
+    cold[s].dismissAt = dismissal.dismissal(endedAt: Instant(milliseconds: t)).milliseconds
+    emit(.ended, slot, at: t, reason: reason)
+    reschedule(slot)
+  }
+
+  // MARK: - The run loop
+
+  /// Delivers every event due at or before `limit`, in SPEC §3 order, then sets the clock to
+  /// `limit`.
+  ///
+  /// Instants are visited in order; at each one the wheel bucket's ticks (in start order) are
+  /// merged with the heap's deadlines at that instant (by start order, then event kind).
+  mutating func runDue(upTo limit: Int64) {
+    while true {
+      let tickAt = nextTickInstant ?? .max
+      let deadlineAt = heap.top?.at ?? .max
+      let t = min(tickAt, deadlineAt)
+      guard t <= limit else { break }
+      now = Instant(milliseconds: t)
+      if tickAt == t { runTicks(at: t) }
+      while let top = heap.top, top.at <= t { runDeadline() }
+    }
+    now = Instant(milliseconds: limit)
+  }
+
+  /// Delivers the ticks of the bucket due at `t`, interleaving earlier-started activities'
+  /// deadlines at `t`. No allocation; removed entries are compacted in the same pass.
+  mutating func runTicks(at t: Int64) {
+    let b = PhaseWheel.bucket(of: t)
+    if !wheel.buckets[b].sorted { wheel.sortBucket(b, seq: seq) }
+    wheel.walking = b
+    let n = wheel.buckets[b].entries.count
+    var kept = 0
+    for r in 0..<n {
+      let slot = wheel.buckets[b].entries[r]
+      if slot == PhaseWheel.tombstone { continue }
+      let s = Int(slot)
+      let order = seq[s] << 3
+      while let top = heap.top, top.at <= t, top.order < order { runDeadline() }
+      // Deadlines of earlier activities never touch this one, but be exact about it.
+      guard wheel.bucketOf[s] == Int16(b), wheel.position[s] == UInt32(r) else { continue }
+      let isCountdown = kindOf[s] == .countdown
+      let value = isCountdown ? (anchor[s] - t) / 1000 : (t - anchor[s] - pausedTotal[s]) / 1000
+      emit(.tick, slot, at: t, value: value)
+      if isCountdown, value == 0 {
+        // The final tick: a countdown at zero does not tick again.
+        wheel.buckets[b].entries[r] = PhaseWheel.tombstone
+        wheel.bucketOf[s] = -1
+        wheel.buckets[b].live -= 1
+        wheel.count -= 1
+      } else {
+        wheel.buckets[b].entries[kept] = slot
+        wheel.position[s] = UInt32(kept)
+        kept += 1
+      }
+    }
+    // Entries appended while walking (elapsed timers armed at `t`) move down behind the kept.
+    let total = wheel.buckets[b].entries.count
+    for r in n..<total {
+      let slot = wheel.buckets[b].entries[r]
+      if slot == PhaseWheel.tombstone { continue }
+      wheel.buckets[b].entries[kept] = slot
+      wheel.position[Int(slot)] = UInt32(kept)
+      kept += 1
+    }
+    wheel.buckets[b].entries.removeLast(total - kept)
+    wheel.walking = -1
+    if wheel.buckets[b].live == 0 {
+      wheel.occupied[b >> 6] &= ~(1 << UInt64(b & 63))
+      wheel.buckets[b].entries.removeAll(keepingCapacity: true)
+      wheel.buckets[b].lastSeq = 0
+      wheel.buckets[b].sorted = true
+    }
+  }
+
+  /// Pops the earliest deadline and acts on it.
+  mutating func runDeadline() {
+    guard let e = heap.pop() else { return }
+    let slot = e.slot
+    let s = Int(slot)
+    let t = e.at
+    switch Deadline(rawValue: e.order & 7)! {
+    case .armTicks:
+      wheel.insert(slot, seq: seq[s], phase: anchor[s] + pausedTotal[s])
+    case .milestone:
+      let k = cold[s].nextMilestone
+      cold[s].nextMilestone += 1
+      emit(.milestone, slot, at: t, milestone: cold[s].milestones[k].name)
+    case .stale:
+      isStale[s] = true
+      emit(.stale, slot, at: t)
+    case .expiry:
+      isExpired[s] = true
+      wheel.remove(slot)
+      emit(.expired, slot, at: t, value: 0)
+      if let policy = cold[s].endOnExpiry {
+        finish(slot, reason: .expired, dismissal: policy, at: t)
+        return
+      }
+    case .maxDuration:
+      finish(slot, reason: .maxDuration, dismissal: .default, at: t)
+      return
+    case .dismissal:
+      emit(.dismissed, slot, at: t)
+      freeSlot(slot)
+      return
+    }
+    reschedule(slot)
+  }
+}

@@ -1,0 +1,220 @@
+/// The clock-free engine: every rule of SPEC §1–3 on instants it is given.
+///
+/// The engine never reads a clock. Each command carries its instant; the engine first
+/// delivers every event due at or before it, then applies the command, then delivers the
+/// events the command made due at once. ``advance(to:)`` moves time alone, and
+/// ``nextDeadline`` says when the next event is due, so a driver arms one timer for it.
+///
+/// ```swift
+/// var engine = ActivityEngine(now: Instant(milliseconds: 1_767_225_600_000)) { event in
+///   print(event.kind, event.id, event.value)
+/// }
+/// try engine.start(.countdown(id: "gate-12", to: engine.now.advanced(by: 600_000),
+///                             title: "Gate 12"), at: engine.now)
+/// try engine.advance(to: engine.now.advanced(by: 1000))   // tick: 599
+/// ```
+///
+/// Storage is struct-of-arrays slots addressed by generation-checked ``ActivityHandle``s;
+/// per-second ticks live in a phase wheel (no per-tick sorting or allocation) and the rare
+/// deadlines (expiry, milestones, staleness, maximum duration, dismissal) in one indexed heap
+/// with one entry per activity.
+///
+/// The engine is a value confined to one thread; `onEvent` must not call back into it.
+public struct ActivityEngine {
+  /// Receives every event, in SPEC §3 order.
+  public var onEvent: (ActivityEvent) -> Void
+  /// The engine's clock: the instant of the last command or advance.
+  public internal(set) var now: Instant
+  /// The engine-wide settings; change them with the `set…` commands.
+  public internal(set) var options: EngineOptions
+
+  // Hot per-slot state (struct of arrays).
+  var generation: [UInt32] = []
+  var seq: [UInt64] = []
+  var kindOf: [ActivityKind] = []
+  var phaseOf: [SlotPhase] = []
+  var isStale: [Bool] = []
+  var isExpired: [Bool] = []
+  /// Countdown: its end. Elapsed: its start.
+  var anchor: [Int64] = []
+  /// Time spent paused (moves a countdown's end, an elapsed timer's origin).
+  var pausedTotal: [Int64] = []
+  /// The instant the displayed value froze (pause or end).
+  var frozenAt: [Int64] = []
+  /// Cold per-slot state.
+  var cold: [ColdState] = []
+
+  var freeSlots: [UInt32] = []
+  var slotByID: [String: UInt32] = [:]
+  var wheel = PhaseWheel()
+  var heap = DeadlineHeap()
+  var nextSeq: UInt64 = 0
+  var ids: SplitMix64
+
+  enum SlotPhase: UInt8 { case free, active, paused, ended }
+
+  /// Rare deadline kinds, in the SPEC's per-activity order at one instant.
+  enum Deadline: UInt64 {
+    case armTicks = 0
+    case milestone, stale, expiry, maxDuration, dismissal
+  }
+
+  struct ColdState {
+    var id = ""
+    /// Canonical JSON of the content.
+    var content = ""
+    var countdownStart: Int64?
+    var goalMs: Int64?
+    var staleDate: Int64?
+    /// Milestones in firing order, with their instants relative to the anchor.
+    var milestones: [Milestone] = []
+    var nextMilestone = 0
+    var endOnExpiry: DismissalPolicy?
+    var startedAt: Int64 = 0
+    var endedAt: Int64 = 0
+    var dismissAt: Int64 = 0
+    var endReason: EndReason = .requested
+    var lastTimestamp: Int64?
+  }
+
+  /// An engine whose clock starts at `now`.
+  public init(
+    now: Instant, options: EngineOptions = EngineOptions(),
+    onEvent: @escaping (ActivityEvent) -> Void = { _ in }
+  ) {
+    self.now = now
+    self.options = options
+    self.onEvent = onEvent
+    self.ids = SplitMix64(state: options.idSeed)
+  }
+
+  /// Activities not yet dismissed.
+  public var count: Int { slotByID.count }
+
+  /// The earliest instant at which an event is due, or nil when none is pending.
+  /// - Complexity: O(1).
+  public var nextDeadline: Instant? {
+    let t = min(nextTickInstant ?? .max, heap.top?.at ?? .max)
+    return t == .max ? nil : Instant(milliseconds: t)
+  }
+
+  var nextTickInstant: Int64? {
+    options.deliversTicks ? wheel.nextInstant(after: now.milliseconds) : nil
+  }
+
+  /// Delivers every event due at or before `t` and moves the clock to `t`.
+  /// - Throws: `timeWentBackwards` when `t` is before the clock.
+  public mutating func advance(to t: Instant) throws(CountdownError) {
+    try moveClock(to: t)
+  }
+
+  mutating func moveClock(to t: Instant) throws(CountdownError) {
+    if t < now {
+      throw CountdownError(
+        .timeWentBackwards,
+        "instant \(t.milliseconds) is before the clock (\(now.milliseconds)); time only moves forward"
+      )
+    }
+    runDue(upTo: t.milliseconds)
+  }
+
+  /// The handle of the activity `id`, if it exists.
+  public func handle(for id: String) -> ActivityHandle? {
+    slotByID[id].map { ActivityHandle(slot: $0, generation: generation[Int($0)]) }
+  }
+
+  /// The id of the activity behind `handle`, or nil once it is dismissed.
+  public func id(of handle: ActivityHandle) -> String? {
+    let s = Int(handle.slot)
+    guard s < generation.count, generation[s] == handle.generation, phaseOf[s] != .free else {
+      return nil
+    }
+    return cold[s].id
+  }
+
+  // MARK: - Slots
+
+  mutating func allocateSlot() -> UInt32 {
+    if let s = freeSlots.popLast() { return s }
+    let s = UInt32(generation.count)
+    generation.append(0)
+    seq.append(0)
+    kindOf.append(.countdown)
+    phaseOf.append(.free)
+    isStale.append(false)
+    isExpired.append(false)
+    anchor.append(0)
+    pausedTotal.append(0)
+    frozenAt.append(0)
+    cold.append(ColdState())
+    wheel.reserveSlots(generation.count)
+    heap.reserveSlots(generation.count)
+    return s
+  }
+
+  mutating func freeSlot(_ slot: UInt32) {
+    let s = Int(slot)
+    wheel.remove(slot)
+    heap.remove(slot)
+    slotByID[cold[s].id] = nil
+    cold[s] = ColdState()
+    phaseOf[s] = .free
+    generation[s] &+= 1
+    freeSlots.append(slot)
+  }
+
+  func lookup(_ id: String) throws(CountdownError) -> UInt32 {
+    guard let s = slotByID[id] else {
+      throw CountdownError(.notFound, "no activity has id \(JSONValue.string(id))")
+    }
+    return s
+  }
+
+  func lookupRunning(_ id: String, for op: String) throws(CountdownError) -> UInt32 {
+    let s = try lookup(id)
+    if phaseOf[Int(s)] == .ended {
+      throw CountdownError(
+        .activityEnded, "activity \(JSONValue.string(id)) has ended; \(op) is not accepted")
+    }
+    return s
+  }
+
+  func checkTimestamp(_ ts: Instant?, slot: UInt32) throws(CountdownError) {
+    guard let ts else { return }
+    _ = try ts.validated("timestamp")
+    if let last = cold[Int(slot)].lastTimestamp, ts.milliseconds < last {
+      throw CountdownError(
+        .outOfOrder,
+        "timestamp \(ts.milliseconds) is older than the last applied update's timestamp \(last)")
+    }
+  }
+
+  static func validateID(_ id: String) throws(CountdownError) {
+    let n = id.utf8.count
+    guard (1...128).contains(n) else {
+      throw .payload("id must be 1 to 128 bytes of UTF-8, not \(n)")
+    }
+    if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+      throw .payload("id \(JSONValue.string(id)) contains a control character")
+    }
+  }
+
+  static func validateMilestones(_ m: [Milestone]) throws(CountdownError) {
+    for (k, milestone) in m.enumerated() {
+      _ = try validatedDuration("milestones[\(k)].atMs", milestone.atMs)
+    }
+  }
+
+  /// Milestones in the order they fire: by remaining time down for a countdown, by elapsed
+  /// time up for an elapsed timer; equal ones in the order given.
+  static func firingOrder(_ m: [Milestone], _ kind: ActivityKind) -> [Milestone] {
+    let indexed = m.enumerated().sorted { a, b in
+      if a.element.atMs != b.element.atMs {
+        return kind == .countdown
+          ? a.element.atMs > b.element.atMs : a.element.atMs < b.element.atMs
+      }
+      return a.offset < b.offset
+    }
+    return indexed.map(\.element)
+  }
+}

@@ -1,0 +1,65 @@
+/// Something that happened to an activity, at the exact instant it happened.
+public struct ActivityEvent: Sendable, Hashable {
+  /// Event kinds (SPEC §3).
+  public enum Kind: String, Sendable, Hashable {
+    case started, updated, tick, milestone, stale, expired, paused, resumed, ended, dismissed
+  }
+
+  /// The instant the displayed value changed or the deadline passed (not when delivered).
+  public var at: Instant
+  public var kind: Kind
+  /// The activity's id.
+  public var id: String
+  /// The activity's handle (valid until it is dismissed).
+  public var handle: ActivityHandle
+  /// Whether the activity counts down or up.
+  public var activityKind: ActivityKind
+  /// The whole seconds displayed after the event (for `tick`, `paused`, `ended`: the new value).
+  public var value: Int64
+  /// For `ended`.
+  public var reason: EndReason?
+  /// For `milestone`.
+  public var milestone: String?
+
+  public init(
+    at: Instant, kind: Kind, id: String, handle: ActivityHandle, activityKind: ActivityKind,
+    value: Int64, reason: EndReason? = nil, milestone: String? = nil
+  ) {
+    self.at = at
+    self.kind = kind
+    self.id = id
+    self.handle = handle
+    self.activityKind = activityKind
+    self.value = value
+    self.reason = reason
+    self.milestone = milestone
+  }
+}
+
+/// A generation-checked reference to an activity's storage slot. A handle outlives nothing:
+/// once the activity is dismissed its slot's generation moves on and the handle stops matching.
+public struct ActivityHandle: Hashable, Sendable {
+  public var slot: UInt32
+  public var generation: UInt32
+}
+
+/// An activity as seen at one instant.
+public struct ActivityState: Sendable, Hashable {
+  public var id: String
+  public var kind: ActivityKind
+  public var phase: ActivityPhase
+  /// Whole seconds displayed (ceil for countdowns, floor for elapsed timers).
+  public var value: Int64
+  /// The exact displayed quantity in milliseconds (remaining or elapsed).
+  public var milliseconds: Int64
+  /// 0…1, or nil when the activity has no start (countdown) or goal (elapsed).
+  public var progress: Double?
+  public var stale: Bool
+  /// A countdown that has reached zero.
+  public var expired: Bool
+  /// A countdown's current end (moved later by pauses).
+  public var endDate: Instant?
+  /// When it ended, and why.
+  public var endedAt: Instant?
+  public var endReason: EndReason?
+}

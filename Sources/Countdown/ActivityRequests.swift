@@ -1,0 +1,97 @@
+/// Everything needed to start an activity.
+public struct ActivityRequest: Sendable, Hashable {
+  /// 1–128 bytes of UTF-8 without control characters; generated (UUID form) when nil.
+  public var id: String?
+  public var kind: ActivityKind
+  /// Required for a countdown; not allowed for an elapsed timer.
+  public var endDate: Instant?
+  /// A countdown's start, for progress; an elapsed timer's start (default: now).
+  public var startDate: Instant?
+  /// An elapsed timer's goal, for progress.
+  public var goalMs: Int64?
+  public var content: ActivityContent
+  /// When the activity becomes stale.
+  public var staleDate: Instant?
+  public var milestones: [Milestone]
+  /// A countdown that reaches zero ends with this dismissal policy; without it, it stays at zero.
+  public var endOnExpiry: DismissalPolicy?
+  /// The sender's clock; later updates older than it are rejected.
+  public var timestamp: Instant?
+
+  public init(
+    id: String? = nil, kind: ActivityKind, endDate: Instant? = nil, startDate: Instant? = nil,
+    goalMs: Int64? = nil, content: ActivityContent, staleDate: Instant? = nil,
+    milestones: [Milestone] = [], endOnExpiry: DismissalPolicy? = nil, timestamp: Instant? = nil
+  ) {
+    self.id = id
+    self.kind = kind
+    self.endDate = endDate
+    self.startDate = startDate
+    self.goalMs = goalMs
+    self.content = content
+    self.staleDate = staleDate
+    self.milestones = milestones
+    self.endOnExpiry = endOnExpiry
+    self.timestamp = timestamp
+  }
+
+  /// A countdown to `end` titled `title`.
+  public static func countdown(id: String? = nil, to end: Instant, title: String) -> Self {
+    ActivityRequest(id: id, kind: .countdown, endDate: end, content: ActivityContent(title: title))
+  }
+
+  /// An elapsed timer from `start` (default: now) titled `title`.
+  public static func elapsed(id: String? = nil, from start: Instant? = nil, title: String) -> Self {
+    ActivityRequest(
+      id: id, kind: .elapsed, startDate: start, content: ActivityContent(title: title))
+  }
+}
+
+/// A change to a running activity. Content changes are an RFC 7396 merge patch.
+public struct ActivityUpdate: Sendable, Hashable {
+  /// Merge patch over the content keys (`title`, `subtitle`, `alertMessage`, `color`,
+  /// `fields`, `relevance`); `.null` removes.
+  public var content: [String: JSONValue]
+  /// A countdown's new end. Moving it past now after expiry makes it run again.
+  public var endDate: Instant?
+  public var startDate: Change<Instant>
+  public var staleDate: Change<Instant>
+  public var goalMs: Change<Int64>
+  public var milestones: Change<[Milestone]>
+  public var endOnExpiry: Change<DismissalPolicy>
+  /// Rejected with `outOfOrder` when older than the last applied timestamp.
+  public var timestamp: Instant?
+
+  public init(
+    content: [String: JSONValue] = [:], endDate: Instant? = nil,
+    startDate: Change<Instant> = .keep, staleDate: Change<Instant> = .keep,
+    goalMs: Change<Int64> = .keep, milestones: Change<[Milestone]> = .keep,
+    endOnExpiry: Change<DismissalPolicy> = .keep, timestamp: Instant? = nil
+  ) {
+    self.content = content
+    self.endDate = endDate
+    self.startDate = startDate
+    self.staleDate = staleDate
+    self.goalMs = goalMs
+    self.milestones = milestones
+    self.endOnExpiry = endOnExpiry
+    self.timestamp = timestamp
+  }
+}
+
+/// How to end an activity.
+public struct ActivityEnding: Sendable, Hashable {
+  /// Final content, as a merge patch.
+  public var content: [String: JSONValue]
+  public var dismissal: DismissalPolicy
+  public var timestamp: Instant?
+
+  public init(
+    content: [String: JSONValue] = [:], dismissal: DismissalPolicy = .default,
+    timestamp: Instant? = nil
+  ) {
+    self.content = content
+    self.dismissal = dismissal
+    self.timestamp = timestamp
+  }
+}

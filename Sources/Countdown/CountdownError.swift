@@ -1,0 +1,48 @@
+/// The one error type of Countdown: a code from the protocol's list and a message a person can
+/// act on, naming the field and the value at fault.
+public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// A protocol error code (SPEC §5). Its raw value is the name used on the wire.
+  public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// The payload is malformed: bad JSON, a wrong type, a missing or unknown field.
+    public static let invalidPayload = Code(rawValue: "invalidPayload")
+    /// An instant is out of range (looks like seconds, or beyond the year 9999).
+    public static let invalidDate = Code(rawValue: "invalidDate")
+    /// The content's JSON encoding is over 4096 bytes.
+    public static let attributesTooLarge = Code(rawValue: "attributesTooLarge")
+    /// An activity with that id is already running (not yet dismissed).
+    public static let duplicateID = Code(rawValue: "duplicateID")
+    /// No activity has that id (it never existed or was dismissed).
+    public static let notFound = Code(rawValue: "notFound")
+    /// The activity has ended; only queries are accepted.
+    public static let activityEnded = Code(rawValue: "activityEnded")
+    /// The update's `timestamp` is older than the last applied one.
+    public static let outOfOrder = Code(rawValue: "outOfOrder")
+    /// `maxActivities` activities already exist.
+    public static let limitReached = Code(rawValue: "limitReached")
+    /// The engine is disabled; nothing can start.
+    public static let disabled = Code(rawValue: "disabled")
+    /// A command's instant is earlier than the clock.
+    public static let timeWentBackwards = Code(rawValue: "timeWentBackwards")
+    /// The driver was shut down before the command ran.
+    public static let shutdown = Code(rawValue: "shutdown")
+
+    public var description: String { rawValue }
+  }
+
+  /// What kind of error this is.
+  public var code: Code
+  /// What went wrong, naming the field and value.
+  public var message: String
+
+  public init(_ code: Code, _ message: String) {
+    self.code = code
+    self.message = message
+  }
+
+  public var description: String { "\(code.rawValue): \(message)" }
+
+  static func payload(_ message: String) -> CountdownError { .init(.invalidPayload, message) }
+}

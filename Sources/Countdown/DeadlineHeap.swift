@@ -1,0 +1,98 @@
+/// A binary min-heap of each activity's next rare deadline (expiry, milestone, stale, maximum
+/// duration, dismissal), at most one entry per slot, ordered by instant, then start order, then
+/// the SPEC's per-activity event order. A back index per slot makes re-keying O(log n).
+struct DeadlineHeap {
+  struct Entry {
+    var at: Int64
+    /// Start sequence << 3 | kind priority.
+    var order: UInt64
+    var slot: UInt32
+
+    @inline(__always)
+    static func precedes(_ a: Entry, _ b: Entry) -> Bool {
+      a.at != b.at ? a.at < b.at : a.order < b.order
+    }
+  }
+
+  private(set) var entries: [Entry] = []
+  /// Index in `entries` of each slot's entry, or -1.
+  private var index: [Int32] = []
+
+  var count: Int { entries.count }
+  var top: Entry? { entries.first }
+
+  mutating func reserveSlots(_ slots: Int) {
+    if index.count < slots {
+      index.append(contentsOf: repeatElement(-1, count: slots - index.count))
+    }
+  }
+
+  /// Sets (or replaces) the entry of `slot`.
+  /// - Complexity: O(log n).
+  mutating func set(_ slot: UInt32, at: Int64, order: UInt64) {
+    let e = Entry(at: at, order: order, slot: slot)
+    let i = Int(index[Int(slot)])
+    if i < 0 {
+      entries.append(e)
+      index[Int(slot)] = Int32(entries.count - 1)
+      siftUp(entries.count - 1)
+    } else {
+      let old = entries[i]
+      entries[i] = e
+      if Entry.precedes(e, old) { siftUp(i) } else { siftDown(i) }
+    }
+  }
+
+  /// Removes the entry of `slot`, if any.
+  /// - Complexity: O(log n).
+  mutating func remove(_ slot: UInt32) {
+    let i = Int(index[Int(slot)])
+    guard i >= 0 else { return }
+    index[Int(slot)] = -1
+    let last = entries.removeLast()
+    guard i < entries.count else { return }
+    entries[i] = last
+    index[Int(last.slot)] = Int32(i)
+    siftUp(i)
+    siftDown(Int(index[Int(last.slot)]))
+  }
+
+  /// Removes and returns the earliest entry.
+  /// - Complexity: O(log n).
+  mutating func pop() -> Entry? {
+    guard let first = entries.first else { return nil }
+    remove(first.slot)
+    return first
+  }
+
+  private mutating func siftUp(_ start: Int) {
+    var i = start
+    let e = entries[i]
+    while i > 0 {
+      let parent = (i - 1) / 2
+      guard Entry.precedes(e, entries[parent]) else { break }
+      entries[i] = entries[parent]
+      index[Int(entries[i].slot)] = Int32(i)
+      i = parent
+    }
+    entries[i] = e
+    index[Int(e.slot)] = Int32(i)
+  }
+
+  private mutating func siftDown(_ start: Int) {
+    var i = start
+    let e = entries[i]
+    let n = entries.count
+    while true {
+      var child = 2 * i + 1
+      guard child < n else { break }
+      if child + 1 < n, Entry.precedes(entries[child + 1], entries[child]) { child += 1 }
+      guard Entry.precedes(entries[child], e) else { break }
+      entries[i] = entries[child]
+      index[Int(entries[i].slot)] = Int32(i)
+      i = child
+    }
+    entries[i] = e
+    index[Int(e.slot)] = Int32(i)
+  }
+}

@@ -1,0 +1,85 @@
+/// Engine-wide settings (SPEC §2, "Engine-wide options").
+public struct EngineOptions: Sendable, Hashable {
+  /// Starting beyond this many activities (not yet dismissed) fails with `limitReached`.
+  public var maxActivities: Int?
+  /// An activity this long past its start (paused time included, as ActivityKit's 8-hour limit
+  /// counts) is ended with reason `maxDuration` and the `default` dismissal. Off when nil.
+  public var maxActiveDurationMs: Int64?
+  /// When false, every start fails with `disabled`.
+  public var enabled: Bool
+  /// When false the engine never produces `tick` events and keeps no tick schedule: values
+  /// are still exact in queries and in every other event. `countdown replay` without
+  /// `--ticks` runs this way.
+  public var deliversTicks: Bool
+  /// Seed of the generator of activity ids, so that a replay is deterministic.
+  public var idSeed: UInt64
+
+  public init(
+    maxActivities: Int? = nil, maxActiveDurationMs: Int64? = nil, enabled: Bool = true,
+    deliversTicks: Bool = true, idSeed: UInt64 = 0
+  ) {
+    self.maxActivities = maxActivities
+    self.maxActiveDurationMs = maxActiveDurationMs
+    self.enabled = enabled
+    self.deliversTicks = deliversTicks
+    self.idSeed = idSeed
+  }
+}
+
+extension Instant {
+  /// Checks that a wire instant is in the accepted range, naming `field` in the error.
+  public func validated(_ field: String) throws(CountdownError) -> Instant {
+    if milliseconds < Instant.wireMinimum.milliseconds {
+      throw CountdownError(
+        .invalidDate,
+        "\(field) \(milliseconds) looks like seconds; the protocol takes milliseconds since 1970")
+    }
+    if milliseconds > Instant.wireMaximum.milliseconds {
+      throw CountdownError(
+        .invalidDate,
+        "\(field) \(milliseconds) is after 9999-12-31T23:59:59.999Z "
+          + "(\(Instant.wireMaximum.milliseconds) ms), the latest instant accepted")
+    }
+    return self
+  }
+}
+
+/// Checks a wire duration: whole milliseconds from 0 to the largest wire instant.
+func validatedDuration(_ field: String, _ ms: Int64) throws(CountdownError) -> Int64 {
+  guard ms >= 0 else { throw .payload("\(field) \(ms) must be 0 or more milliseconds") }
+  guard ms <= Instant.wireMaximum.milliseconds else {
+    throw .payload("\(field) \(ms) is larger than \(Instant.wireMaximum.milliseconds) ms")
+  }
+  return ms
+}
+
+/// SplitMix64: a tiny deterministic generator for activity ids.
+struct SplitMix64 {
+  var state: UInt64
+
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+
+  /// A version-4 UUID string (lower-case hex) from the next 128 bits.
+  mutating func uuid() -> String {
+    var hi = next()
+    var lo = next()
+    hi = (hi & ~0xF000) | 0x4000
+    lo = (lo & ~(0xC000_0000_0000_0000)) | 0x8000_0000_0000_0000
+    let hex = Array("0123456789abcdef".utf8)
+    var out = [UInt8]()
+    out.reserveCapacity(36)
+    for k in 0..<32 {
+      if k == 8 || k == 12 || k == 16 || k == 20 { out.append(UInt8(ascii: "-")) }
+      let word = k < 16 ? hi : lo
+      let nibble = Int((word >> UInt64(60 - 4 * (k % 16))) & 0xF)
+      out.append(hex[nibble])
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+}

@@ -1,0 +1,106 @@
+/// Appends compact JSON to a byte buffer. Object keys are written sorted by their UTF-8 bytes,
+/// so equal values always encode to equal bytes.
+public struct JSONWriter {
+  /// The bytes written so far.
+  public var bytes: [UInt8] = []
+
+  public init() {}
+
+  /// The bytes written so far, as a string.
+  public var string: String { String(decoding: bytes, as: UTF8.self) }
+
+  /// Appends raw bytes, such as punctuation.
+  @inlinable
+  public mutating func raw(_ s: StaticString) {
+    s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+  }
+
+  /// Appends a JSON string literal with the escapes RFC 8259 requires.
+  public mutating func write(string s: String) {
+    bytes.append(UInt8(ascii: "\""))
+    for c in s.utf8 {
+      switch c {
+      case 0x22: raw("\\\"")
+      case 0x5C: raw("\\\\")
+      case 0x0A: raw("\\n")
+      case 0x0D: raw("\\r")
+      case 0x09: raw("\\t")
+      case 0..<0x20:
+        raw("\\u00")
+        bytes.append(Self.hexDigit(c >> 4))
+        bytes.append(Self.hexDigit(c & 0xF))
+      default: bytes.append(c)
+      }
+    }
+    bytes.append(UInt8(ascii: "\""))
+  }
+
+  private static func hexDigit(_ v: UInt8) -> UInt8 {
+    v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "a") + v - 10
+  }
+
+  /// Appends an integer in decimal.
+  public mutating func write(int v: Int64) {
+    if v < 0 {
+      bytes.append(UInt8(ascii: "-"))
+      write(unsigned: v.magnitude)
+    } else {
+      write(unsigned: UInt64(v))
+    }
+  }
+
+  private mutating func write(unsigned v: UInt64) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { tmp in
+      var n = 20
+      var x = v
+      repeat {
+        n -= 1
+        tmp[n] = UInt8(ascii: "0") + UInt8(x % 10)
+        x /= 10
+      } while x > 0
+      bytes.append(contentsOf: UnsafeBufferPointer(rebasing: tmp[n..<20]))
+    }
+  }
+
+  /// Appends a number: integral values of magnitude below 2^53 without a fraction, others in
+  /// Swift's shortest round-trip form. Non-finite values (never valid JSON) are written `null`.
+  public mutating func write(double d: Double) {
+    guard d.isFinite else {
+      raw("null")
+      return
+    }
+    if d == d.rounded(.towardZero), abs(d) < 9_007_199_254_740_992 {
+      write(int: Int64(d))
+    } else {
+      bytes.append(contentsOf: d.description.utf8)
+    }
+  }
+
+  /// Appends any JSON value.
+  public mutating func write(_ v: JSONValue) {
+    switch v {
+    case .null: raw("null")
+    case .bool(let b): if b { raw("true") } else { raw("false") }
+    case .int(let i): write(int: i)
+    case .double(let d): write(double: d)
+    case .string(let s): write(string: s)
+    case .array(let a):
+      bytes.append(UInt8(ascii: "["))
+      for (k, item) in a.enumerated() {
+        if k > 0 { bytes.append(UInt8(ascii: ",")) }
+        write(item)
+      }
+      bytes.append(UInt8(ascii: "]"))
+    case .object(let o):
+      bytes.append(UInt8(ascii: "{"))
+      let keys = o.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+      for (k, key) in keys.enumerated() {
+        if k > 0 { bytes.append(UInt8(ascii: ",")) }
+        write(string: key)
+        bytes.append(UInt8(ascii: ":"))
+        write(o[key]!)
+      }
+      bytes.append(UInt8(ascii: "}"))
+    }
+  }
+}

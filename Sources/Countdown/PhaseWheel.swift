@@ -1,0 +1,124 @@
+/// Per-second ticks by phase: 1000 one-millisecond buckets keyed by `instant mod 1 s`.
+///
+/// Every activity that ticks changes its displayed second at the same millisecond phase each
+/// second, so it stays in one bucket for as long as it ticks and nothing is ever re-sorted per
+/// tick. Each bucket is a contiguous array of slot numbers in start order; removal leaves a
+/// tombstone that the next pass over the bucket compacts away, so start order survives without
+/// shifting. A 1000-bit map of non-empty buckets finds the next due instant in a few word scans.
+///
+/// Invariant: every live entry of bucket `b` ticks at the first instant `t > cursor` with
+/// `t mod 1000 == b`, where `cursor` is the engine's clock.
+struct PhaseWheel {
+  static let bucketCount = 1000
+  static let tombstone = UInt32.max
+
+  struct Bucket {
+    /// Slot numbers, in start order when `sorted`; may hold tombstones.
+    var entries: [UInt32] = []
+    /// Entries that are not tombstones.
+    var live = 0
+    /// False when an entry was appended out of start order.
+    var sorted = true
+    /// Largest start sequence appended since the bucket was last emptied.
+    var lastSeq: UInt64 = 0
+  }
+
+  var buckets = [Bucket](repeating: Bucket(), count: bucketCount)
+  /// Bit `b` is set when bucket `b` has live entries.
+  var occupied = [UInt64](repeating: 0, count: 16)
+  /// Live entries in all buckets.
+  var count = 0
+  /// The bucket of each slot, or -1 when the slot is not in the wheel.
+  var bucketOf: [Int16] = []
+  /// The index of each slot within its bucket.
+  var position: [UInt32] = []
+  /// The bucket being walked by the engine, whose array must not be emptied meanwhile.
+  var walking = -1
+
+  /// Grows the per-slot back index to `slots` entries.
+  mutating func reserveSlots(_ slots: Int) {
+    if bucketOf.count < slots {
+      bucketOf.append(contentsOf: repeatElement(-1, count: slots - bucketOf.count))
+      position.append(contentsOf: repeatElement(0, count: slots - position.count))
+    }
+  }
+
+  /// The bucket of instant `t`.
+  @inline(__always)
+  static func bucket(of t: Int64) -> Int {
+    let r = Int(t % 1000)
+    return r < 0 ? r + 1000 : r
+  }
+
+  @inline(__always)
+  func contains(_ slot: UInt32) -> Bool { bucketOf[Int(slot)] >= 0 }
+
+  /// Adds `slot` (start sequence `seq`) to the bucket of `phase`.
+  /// - Complexity: O(1) amortized.
+  mutating func insert(_ slot: UInt32, seq: UInt64, phase: Int64) {
+    let b = Self.bucket(of: phase)
+    if buckets[b].live == 0, b != walking, !buckets[b].entries.isEmpty {
+      buckets[b].entries.removeAll(keepingCapacity: true)
+      buckets[b].lastSeq = 0
+      buckets[b].sorted = true
+    }
+    if seq < buckets[b].lastSeq { buckets[b].sorted = false }
+    buckets[b].lastSeq = max(buckets[b].lastSeq, seq)
+    position[Int(slot)] = UInt32(buckets[b].entries.count)
+    bucketOf[Int(slot)] = Int16(b)
+    buckets[b].entries.append(slot)
+    buckets[b].live += 1
+    occupied[b >> 6] |= 1 << UInt64(b & 63)
+    count += 1
+  }
+
+  /// Removes `slot` if it is in the wheel.
+  /// - Complexity: O(1).
+  mutating func remove(_ slot: UInt32) {
+    let b = Int(bucketOf[Int(slot)])
+    guard b >= 0 else { return }
+    bucketOf[Int(slot)] = -1
+    buckets[b].entries[Int(position[Int(slot)])] = Self.tombstone
+    buckets[b].live -= 1
+    count -= 1
+    if buckets[b].live == 0 {
+      occupied[b >> 6] &= ~(1 << UInt64(b & 63))
+      if b != walking {
+        buckets[b].entries.removeAll(keepingCapacity: true)
+        buckets[b].lastSeq = 0
+        buckets[b].sorted = true
+      }
+    }
+  }
+
+  /// The first instant after `cursor` whose bucket has live entries.
+  /// - Complexity: O(1): at most 17 word scans.
+  func nextInstant(after cursor: Int64) -> Int64? {
+    guard count > 0 else { return nil }
+    let here = Self.bucket(of: cursor)
+    let start = here + 1 == Self.bucketCount ? 0 : here + 1
+    guard let b = firstOccupied(from: start) ?? firstOccupied(from: 0) else { return nil }
+    let d = b > here ? b - here : b - here + Self.bucketCount
+    return cursor + Int64(d)
+  }
+
+  private func firstOccupied(from start: Int) -> Int? {
+    var w = start >> 6
+    var word = occupied[w] & (~0 << UInt64(start & 63))
+    while true {
+      if word != 0 { return w << 6 + word.trailingZeroBitCount }
+      w += 1
+      if w == occupied.count { return nil }
+      word = occupied[w]
+    }
+  }
+
+  /// Drops the tombstones of bucket `b` and puts it in start order.
+  /// - Complexity: O(k log k) for a bucket of k entries; only after out-of-order inserts.
+  mutating func sortBucket(_ b: Int, seq: [UInt64]) {
+    buckets[b].entries.removeAll { $0 == Self.tombstone }
+    buckets[b].entries.sort { seq[Int($0)] < seq[Int($1)] }
+    for (k, slot) in buckets[b].entries.enumerated() { position[Int(slot)] = UInt32(k) }
+    buckets[b].sorted = true
+  }
+}

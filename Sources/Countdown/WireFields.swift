@@ -1,0 +1,213 @@
+/// Reads the fields of one command object, remembering which were used so that unknown ones
+/// can be reported.
+struct WireFields {
+  private let o: [String: JSONValue]
+  private var used: Set<String> = []
+
+  init(_ o: [String: JSONValue]) { self.o = o }
+
+  mutating func take(_ key: String) { used.insert(key) }
+
+  /// The value of `key`, treating JSON `null` as absent.
+  mutating func value(_ key: String) -> JSONValue? {
+    used.insert(key)
+    if case .null? = o[key] { return nil }
+    return o[key]
+  }
+
+  /// Whether `key` is present with the value `null` (a removal in an update).
+  func isNull(_ key: String) -> Bool {
+    if case .null? = o[key] { return true }
+    return false
+  }
+
+  func rejectUnknown(op: String) throws(CountdownError) {
+    let unknown = o.keys.filter { !used.contains($0) }.sorted()
+    if let first = unknown.first {
+      throw .payload("\(first) is not a field of \(op)")
+    }
+  }
+
+  // MARK: - Scalars
+
+  /// A wire number as whole milliseconds: non-integers truncate toward zero.
+  static func integer(_ field: String, _ v: JSONValue) throws(CountdownError) -> Int64 {
+    switch v {
+    case .int(let i): return i
+    case .double(let d):
+      guard d.isFinite else { throw .payload("\(field) is not a finite number") }
+      let t = d.rounded(.towardZero)
+      // Out of Int64's range: the range checks below reject it with the right code.
+      if t >= 9.2e18 { return .max }
+      if t <= -9.2e18 { return .min }
+      return Int64(t)
+    default:
+      throw .payload("\(field) must be a number of milliseconds, not \(v.typeName)")
+    }
+  }
+
+  static func instant(_ field: String, _ v: JSONValue) throws(CountdownError) -> Instant {
+    try Instant(milliseconds: integer(field, v)).validated(field)
+  }
+
+  mutating func optionalInstant(_ key: String) throws(CountdownError) -> Instant? {
+    guard let v = value(key) else { return nil }
+    return try Self.instant(key, v)
+  }
+
+  mutating func optionalDuration(_ key: String) throws(CountdownError) -> Int64? {
+    guard let v = value(key) else { return nil }
+    return try validatedDuration(key, Self.integer(key, v))
+  }
+
+  mutating func string(_ key: String) throws(CountdownError) -> String? {
+    guard let v = value(key) else { return nil }
+    guard case .string(let s) = v else {
+      throw .payload("\(key) must be a string, not \(v.typeName)")
+    }
+    return s
+  }
+
+  mutating func requiredID() throws(CountdownError) -> String {
+    guard let id = try string("id") else { throw .payload("id is required") }
+    return id
+  }
+
+  // MARK: - Structured fields
+
+  static func dismissal(_ field: String, _ v: JSONValue) throws(CountdownError) -> DismissalPolicy {
+    switch v {
+    case .string("immediate"): return .immediate
+    case .string("default"): return .default
+    case .object(let o):
+      guard let after = o["after"], o.count == 1 else {
+        throw .payload("\(field) object must be {\"after\": instant}")
+      }
+      return .after(try instant("\(field).after", after))
+    default:
+      throw .payload(
+        "\(field) must be \"immediate\", \"default\" or {\"after\": instant}, not \(v.canonicalText)"
+      )
+    }
+  }
+
+  static func milestones(_ v: JSONValue) throws(CountdownError) -> [Milestone] {
+    guard case .array(let items) = v else {
+      throw .payload("milestones must be an array, not \(v.typeName)")
+    }
+    var out: [Milestone] = []
+    for (k, item) in items.enumerated() {
+      guard case .object(let m) = item else {
+        throw .payload("milestones[\(k)] must be an object {\"name\", \"atMs\"}")
+      }
+      guard case .string(let name)? = m["name"] else {
+        throw .payload("milestones[\(k)].name must be a string")
+      }
+      guard let at = m["atMs"] else { throw .payload("milestones[\(k)].atMs is required") }
+      if let extra = m.keys.first(where: { $0 != "name" && $0 != "atMs" }) {
+        throw .payload("milestones[\(k)].\(extra) is not a milestone field")
+      }
+      let atMs = try validatedDuration(
+        "milestones[\(k)].atMs", integer("milestones[\(k)].atMs", at))
+      out.append(Milestone(name: name, atMs: atMs))
+    }
+    return out
+  }
+
+  /// The content keys present, as a merge patch (nulls kept).
+  mutating func contentPatch() -> [String: JSONValue] {
+    var patch: [String: JSONValue] = [:]
+    for key in ActivityContent.keys {
+      used.insert(key)
+      if let v = o[key] { patch[key] = v }
+    }
+    return patch
+  }
+
+  // MARK: - Operations
+
+  mutating func startRequest(id: String?) throws(CountdownError) -> ActivityRequest {
+    guard let kindValue = value("kind") else {
+      throw .payload("kind is required: countdown or elapsed")
+    }
+    guard case .string(let kindName) = kindValue, let kind = ActivityKind(rawValue: kindName) else {
+      throw .payload("kind must be \"countdown\" or \"elapsed\", not \(kindValue.canonicalText)")
+    }
+    var contentJSON = contentPatch()
+    contentJSON = contentJSON.filter { if case .null = $0.value { false } else { true } }
+    let content = try ActivityContent(json: contentJSON)
+    return ActivityRequest(
+      id: id, kind: kind, endDate: try optionalInstant("endDate"),
+      startDate: try optionalInstant("startDate"), goalMs: try optionalDuration("goalMs"),
+      content: content, staleDate: try optionalInstant("staleDate"),
+      milestones: try value("milestones").map { (v) throws(CountdownError) in try Self.milestones(v)
+      } ?? [],
+      endOnExpiry: try value("endOnExpiry").map { (v) throws(CountdownError) in
+        try Self.dismissal("endOnExpiry", v)
+      },
+      timestamp: try optionalInstant("timestamp"))
+  }
+
+  mutating func change<T>(
+    _ key: String, _ read: (JSONValue) throws(CountdownError) -> T
+  ) throws(CountdownError) -> Change<T> {
+    if isNull(key) {
+      used.insert(key)
+      return .remove
+    }
+    guard let v = value(key) else { return .keep }
+    return .set(try read(v))
+  }
+
+  mutating func update() throws(CountdownError) -> ActivityUpdate {
+    if value("kind") != nil { throw .payload("kind is fixed at start and cannot be updated") }
+    if isNull("endDate") { throw .payload("endDate cannot be removed; a countdown needs one") }
+    return ActivityUpdate(
+      content: contentPatch(), endDate: try optionalInstant("endDate"),
+      startDate: try change("startDate") { (v) throws(CountdownError) in
+        try Self.instant("startDate", v)
+      },
+      staleDate: try change("staleDate") { (v) throws(CountdownError) in
+        try Self.instant("staleDate", v)
+      },
+      goalMs: try change("goalMs") { (v) throws(CountdownError) in
+        try validatedDuration("goalMs", Self.integer("goalMs", v))
+      },
+      milestones: try change("milestones") { (v) throws(CountdownError) in try Self.milestones(v) },
+      endOnExpiry: try change("endOnExpiry") { (v) throws(CountdownError) in
+        try Self.dismissal("endOnExpiry", v)
+      },
+      timestamp: try optionalInstant("timestamp"))
+  }
+
+  mutating func ending() throws(CountdownError) -> ActivityEnding {
+    ActivityEnding(
+      content: contentPatch(),
+      dismissal: try value("dismissal").map { (v) throws(CountdownError) in
+        try Self.dismissal("dismissal", v)
+      } ?? .default,
+      timestamp: try optionalInstant("timestamp"))
+  }
+
+  mutating func configure() throws(CountdownError) -> WireCommand.Operation {
+    var enabled: Bool?
+    if let v = value("enabled") {
+      guard case .bool(let b) = v else {
+        throw .payload("enabled must be a boolean, not \(v.typeName)")
+      }
+      enabled = b
+    }
+    let maxActivities = try change("maxActivities") { (v) throws(CountdownError) -> Int in
+      let n = try Self.integer("maxActivities", v)
+      guard (0...Int64(Int32.max)).contains(n) else {
+        throw .payload("maxActivities \(n) must be between 0 and \(Int32.max)")
+      }
+      return Int(n)
+    }
+    let maxDuration = try change("maxActiveDurationMs") { (v) throws(CountdownError) in
+      try validatedDuration("maxActiveDurationMs", Self.integer("maxActiveDurationMs", v))
+    }
+    return .configure(
+      enabled: enabled, maxActivities: maxActivities, maxActiveDurationMs: maxDuration)
+  }
+}

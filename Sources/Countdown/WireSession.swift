@@ -1,0 +1,85 @@
+/// Applies protocol lines to an engine and collects the JSON Lines it answers with. Pure: the
+/// caller reads input, supplies instants (the lines' `at`), and writes the output.
+///
+/// The clock starts at the first line with a valid `at`. A line rejected while decoding (bad
+/// JSON, unknown `op`, a bad field) leaves everything unchanged, the clock included. A command
+/// the engine rejects (`notFound`, `activityEnded`, …) is judged at its instant, after the
+/// events due by then, so the clock has moved to it.
+public final class WireSession {
+  /// The engine, once the first valid line has set the clock.
+  public private(set) var engine: ActivityEngine?
+  private let options: EngineOptions
+  private let sink: Sink
+
+  /// Holds the writer the engine's event handler appends to.
+  private final class Sink {
+    var writer: WireEventWriter
+    init(_ w: WireEventWriter) { writer = w }
+  }
+
+  /// A session writing `text` with `formatter`, and ticks only when `writesTicks`. Without
+  /// ticks the engine keeps no tick schedule at all.
+  public init(
+    formatter: TimerFormatter, writesTicks: Bool, options: EngineOptions = EngineOptions()
+  ) {
+    var options = options
+    options.deliversTicks = writesTicks
+    self.options = options
+    self.sink = Sink(WireEventWriter(formatter: formatter, writesTicks: writesTicks))
+  }
+
+  /// Handles one input line (1-based `number`). Blank lines are skipped.
+  public func handle(line: some StringProtocol, number: Int) {
+    if line.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
+    switch WireCommand.decode(line: line) {
+    case .failure(let f):
+      sink.writer.write(error: f.error, line: number, at: engine?.now, id: f.id)
+    case .success(let c):
+      apply(c, number: number)
+    }
+  }
+
+  /// Applies one decoded command.
+  public func apply(_ c: WireCommand, number: Int) {
+    if engine == nil {
+      let sink = self.sink
+      engine = ActivityEngine(now: c.at, options: options) { sink.writer.write($0) }
+    }
+    do throws(CountdownError) {
+      switch c.operation {
+      case .start(var r):
+        r.id = c.id
+        try engine!.start(r, at: c.at)
+      case .update(let u): try engine!.update(c.id!, u, at: c.at)
+      case .pause(let ts): try engine!.pause(c.id!, at: c.at, timestamp: ts)
+      case .resume(let ts): try engine!.resume(c.id!, at: c.at, timestamp: ts)
+      case .end(let e): try engine!.end(c.id!, e, at: c.at)
+      case .get:
+        let s = try engine!.state(of: c.id!, at: c.at)
+        sink.writer.write(state: s, at: c.at)
+      case .advance: try engine!.advance(to: c.at)
+      case .configure(let enabled, let maxActivities, let maxDuration):
+        try engine!.advance(to: c.at)
+        switch maxActivities {
+        case .keep: break
+        case .set(let n): engine!.setMaxActivities(n)
+        case .remove: engine!.setMaxActivities(nil)
+        }
+        switch maxDuration {
+        case .keep: break
+        case .set(let ms): try engine!.setMaxActiveDuration(ms, at: c.at)
+        case .remove: try engine!.setMaxActiveDuration(nil, at: c.at)
+        }
+        if let enabled { try engine!.setEnabled(enabled, at: c.at) }
+      }
+    } catch {
+      sink.writer.write(error: error, line: number, at: engine!.now, id: c.id)
+    }
+  }
+
+  /// The output written since the last call.
+  public func takeOutput() -> [UInt8] { sink.writer.take() }
+
+  /// Bytes of output waiting.
+  public var pendingOutput: Int { sink.writer.out.bytes.count }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Countdown
+
+struct ReplayCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "replay",
+    abstract: "Run JSON Lines commands on a virtual clock and print JSON Lines events.",
+    discussion: """
+      Each input line is a command with "at" (milliseconds since 1970, non-decreasing) and \
+      "op": start, update, pause, resume, end, get, advance, or configure (enabled, \
+      maxActivities, maxActiveDurationMs). Output is deterministic. A bad line gives an \
+      "error" event and changes nothing; the exit status is 0 unless the input cannot be read.
+      """
+  )
+
+  @Argument(help: "JSON Lines file of commands (default: standard input).")
+  var file: String?
+
+  @Flag(help: "Also write a tick event each time a displayed second changes.")
+  var ticks = false
+
+  @OptionGroup var styleOptions: StyleOptions
+
+  @Option(name: .customLong("max-activities"), help: "Engine limit on activities at once.")
+  var maxActivities: Int?
+
+  @Option(
+    name: .customLong("max-active-duration"),
+    help: "End activities this many milliseconds after their start (reason maxDuration).")
+  var maxActiveDuration: Int64?
+
+  func validate() throws {
+    if let maxActivities, maxActivities < 0 {
+      throw ValidationError("--max-activities must be ≥ 0")
+    }
+    if let maxActiveDuration, maxActiveDuration < 0 {
+      throw ValidationError("--max-active-duration must be ≥ 0")
+    }
+  }
+
+  func run() throws {
+    let fd: Int32
+    do {
+      fd = try openInput(file)
+    } catch {
+      printError("countdown replay: \(error)")
+      throw ExitCode.failure
+    }
+    let session = WireSession(
+      formatter: TimerFormatter(style: styleOptions.timerStyle), writesTicks: ticks,
+      options: EngineOptions(maxActivities: maxActivities, maxActiveDurationMs: maxActiveDuration))
+    var out = OutputBuffer(fd: 1)
+    var reader = LineReader(fd: fd)
+    var number = 0
+    do {
+      try reader.forEachLine { line in
+        number += 1
+        session.handle(line: String(decoding: line, as: UTF8.self), number: number)
+        if session.pendingOutput >= OutputBuffer.flushThreshold { out.append(session.takeOutput()) }
+      }
+    } catch {
+      out.append(session.takeOutput())
+      out.flush()
+      printError("countdown replay: \(error)")
+      throw ExitCode.failure
+    }
+    out.append(session.takeOutput())
+    out.flush()
+  }
+}
