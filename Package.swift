@@ -26,7 +26,11 @@ let package = Package(
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
-    .testTarget(name: "CountdownTests", dependencies: ["Countdown", "CLibUV"]),
+    .testTarget(
+      name: "CountdownTests",
+      dependencies: ["Countdown", "CLibUV", "CountdownCLI"],
+      exclude: ["Fixtures"]
+    ),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -54,7 +54,7 @@ func validatedDuration(_ field: String, _ ms: Int64) throws(CountdownError) -> I
 }
 
 /// SplitMix64: a tiny deterministic generator for activity ids.
-struct SplitMix64 {
+struct SplitMix64: RandomNumberGenerator {
   var state: UInt64
 
   mutating func next() -> UInt64 {

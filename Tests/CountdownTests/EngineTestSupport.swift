@@ -1,0 +1,52 @@
+import Countdown
+
+/// 2026-11-21T08:00:00Z, a whole second.
+let t0 = Instant(milliseconds: 1_795_248_000_000)
+
+/// `t0` plus `ms` milliseconds.
+func at(_ ms: Int64) -> Instant { t0.advanced(by: ms) }
+
+/// Collects an engine's events.
+final class Recorder {
+  var events: [ActivityEvent] = []
+
+  /// The events as compact strings: `"<ms after t0> <kind> <id> [value] [extra]"`.
+  var lines: [String] { events.map(Recorder.describe) }
+
+  static func describe(_ e: ActivityEvent) -> String {
+    var s = "\(e.at.milliseconds - t0.milliseconds) \(e.kind.rawValue) \(e.id)"
+    switch e.kind {
+    case .tick, .paused: s += " \(e.value)"
+    case .ended: s += " \(e.value) \(e.reason!.rawValue)"
+    case .milestone: s += " \(e.milestone!)"
+    default: break
+    }
+    return s
+  }
+
+  /// Lines of the given kinds only.
+  func lines(_ kinds: Set<ActivityEvent.Kind>) -> [String] {
+    events.filter { kinds.contains($0.kind) }.map(Recorder.describe)
+  }
+
+  func clear() { events.removeAll() }
+}
+
+/// A fresh engine at `t0` with a recorder.
+func makeEngine(_ options: EngineOptions = EngineOptions()) -> (ActivityEngine, Recorder) {
+  let r = Recorder()
+  let e = ActivityEngine(now: t0, options: options) { r.events.append($0) }
+  return (e, r)
+}
+
+/// Runs `body` and returns the error code it threw, or nil.
+func errorCode(_ body: () throws -> Void) -> CountdownError.Code? {
+  do {
+    try body()
+    return nil
+  } catch let error as CountdownError {
+    return error.code
+  } catch {
+    return CountdownError.Code(rawValue: "unexpected \(type(of: error))")
+  }
+}

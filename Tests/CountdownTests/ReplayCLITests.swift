@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+@Suite("countdown replay on fixture files")
+struct ReplayCLITests {
+  @Test(
+    "Fixture output matches line for line",
+    arguments: [
+      (["replay", "kiosk.jsonl"], "kiosk.expected.jsonl"),
+      (["replay", "errors.jsonl"], "errors.expected.jsonl"),
+      (["replay", "--ticks", "--style", "compact", "ticks.jsonl"], "ticks-compact.expected.jsonl"),
+      (["replay", "--ticks", "ticks.jsonl"], "ticks-timer.expected.jsonl"),
+    ])
+  func fixture(_ args: [String], _ expectedFile: String) throws {
+    let args = args.map {
+      $0.hasSuffix(".jsonl") ? CLI.fixtures.appendingPathComponent($0).path : $0
+    }
+    let r = try CLI.run(args)
+    let expected = try String(
+      contentsOf: CLI.fixtures.appendingPathComponent(expectedFile), encoding: .utf8)
+    #expect(r.status == 0)
+    let got = r.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+    let want = expected.split(separator: "\n", omittingEmptySubsequences: false)
+    #expect(got.count == want.count)
+    for (k, (g, w)) in zip(got, want).enumerated() where g != w {
+      Issue.record("line \(k + 1):\n got  \(g)\n want \(w)")
+    }
+  }
+
+  @Test("Standard input works like a file, and output is deterministic")
+  func stdinDeterministic() throws {
+    let input = try Data(contentsOf: CLI.fixtures.appendingPathComponent("kiosk.jsonl"))
+    let a = try CLI.run(["replay"], input: input)
+    let b = try CLI.run(["replay"], input: input)
+    let expected = try String(
+      contentsOf: CLI.fixtures.appendingPathComponent("kiosk.expected.jsonl"), encoding: .utf8)
+    #expect(a.stdout == expected && b.stdout == expected)
+  }
+
+  @Test("Every event line is a JSON object with at, event and id")
+  func eventShape() throws {
+    let r = try CLI.run([
+      "replay", "--ticks", CLI.fixtures.appendingPathComponent("errors.jsonl").path,
+    ])
+    for line in r.stdout.split(separator: "\n") {
+      let obj = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+      #expect(obj?["at"] != nil && obj?["event"] is String && obj?.keys.contains("id") == true)
+    }
+  }
+
+  @Test("Without --ticks no tick is written; with it, ticks appear")
+  func ticksFlag() throws {
+    let path = CLI.fixtures.appendingPathComponent("ticks.jsonl").path
+    #expect(try !CLI.run(["replay", path]).stdout.contains("\"tick\""))
+    #expect(try CLI.run(["replay", "--ticks", path]).stdout.contains("\"tick\""))
+  }
+
+  @Test("An unreadable input file exits non-zero with a message")
+  func missingFile() throws {
+    let r = try CLI.run(["replay", "/nonexistent/commands.jsonl"])
+    #expect(r.status != 0)
+    #expect(r.stderr.contains("cannot open /nonexistent/commands.jsonl"))
+  }
+
+  @Test("Unknown styles are refused with the list of styles")
+  func badStyle() throws {
+    let r = try CLI.run(["replay", "--style", "fancy"], input: Data())
+    #expect(r.status != 0)
+    #expect(r.stderr.contains("minute-second"))
+  }
+}
+
+@Suite("countdown format")
+struct FormatCLITests {
+  @Test("Values as arguments, in each mode")
+  func arguments() throws {
+    let r = try CLI.run(["format", "--style", "timer", "1", "999", "1000", "3725000", "-5"])
+    #expect(r.status == 0)
+    #expect(r.stdout == "0:00\n0:00\n0:01\n1:02:05\n0:00\n")
+    let up = try CLI.run(["format", "--style", "timer", "--mode", "countdown", "1", "1000", "1001"])
+    #expect(up.stdout == "0:01\n0:01\n0:02\n")
+  }
+
+  @Test("Values on standard input, with --max-units and --no-hours")
+  func stdin() throws {
+    let r = try CLI.run(
+      ["format", "--style", "units", "--max-units", "3"], input: Data("90061000\n0\n3600000\n".utf8)
+    )
+    #expect(r.stdout == "1d 1h 1m\n0s\n1h\n")
+    let n = try CLI.run(
+      ["format", "--style", "timer", "--no-hours"], input: Data("3725000\n".utf8))
+    #expect(n.stdout == "62:05\n")
+  }
+
+  @Test("A bad line: empty output line, its number on stderr, the rest formatted, exit 2")
+  func badLines() throws {
+    let r = try CLI.run(
+      ["format", "--style", "positional"], input: Data("61000\nabc\n\n12.5\n3600000\n".utf8))
+    #expect(r.status == 2)
+    #expect(r.stdout == "01:01\n\n\n\n1:00:00\n")
+    #expect(r.stderr.contains("line 2:") && r.stderr.contains("\"abc\""))
+    #expect(r.stderr.contains("line 3:") && r.stderr.contains("line 4:"))
+    #expect(!r.stderr.contains("line 1:") && !r.stderr.contains("line 5:"))
+  }
+
+  @Test("A bad argument is reported the same way")
+  func badArgument() throws {
+    let r = try CLI.run(["format", "--style", "compact", "90061000", "x1"])
+    #expect(r.status == 2)
+    #expect(r.stdout == "1d 1h\n\n")
+    #expect(r.stderr.contains("line 2:"))
+  }
+
+  @Test("The largest wire value formats in every style")
+  func largest() throws {
+    for style in ["compact", "remaining", "positional", "minute-second", "timer", "units"] {
+      let r = try CLI.run(["format", "--style", style, "--mode", "countdown", "253402300799999"])
+      #expect(r.status == 0 && r.stdout.count > 2, "\(style)")
+    }
+  }
+
+  @Test("A one-million-line stream comes back line for line")
+  func million() throws {
+    var input = ""
+    input.reserveCapacity(12_000_000)
+    for k in 0..<1_000_000 { input += "\(k * 997)\n" }
+    let r = try CLI.run(["format", "--style", "minute-second"], input: Data(input.utf8))
+    #expect(r.status == 0)
+    let lines = r.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+    #expect(lines.count == 1_000_001)  // the last is the empty string after the final newline
+    #expect(lines[0] == "00:00")
+    #expect(lines[999_999] == "16616:39")  // 999999 * 997 ms = 996999003 ms = 16616 min 39 s
+  }
+}
