@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: run test deps lint build release tsan
+.PHONY: run test deps lint build release tsan bench-format
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null || { \
@@ -20,10 +20,14 @@ test: deps
 	$(SWIFT) test
 
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests Package.swift Benchmarks/Sources Benchmarks/Package.swift
 
 build: deps
 	$(SWIFT) build
 
 release: deps
 	$(SWIFT) build -c release
+
+# Formatting throughput beside Foundation (release build of the Benchmarks package).
+bench-format: deps
+	cd Benchmarks && $(SWIFT) build -c release && .build/release/countdown-bench format

@@ -26,13 +26,25 @@ public struct TimerFormatter: Sendable, Hashable {
   /// string and allocates nothing.
   @inlinable
   public func string(seconds: Int64) -> String {
-    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.maximumLength) { tmp in
-      let n = Self.write(style, UInt64(max(0, seconds)), tmp.baseAddress!)
+    let s = UInt64(max(0, seconds))
+    if s < 1_000_000_000, Self.fitsSmall(style) {
+      // Every such text is at most 13 bytes: write it straight into a small string.
+      return String(unsafeUninitializedCapacity: 15) { out in Self.write(style, s, out.baseAddress!) }
+    }
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.maximumLength) { tmp in
+      let n = Self.write(style, s, tmp.baseAddress!)
       return String(unsafeUninitializedCapacity: n) { out in
         for k in 0..<n { out[k] = tmp[k] }
         return n
       }
     }
+  }
+
+  /// Whether every text of this style below 10^9 seconds fits a small string (15 bytes).
+  @inlinable
+  static func fitsSmall(_ style: TimerStyle) -> Bool {
+    if case .units(let n) = style { return n < 4 }
+    return true
   }
 
   /// The text for a duration in milliseconds, rounded to whole seconds as `rounding` says.
@@ -46,25 +58,20 @@ public struct TimerFormatter: Sendable, Hashable {
   @usableFromInline
   static func write(_ style: TimerStyle, _ s: UInt64, _ p: UnsafeMutablePointer<UInt8>) -> Int {
     var n = 0
-    let sec = s % 60
-    let totalMinutes = s / 60
-    let minutes = totalMinutes % 60
-    let totalHours = s / 3600
     switch style {
     case .compact:
-      let days = s / 86_400
-      if days > 0 {
-        put(days, p, &n, "d")
+      if s >= 86_400 {
+        put(s / 86_400, p, &n, "d")
         space(p, &n)
-        put(totalHours % 24, p, &n, "h")
-      } else if totalHours > 0 {
-        put(totalHours, p, &n, "h")
+        put(s / 3600 % 24, p, &n, "h")
+      } else if s >= 3600 {
+        put(s / 3600, p, &n, "h")
         space(p, &n)
-        put(minutes, p, &n, "m")
+        put(s / 60 % 60, p, &n, "m")
       } else {
-        put(minutes, p, &n, "m")
+        put(s / 60, p, &n, "m")
         space(p, &n)
-        put(sec, p, &n, "s")
+        put(s % 60, p, &n, "s")
       }
     case .remaining:
       if s == 0 {
@@ -72,43 +79,44 @@ public struct TimerFormatter: Sendable, Hashable {
           p[n] = c
           n += 1
         }
-      } else if totalHours > 0 {
-        put(totalHours, p, &n, "h")
+      } else if s >= 3600 {
+        put(s / 3600, p, &n, "h")
         space(p, &n)
-        put(minutes, p, &n, "m")
-      } else if totalMinutes > 0 {
-        put(minutes, p, &n, "m")
+        put(s / 60 % 60, p, &n, "m")
+      } else if s >= 60 {
+        put(s / 60, p, &n, "m")
         space(p, &n)
-        put(sec, p, &n, "s")
+        put(s % 60, p, &n, "s")
       } else {
-        put(sec, p, &n, "s")
+        put(s, p, &n, "s")
       }
     case .positional:
-      if totalHours > 0 {
-        digits(totalHours, p, &n)
-        colonTwo(minutes, p, &n)
+      if s >= 3600 {
+        digits(s / 3600, p, &n)
+        colonTwo(s / 60 % 60, p, &n)
       } else {
-        two(minutes, p, &n)
+        two(s / 60, p, &n)
       }
-      colonTwo(sec, p, &n)
+      colonTwo(s % 60, p, &n)
     case .minuteSecond:
-      if totalMinutes < 10 {
+      let minutes = s / 60
+      if minutes < 10 {
         p[n] = UInt8(ascii: "0")
         n += 1
       }
-      digits(totalMinutes, p, &n)
-      colonTwo(sec, p, &n)
+      digits(minutes, p, &n)
+      colonTwo(s % 60, p, &n)
     case .timer:
-      if totalHours > 0 {
-        digits(totalHours, p, &n)
-        colonTwo(minutes, p, &n)
+      if s >= 3600 {
+        digits(s / 3600, p, &n)
+        colonTwo(s / 60 % 60, p, &n)
       } else {
-        digits(totalMinutes, p, &n)
+        digits(s / 60, p, &n)
       }
-      colonTwo(sec, p, &n)
+      colonTwo(s % 60, p, &n)
     case .timerWithoutHours:
-      digits(totalMinutes, p, &n)
-      colonTwo(sec, p, &n)
+      digits(s / 60, p, &n)
+      colonTwo(s % 60, p, &n)
     case .units(let maxUnits):
       writeUnits(s, max(1, min(4, maxUnits)), p, &n)
     }

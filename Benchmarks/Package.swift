@@ -1,0 +1,26 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// The benchmark CLI lives in its own package so that users of the library never build the
+// peers it compares against.
+let package = Package(
+  name: "CountdownBenchmarks",
+  platforms: [.macOS(.v15)],
+  products: [
+    .executable(name: "countdown-bench", targets: ["CountdownBench"])
+  ],
+  dependencies: [
+    .package(name: "Countdown", path: ".."),
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+  ],
+  targets: [
+    .executableTarget(
+      name: "CountdownBench",
+      dependencies: [
+        .product(name: "Countdown", package: "Countdown"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ]
+    )
+  ],
+  swiftLanguageModes: [.v6]
+)

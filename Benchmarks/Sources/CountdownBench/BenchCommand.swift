@@ -1,0 +1,10 @@
+import ArgumentParser
+
+@main
+struct BenchCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "countdown-bench",
+    abstract: "Measure Countdown beside what people would otherwise use.",
+    subcommands: [FormatBench.self]
+  )
+}
