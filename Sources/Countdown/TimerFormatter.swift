@@ -29,7 +29,8 @@ public struct TimerFormatter: Sendable, Hashable {
     let s = UInt64(max(0, seconds))
     if s < 1_000_000_000, Self.fitsSmall(style) {
       // Every such text is at most 13 bytes: write it straight into a small string.
-      return String(unsafeUninitializedCapacity: 15) { out in Self.write(style, s, out.baseAddress!) }
+      return String(unsafeUninitializedCapacity: 15) { out in Self.write(style, s, out.baseAddress!)
+      }
     }
     return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.maximumLength) { tmp in
       let n = Self.write(style, s, tmp.baseAddress!)
