@@ -10,6 +10,8 @@ extension ActivityEngine {
   /// The exact displayed quantity in milliseconds (remaining or elapsed), at least 0.
   @inline(__always)
   func exactMilliseconds(_ s: Int, _ now: Int64) -> Int64 {
+    // An expired countdown shows zero even if the clock is later stepped back before its end.
+    if isExpired[s] { return 0 }
     let t = effectiveNow(s, now)
     let v = kindOf[s] == .countdown ? anchor[s] - t : t - anchor[s] - pausedTotal[s]
     return max(0, v)

@@ -50,6 +50,8 @@ public struct ActivityEngine {
   var heap = DeadlineHeap()
   var nextSeq: UInt64 = 0
   var ids: SplitMix64
+  /// Set while a forward clock step runs the deadlines it jumped over without their ticks.
+  var ticksSuppressed = false
 
   enum SlotPhase: UInt8 { case free, active, paused, ended }
 
@@ -99,7 +101,7 @@ public struct ActivityEngine {
   }
 
   var nextTickInstant: Int64? {
-    options.deliversTicks ? wheel.nextInstant(after: now.milliseconds) : nil
+    options.deliversTicks && !ticksSuppressed ? wheel.nextInstant(after: now.milliseconds) : nil
   }
 
   /// Delivers every event due at or before `t` and moves the clock to `t`.
