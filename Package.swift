@@ -6,6 +6,7 @@ let package = Package(
   platforms: [.macOS(.v15)],
   products: [
     .library(name: "Countdown", targets: ["Countdown"]),
+    .library(name: "CountdownLoop", targets: ["CountdownLoop"]),
     .executable(name: "countdown", targets: ["CountdownCLI"]),
   ],
   dependencies: [
@@ -19,6 +20,7 @@ let package = Package(
       providers: [.apt(["libuv1-dev"])]
     ),
     .target(name: "Countdown"),
+    .target(name: "CountdownLoop", dependencies: ["Countdown", "CLibUV"]),
     .executableTarget(
       name: "CountdownCLI",
       dependencies: [
@@ -31,6 +33,7 @@ let package = Package(
       dependencies: ["Countdown", "CLibUV", "CountdownCLI"],
       exclude: ["Fixtures"]
     ),
+    .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -41,6 +41,11 @@ public struct ActivityEvent: Sendable, Hashable {
 public struct ActivityHandle: Hashable, Sendable {
   public var slot: UInt32
   public var generation: UInt32
+
+  public init(slot: UInt32, generation: UInt32) {
+    self.slot = slot
+    self.generation = generation
+  }
 }
 
 /// An activity as seen at one instant.

@@ -53,8 +53,17 @@ func validatedDuration(_ field: String, _ ms: Int64) throws(CountdownError) -> I
   return ms
 }
 
+/// UUID-shaped (version 4) activity ids from a seeded generator: the same seed gives the same
+/// ids, so a replay is deterministic.
+public struct ActivityIDGenerator: Sendable {
+  var rng: SplitMix64
+  public init(seed: UInt64) { rng = SplitMix64(state: seed) }
+  /// The next id.
+  public mutating func next() -> String { rng.uuid() }
+}
+
 /// SplitMix64: a tiny deterministic generator for activity ids.
-struct SplitMix64: RandomNumberGenerator {
+struct SplitMix64: RandomNumberGenerator, Sendable {
   var state: UInt64
 
   mutating func next() -> UInt64 {

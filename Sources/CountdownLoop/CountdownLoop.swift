@@ -1,0 +1,163 @@
+import Countdown
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A libuv event loop on its own thread that runs a Countdown engine and delivers every
+/// event at (never before) its instant.
+///
+/// One OS timer serves every activity: a timerfd with an absolute deadline, watched by a
+/// `uv_poll_t` and re-armed only when the earliest deadline changes (a `uv_timer_t` where
+/// timerfd is missing). The loop thread's timer slack is 1 ns.
+///
+/// Commands are callable from any thread; they travel through a short-lock queue and one
+/// `uv_async_t`, run at the wall clock's now (whole milliseconds), and complete as `async`
+/// functions. Events come out through the `onEvent` callback on the loop thread (no
+/// allocation per tick) and, when ``LoopOptions/eventStreamCapacity`` is set, through
+/// ``events``.
+///
+/// ```swift
+/// let loop = try CountdownLoop { event in print(event.kind, event.id, event.value) }
+/// let id = try await loop.start(.countdown(to: Instant(milliseconds: deadline), title: "Gate B12"))
+/// try await loop.pause(id)
+/// loop.shutdown()
+/// ```
+public final class CountdownLoop: Sendable {
+  let core: LoopCore
+  private let joined = Mutex(false)
+
+  /// Starts a loop thread. `onEvent` runs on that thread, in event order; it must not block.
+  public init(
+    options: LoopOptions = LoopOptions(), onEvent: (@Sendable (ActivityEvent) -> Void)? = nil
+  ) throws(CountdownError) {
+    core = try LoopCore(options: options, onEvent: onEvent)
+    try core.startThread()
+  }
+
+  /// Releasing the loop without ``shutdown()`` stops it without waiting: the thread closes
+  /// its handles and exits on its own.
+  deinit {
+    let wasJoined = joined.withLock { j in
+      defer { j = true }
+      return j
+    }
+    if !wasJoined {
+      core.requestShutdown()
+      pthread_detach(core.thread)
+    }
+  }
+
+  /// The events, when the loop was made with an `eventStreamCapacity`.
+  public var events: ActivityEventStream? {
+    core.stream.map { ActivityEventStream(buffer: $0) }
+  }
+
+  /// Closes every handle, completes pending commands with `shutdown`, joins the loop thread
+  /// and frees everything. Later commands fail with `shutdown`. Blocks until the thread has
+  /// exited; call it from any thread but the loop's own (not from `onEvent`).
+  public func shutdown() {
+    let first = joined.withLock { j in
+      defer { j = true }
+      return !j
+    }
+    guard first else { return }
+    precondition(pthread_equal(pthread_self(), core.thread) == 0, "shutdown() on the loop thread")
+    core.requestShutdown()
+    pthread_join(core.thread, nil)
+  }
+
+  /// Runs `body` on the loop thread with the engine and the command's instant, then calls
+  /// `completion` there with its result (or with `shutdown` if the loop closes first). For
+  /// callers on plain threads; `completion` must not block.
+  public func submit<T>(
+    _ body: @escaping @Sendable (inout ActivityEngine, Instant) throws(CountdownError) -> T,
+    completion: @escaping @Sendable (Result<T, CountdownError>) -> Void
+  ) {
+    core.submit(
+      LoopCommand(
+        run: { engine, now in
+          completion(Result { () throws(CountdownError) -> T in try body(&engine, now) })
+        },
+        fail: { error in completion(.failure(error)) }))
+  }
+
+  /// Runs `body` on the loop thread with the engine and the command's instant.
+  public func submit<T: Sendable>(
+    _ body: @escaping @Sendable (inout ActivityEngine, Instant) throws(CountdownError) -> T
+  ) async throws(CountdownError) -> T {
+    let result = await withCheckedContinuation {
+      (c: CheckedContinuation<Result<T, CountdownError>, Never>) in
+      submit(body) { c.resume(returning: $0) }
+    }
+    return try result.get()
+  }
+
+  /// Starts an activity now and returns its id.
+  @discardableResult
+  public func start(_ r: ActivityRequest) async throws(CountdownError) -> String {
+    try await submit { (engine, now) throws(CountdownError) in try engine.start(r, at: now) }
+  }
+
+  /// Updates an activity now (see ``ActivityEngine/update(_:_:at:)``).
+  public func update(_ id: String, _ u: ActivityUpdate) async throws(CountdownError) {
+    try await submit { (engine, now) throws(CountdownError) in try engine.update(id, u, at: now) }
+  }
+
+  /// Pauses an activity now, freezing its value.
+  public func pause(_ id: String, timestamp: Instant? = nil) async throws(CountdownError) {
+    try await submit { (engine, now) throws(CountdownError) in
+      try engine.pause(id, at: now, timestamp: timestamp)
+    }
+  }
+
+  /// Resumes a paused activity now.
+  public func resume(_ id: String, timestamp: Instant? = nil) async throws(CountdownError) {
+    try await submit { (engine, now) throws(CountdownError) in
+      try engine.resume(id, at: now, timestamp: timestamp)
+    }
+  }
+
+  /// Ends an activity now.
+  public func end(_ id: String, _ e: ActivityEnding = ActivityEnding()) async throws(CountdownError)
+  {
+    try await submit { (engine, now) throws(CountdownError) in try engine.end(id, e, at: now) }
+  }
+
+  /// The activity as seen now.
+  public func state(of id: String) async throws(CountdownError) -> ActivityState {
+    try await submit { (engine, now) throws(CountdownError) in try engine.state(of: id, at: now) }
+  }
+
+  /// The `k` active countdowns that end soonest.
+  public func soonestEnding(_ k: Int) async throws(CountdownError) -> [ActivityState] {
+    try await submit { (engine, now) throws(CountdownError) in try engine.soonestEnding(k, at: now)
+    }
+  }
+
+  /// The activities that ended within `window` and are not yet dismissed.
+  public func ended(within window: ClosedRange<Instant>) async throws(CountdownError)
+    -> [ActivityState]
+  {
+    try await submit { (engine, _) in engine.ended(within: window) }
+  }
+
+  /// Turns the engine on or off now.
+  public func setEnabled(_ enabled: Bool) async throws(CountdownError) {
+    try await submit { (engine, now) throws(CountdownError) in
+      try engine.setEnabled(enabled, at: now)
+    }
+  }
+
+  /// Activities not yet dismissed.
+  public func count() async throws(CountdownError) -> Int {
+    try await submit { (engine, _) in engine.count }
+  }
+
+  /// How many times the OS timer has woken the loop.
+  public func wakeups() async throws(CountdownError) -> UInt64 {
+    let core = self.core
+    return try await submit { (_, _) in core.wakeups }
+  }
+}

@@ -1,0 +1,194 @@
+import Countdown
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Everything the loop thread owns: the engine, the libuv handles, the timer state.
+///
+/// `@unchecked Sendable` because every field but `queue` and `stream` is touched by one thread
+/// at a time: the creating thread until `pthread_create`, then only the loop thread (libuv
+/// callbacks run there). `queue` is a `Mutex`; `stream` locks internally.
+final class LoopCore: @unchecked Sendable {
+  let options: LoopOptions
+  let queue = Mutex(CommandQueueState())
+  let stream: EventStreamBuffer?
+  var engine: ActivityEngine
+  /// The events of one wake, handed to `stream` under one lock.
+  let batch: EventBatch?
+  let handles: LoopHandles
+  /// The timer's armed instant (monotonic ns), so that it is re-armed only when it changes.
+  var armedAt: Int64 = -1
+  /// Wall minus monotonic time at the last look; a jump of it is a wall-clock step.
+  var lastOffset: Int64
+  /// How many times the OS timer woke the loop.
+  var wakeups: UInt64 = 0
+  var thread = pthread_t()
+
+  /// Steps smaller than this are clock-reading jitter, not steps.
+  static let stepThresholdNs: Int64 = 2_000_000
+
+  init(options: LoopOptions, onEvent: (@Sendable (ActivityEvent) -> Void)?) throws(CountdownError) {
+    self.options = options
+    let stream = options.eventStreamCapacity.map { EventStreamBuffer(capacity: max(1, $0)) }
+    self.stream = stream
+    let batch = stream.map { _ in EventBatch() }
+    self.batch = batch
+    var engineOptions = options.engine
+    engineOptions.idSeed = UInt64.random(in: .min ... .max)
+    let (wall, mono) = Self.readClocks(options.wallClock)
+    lastOffset = wall - mono
+    engine = ActivityEngine(
+      now: Instant(milliseconds: Self.floorDiv(wall, 1_000_000)), options: engineOptions
+    ) { event in
+      onEvent?(event)
+      batch?.events.append(event)
+    }
+    handles = try LoopHandles(
+      usesTimerfd: options.usesTimerfd, watchesClockSteps: options.wallClock.isSystemClock)
+    handles.attach(self)
+  }
+
+  static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+    let q = a / b
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+  }
+
+  /// Wall and monotonic time read back to back; retried when the thread was preempted
+  /// between the reads, so that their difference is trustworthy.
+  static func readClocks(_ clock: any WallClock) -> (wall: Int64, mono: Int64) {
+    var best: (Int64, Int64, Int64) = (0, 0, .max)
+    for _ in 0..<3 {
+      let m1 = LibUV.monotonicNanoseconds()
+      let w = clock.nanosecondsSinceEpoch()
+      let m2 = LibUV.monotonicNanoseconds()
+      if m2 - m1 < best.2 { best = (w, m1 + (m2 - m1) / 2, m2 - m1) }
+      if m2 - m1 < 50_000 { break }
+    }
+    return (best.0, best.1)
+  }
+
+  // MARK: - Loop thread
+
+  /// The loop thread's body.
+  func run() {
+    _ = LibUV.setTimerSlack(nanoseconds: 1)
+    rearm()
+    handles.run()
+    handles.closeLoop()
+    stream?.finish()
+  }
+
+  /// Moves the engine to the wall clock's now, re-anchoring it after a step.
+  func syncClock() {
+    let (wall, mono) = Self.readClocks(options.wallClock)
+    let offset = wall - mono
+    let ms = Instant(milliseconds: Self.floorDiv(wall, 1_000_000))
+    if abs(offset - lastOffset) > Self.stepThresholdNs {
+      lastOffset = offset
+      engine.stepClock(to: ms)
+      return
+    }
+    lastOffset = offset
+    if ms > engine.now { try? engine.advance(to: ms) }
+  }
+
+  /// The OS timer fired.
+  func timerFired() {
+    wakeups &+= 1
+    armedAt = -1  // the one-shot timer is spent
+    syncClock()
+    afterWork()
+  }
+
+  /// Commands arrived (or shutdown was asked for).
+  func drainCommands() {
+    let (commands, closing) = queue.withLock { state in
+      let taken = state.pending
+      state.pending = []
+      if state.closing { state.asyncClosed = true }
+      return (taken, state.closing)
+    }
+    if closing {
+      for c in commands { c.fail(CountdownError(.shutdown, "the loop was shut down")) }
+      handles.closeAll()
+      return
+    }
+    syncClock()
+    for c in commands {
+      let now = engine.now
+      c.run(&engine, now)
+    }
+    afterWork()
+  }
+
+  /// Hands the wake's events to the stream and re-arms the timer.
+  func afterWork() {
+    if let stream, let batch, !batch.events.isEmpty {
+      stream.push(batch.events)
+      batch.events.removeAll(keepingCapacity: true)
+    }
+    rearm()
+  }
+
+  /// Arms the OS timer for the engine's next deadline (rounded up to the quantum), or for the
+  /// longest sleep when there is none.
+  func rearm() {
+    let (wall, mono) = Self.readClocks(options.wallClock)
+    let nowMs = Self.floorDiv(wall, 1_000_000)
+    var target = engine.nextDeadline?.milliseconds ?? (nowMs + options.maximumSleepMs)
+    if case .quantum(let q) = options.precision, q > 1 {
+      target = (Self.floorDiv(target - 1, q) + 1) * q
+    }
+    target = min(target, nowMs + options.maximumSleepMs)
+    let monoTarget = max(1, mono + (target * 1_000_000 - wall))
+    if monoTarget != armedAt {
+      armedAt = monoTarget
+      handles.arm(monotonicNanoseconds: monoTarget, now: mono)
+    }
+  }
+
+  // MARK: - Any thread
+
+  /// Queues a command; fails it at once when the loop is shutting down.
+  func submit(_ c: LoopCommand) {
+    let accepted = queue.withLock { state -> Bool in
+      guard !state.closing else { return false }
+      state.pending.append(c)
+      handles.wake()
+      return true
+    }
+    if !accepted { c.fail(CountdownError(.shutdown, "the loop was shut down")) }
+  }
+
+  /// Asks the loop to close; pending and later commands fail with `shutdown`.
+  func requestShutdown() {
+    queue.withLock { state in
+      guard !state.closing else { return }
+      state.closing = true
+      if !state.asyncClosed { handles.wake() }
+    }
+  }
+
+  func startThread() throws(CountdownError) {
+    let unmanaged = Unmanaged.passRetained(self)
+    let rc = pthread_create(
+      &thread, nil,
+      { arg in
+        let core = Unmanaged<LoopCore>.fromOpaque(arg!).takeRetainedValue()
+        core.run()
+        return nil
+      }, unmanaged.toOpaque())
+    if rc != 0 {
+      unmanaged.release()
+      throw CountdownError(.shutdown, "cannot start the loop thread (pthread_create: \(rc))")
+    }
+  }
+}
+
+/// Events collected during one wake; loop-thread only.
+final class EventBatch {
+  var events: [ActivityEvent] = []
+  init() { events.reserveCapacity(1024) }
+}

@@ -1,0 +1,61 @@
+import Countdown
+
+/// How exactly the loop's OS timer follows the engine's deadlines.
+public enum TimerPrecision: Sendable, Hashable {
+  /// Arm the timer at the exact next deadline (instants are whole milliseconds).
+  case precise
+  /// Wake at most once per `milliseconds` (on a grid of that size) and deliver everything due.
+  case quantum(milliseconds: Int64)
+
+  /// One millisecond: the resolution of every instant, so it costs no lateness beyond the
+  /// wake-up itself, and a loop never wakes more than 1000 times a second.
+  public static let `default` = TimerPrecision.quantum(milliseconds: 1)
+}
+
+/// A source of wall-clock time, in nanoseconds since the Unix epoch. Injectable so that tests
+/// can step the clock.
+public protocol WallClock: Sendable {
+  func nanosecondsSinceEpoch() -> Int64
+  /// Whether this is the system's `CLOCK_REALTIME`, whose steps the kernel reports.
+  var isSystemClock: Bool { get }
+}
+
+extension WallClock {
+  public var isSystemClock: Bool { false }
+}
+
+/// The system's `CLOCK_REALTIME`.
+public struct SystemWallClock: WallClock {
+  public init() {}
+  public func nanosecondsSinceEpoch() -> Int64 { LibUV.realtimeNanoseconds() }
+  public var isSystemClock: Bool { true }
+}
+
+/// Settings of a ``CountdownLoop``.
+public struct LoopOptions: Sendable {
+  public var precision: TimerPrecision
+  /// The engine's options. `idSeed` is replaced by a random seed.
+  public var engine: EngineOptions
+  /// When set, ``CountdownLoop/events`` delivers events through a buffer of this many
+  /// events; ticks coalesce per activity when it is full, lifecycle events are never dropped.
+  public var eventStreamCapacity: Int?
+  public var wallClock: any WallClock
+  /// False forces the `uv_timer_t` fallback used where timerfd is missing.
+  public var usesTimerfd: Bool
+  /// The longest the loop sleeps without a deadline, so that a step of an injected clock
+  /// (which the kernel cannot report) is noticed within this time.
+  public var maximumSleepMs: Int64
+
+  public init(
+    precision: TimerPrecision = .default, engine: EngineOptions = EngineOptions(),
+    eventStreamCapacity: Int? = nil, wallClock: any WallClock = SystemWallClock(),
+    usesTimerfd: Bool = true, maximumSleepMs: Int64 = 1000
+  ) {
+    self.precision = precision
+    self.engine = engine
+    self.eventStreamCapacity = eventStreamCapacity
+    self.wallClock = wallClock
+    self.usesTimerfd = usesTimerfd
+    self.maximumSleepMs = maximumSleepMs
+  }
+}

@@ -1,0 +1,191 @@
+import Countdown
+import Foundation
+import Synchronization
+import Testing
+
+@testable import CountdownLoop
+
+@Suite("The real loop", .serialized)
+struct RealLoopTests {
+  @Test("Ticks of 300 activities at random phases arrive within a generous bound, none early")
+  func lateness() async throws {
+    let h = try RealHarness()
+    let base = h.now()
+    for k in 0..<300 {
+      let end = base.advanced(by: 2_000 + Int64.random(in: 0..<1_000) + Int64(k % 7) * 1_000)
+      _ = try await h.start(.countdown(id: "a\(k)", to: end, title: "A"))
+    }
+    try await h.wait(until: base.advanced(by: 3_000))
+    let ticks = h.delivered().filter { $0.event.kind == .tick }
+    #expect(ticks.count >= 600)
+    let lateness = ticks.map { $0.deliveredNs - $0.event.at.milliseconds * 1_000_000 }
+    #expect(lateness.allSatisfy { $0 >= 0 }, "no tick before its instant")
+    #expect(lateness.max()! < 100_000_000, "max lateness \(lateness.max()!) ns")
+    h.shutdown()
+  }
+
+  @Test("Eight threads submitting at once lose no command")
+  func manyThreads() async throws {
+    let loop = try CountdownLoop()
+    let done = Mutex<(ok: Int, failed: Int)>((0, 0))
+    let threads = (0..<8).map { t in
+      Thread {
+        let finished = DispatchSemaphore(value: 0)
+        for k in 0..<250 {
+          let r = ActivityRequest.elapsed(id: "t\(t)-\(k)", title: "x")
+          loop.submit(
+            { (e, now) throws(CountdownError) in try e.start(r, at: now) },
+            completion: { result in
+              done.withLock { if case .success = result { $0.ok += 1 } else { $0.failed += 1 } }
+              if k == 249 { finished.signal() }
+            })
+        }
+        finished.wait()
+      }
+    }
+    for thread in threads { thread.start() }
+    while done.withLock({ $0.ok + $0.failed }) < 2_000 {
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    #expect(done.withLock { $0.ok } == 2_000)
+    #expect(try await loop.count() == 2_000)
+    loop.shutdown()
+  }
+
+  @Test("Shutdown with commands pending completes each of them with an error")
+  func shutdownPending() async throws {
+    let loop = try CountdownLoop()
+    let blocker = Task { try await loop.submit { (_, _) in _ = usleep(300_000) } }
+    try await Task.sleep(for: .milliseconds(50))
+    let codes = Mutex<[CountdownError.Code?]>([])
+    let all = DispatchGroup()
+    for k in 0..<100 {
+      all.enter()
+      loop.submit(
+        { (e, now) throws(CountdownError) in
+          try e.start(.elapsed(id: "p\(k)", title: "p"), at: now)
+        },
+        completion: { result in
+          codes.withLock {
+            if case .failure(let e) = result { $0.append(e.code) } else { $0.append(nil) }
+          }
+          all.leave()
+        })
+    }
+    await Task.detached { loop.shutdown() }.value
+    #expect(all.wait(timeout: .now() + 5) == .success)
+    let got = codes.withLock { $0 }
+    #expect(got.count == 100)
+    #expect(got.allSatisfy { $0 == .shutdown })
+    try await blocker.value
+    await #expect(throws: CountdownError.self) { try await loop.start(.elapsed(title: "late")) }
+  }
+
+  @Test("A forward clock step: deadlines fire once at their instants, no burst of ticks")
+  func forwardStep() async throws {
+    let clock = SteppableClock()
+    let h = try RealHarness(options: LoopOptions(wallClock: clock))
+    let base = h.now()
+    _ = try await h.start(.countdown(id: "c", to: base.advanced(by: 4_000), title: "C"))
+    _ = try await h.start(.countdown(id: "far", to: base.advanced(by: 60_000), title: "F"))
+    try await h.wait(until: base.advanced(by: 1_100))
+    clock.step(byMilliseconds: 10_000)
+    try await h.wait(until: base.advanced(by: 12_500))
+    let d = h.delivered()
+    #expect(d.lines("c", base: base) == ["1000 tick 3", "4000 expired"])
+    let farTicks = d.filter { $0.event.id == "far" && $0.event.kind == .tick }
+    #expect(farTicks.count <= 4, "far got \(farTicks.count) ticks across a 10 s jump")
+    #expect(farTicks.last.map { $0.event.value } == 48)
+    #expect(d.early.isEmpty)
+    h.shutdown()
+  }
+
+  @Test("A backward clock step: one catch-up tick, zero at the same wall instant, no early tick")
+  func backwardStep() async throws {
+    let clock = SteppableClock()
+    let h = try RealHarness(options: LoopOptions(wallClock: clock))
+    let base = h.now()
+    _ = try await h.start(.countdown(id: "c", to: base.advanced(by: 3_000), title: "C"))
+    try await h.wait(until: base.advanced(by: 1_100))
+    clock.step(byMilliseconds: -2_000)
+    try await h.wait(until: base.advanced(by: 3_100))
+    let d = h.delivered()
+    let lines = d.lines("c", base: base)
+    #expect(lines.first == "1000 tick 2")
+    #expect(lines.suffix(2) == ["3000 tick 0", "3000 expired"])
+    #expect(
+      lines.contains { $0.hasSuffix("tick 3") },
+      "the catch-up tick shows the larger value: \(lines)")
+    #expect(d.early.isEmpty)
+    h.shutdown()
+  }
+
+  @Test("Releasing a loop without shutdown neither crashes nor hangs")
+  func releaseWithoutShutdown() async throws {
+    for _ in 0..<5 {
+      let loop = try CountdownLoop()
+      _ = try await loop.start(.elapsed(title: "x"))
+    }
+    try await Task.sleep(for: .milliseconds(200))
+    let next = try CountdownLoop()
+    #expect(try await next.count() == 0)
+    next.shutdown()
+  }
+
+  @Test("Events as an AsyncSequence, in order")
+  func stream() async throws {
+    let loop = try CountdownLoop(options: LoopOptions(eventStreamCapacity: 64))
+    let end = Instant(milliseconds: SystemWallClock().nanosecondsSinceEpoch() / 1_000_000 + 1_500)
+    _ = try await loop.start(.countdown(id: "s", to: end, title: "S"))
+    var kinds: [String] = []
+    for await e in loop.events! {
+      kinds.append("\(e.kind.rawValue) \(e.value)")
+      if e.kind == .expired { break }
+    }
+    #expect(kinds.first == "started 2")
+    #expect(kinds.suffix(3) == ["tick 1", "tick 0", "expired 0"])
+    loop.shutdown()
+  }
+
+  @Test("Stream overflow: ticks coalesce per activity, lifecycle events are never dropped")
+  func streamOverflow() async throws {
+    let b = EventStreamBuffer(capacity: 3)
+    func event(_ kind: ActivityEvent.Kind, _ slot: UInt32, _ value: Int64) -> ActivityEvent {
+      ActivityEvent(
+        at: Instant(milliseconds: 1_795_248_000_000 + value), kind: kind, id: "a\(slot)",
+        handle: ActivityHandle(slot: slot, generation: 0), activityKind: .elapsed, value: value)
+    }
+    b.push([event(.tick, 0, 1), event(.tick, 0, 2), event(.tick, 1, 1), event(.tick, 2, 1)])
+    b.push([event(.tick, 3, 1), event(.paused, 3, 1), event(.ended, 4, 1), event(.tick, 0, 3)])
+    b.push([event(.resumed, 0, 3), event(.tick, 0, 4)])
+    b.finish()
+    var got: [String] = []
+    while let e = await b.next() { got.append("\(e.id) \(e.kind.rawValue) \(e.value)") }
+    #expect(
+      got == [
+        "a0 tick 3", "a1 tick 1", "a2 tick 1", "a3 paused 1", "a4 ended 1", "a0 resumed 3",
+      ])
+    #expect(b.state.withLock { $0.droppedTicks } == 2)
+  }
+
+  @Test("A group shards by id behind the same API")
+  func group() async throws {
+    let group = try CountdownLoopGroup(count: 3)
+    let now = Instant(milliseconds: SystemWallClock().nanosecondsSinceEpoch() / 1_000_000)
+    for k in 0..<30 {
+      try await group.start(
+        .countdown(id: "g\(k)", to: now.advanced(by: 60_000 + Int64(k) * 1_000), title: "G"))
+    }
+    let generated = try await group.start(.elapsed(title: "no id"))
+    #expect(try await group.count() == 31)
+    #expect(try await group.state(of: generated).kind == .elapsed)
+    #expect(Set(group.loops.map { ObjectIdentifier($0) }).count == 3)
+    var perLoop: [Int] = []
+    for l in group.loops { perLoop.append(try await l.count()) }
+    #expect(perLoop.allSatisfy { $0 > 0 }, "every shard holds some: \(perLoop)")
+    #expect(try await group.soonestEnding(3).map(\.id) == ["g0", "g1", "g2"])
+    try await group.pause("g0")
+    #expect(try await group.state(of: "g0").phase == .paused)
+    group.shutdown()
+  }
+}
