@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: run test deps lint build release tsan bench-format
+.PHONY: run test deps lint build release tsan asan bench-format
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null || { \
@@ -31,3 +31,11 @@ release: deps
 # Formatting throughput beside Foundation (release build of the Benchmarks package).
 bench-format: deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/countdown-bench format
+
+# ThreadSanitizer over the real-loop tests (own scratch path, so the debug build stays).
+tsan: deps
+	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter CountdownLoopTests
+
+# AddressSanitizer with LeakSanitizer over the real-loop tests.
+asan: deps
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter CountdownLoopTests

@@ -12,12 +12,15 @@ let package = Package(
   dependencies: [
     .package(name: "Countdown", path: ".."),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
   ],
   targets: [
     .executableTarget(
       name: "CountdownBench",
       dependencies: [
         .product(name: "Countdown", package: "Countdown"),
+        .product(name: "CountdownLoop", package: "Countdown"),
+        .product(name: "Histogram", package: "hdrhistogram-swift"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     )

@@ -1,5 +1,4 @@
 import Countdown
-import Synchronization
 
 /// Events as an `AsyncSequence`, through a bounded buffer.
 ///
@@ -30,7 +29,7 @@ public struct ActivityEventStream: AsyncSequence, Sendable {
 
 /// The shared state behind ``ActivityEventStream``.
 final class EventStreamBuffer: Sendable {
-  struct State: ~Copyable {
+  struct State {
     var events: [ActivityEvent] = []
     /// Index in `events` of the next event to hand out.
     var head = 0
@@ -44,7 +43,7 @@ final class EventStreamBuffer: Sendable {
   }
 
   let capacity: Int
-  let state = Mutex(State())
+  let state = Locked(State())
 
   init(capacity: Int) { self.capacity = capacity }
 

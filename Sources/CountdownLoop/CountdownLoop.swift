@@ -1,5 +1,4 @@
 import Countdown
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -26,7 +25,7 @@ import Synchronization
 /// ```
 public final class CountdownLoop: Sendable {
   let core: LoopCore
-  private let joined = Mutex(false)
+  private let joined = Locked(false)
 
   /// Starts a loop thread. `onEvent` runs on that thread, in event order; it must not block.
   public init(

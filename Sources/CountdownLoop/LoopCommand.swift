@@ -1,5 +1,4 @@
 import Countdown
-import Synchronization
 
 /// A command on its way to the loop thread: what to run there, and how to fail it if the
 /// loop shuts down first.
@@ -12,7 +11,7 @@ struct LoopCommand: Sendable {
 
 /// The multi-producer queue into the loop: a short lock around an array that the loop swaps
 /// out whole, and one `uv_async_t` whose sends coalesce.
-struct CommandQueueState: ~Copyable {
+struct CommandQueueState {
   var pending: [LoopCommand] = []
   /// Set by `shutdown` or release; later submissions fail at once.
   var closing = false

@@ -1,5 +1,4 @@
 import Countdown
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -9,10 +8,10 @@ import Synchronization
 ///
 /// `@unchecked Sendable` because every field but `queue` and `stream` is touched by one thread
 /// at a time: the creating thread until `pthread_create`, then only the loop thread (libuv
-/// callbacks run there). `queue` is a `Mutex`; `stream` locks internally.
+/// callbacks run there). `queue` is `Locked`; `stream` locks internally.
 final class LoopCore: @unchecked Sendable {
   let options: LoopOptions
-  let queue = Mutex(CommandQueueState())
+  let queue = Locked(CommandQueueState())
   let stream: EventStreamBuffer?
   var engine: ActivityEngine
   /// The events of one wake, handed to `stream` under one lock.

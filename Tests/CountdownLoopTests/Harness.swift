@@ -1,7 +1,6 @@
 import Countdown
 import CountdownLoop
 import Foundation
-import Synchronization
 
 /// An event and when it was delivered (wall or virtual nanoseconds).
 struct Delivered: Sendable {
@@ -74,21 +73,25 @@ final class RealHarness: TimerHarness {
 }
 
 /// A thread-safe record of delivered events.
-final class EventLog: Sendable {
-  private let events = Mutex<[Delivered]>([])
+/// `@unchecked Sendable`: `events` is touched only while `lock` is held.
+final class EventLog: @unchecked Sendable {
+  private let lock = NSLock()
+  private var events: [Delivered] = []
   func append(_ e: ActivityEvent, at ns: Int64) {
-    events.withLock { $0.append(Delivered(event: e, deliveredNs: ns)) }
+    lock.withLock { events.append(Delivered(event: e, deliveredNs: ns)) }
   }
-  var all: [Delivered] { events.withLock { $0 } }
+  var all: [Delivered] { lock.withLock { events } }
 }
 
 /// The system clock plus an offset that a test can step.
-final class SteppableClock: WallClock {
-  private let offsetNs = Mutex<Int64>(0)
+/// `@unchecked Sendable`: `offsetNs` is touched only while `lock` is held.
+final class SteppableClock: WallClock, @unchecked Sendable {
+  private let lock = NSLock()
+  private var offsetNs: Int64 = 0
   func nanosecondsSinceEpoch() -> Int64 {
-    SystemWallClock().nanosecondsSinceEpoch() + offsetNs.withLock { $0 }
+    SystemWallClock().nanosecondsSinceEpoch() + lock.withLock { offsetNs }
   }
-  func step(byMilliseconds ms: Int64) { offsetNs.withLock { $0 += ms * 1_000_000 } }
+  func step(byMilliseconds ms: Int64) { lock.withLock { offsetNs += ms * 1_000_000 } }
 }
 
 enum HarnessKind: String, CaseIterable, Sendable, CustomStringConvertible {

@@ -1,6 +1,5 @@
 import Countdown
 import Foundation
-import Synchronization
 import Testing
 
 @testable import CountdownLoop
@@ -27,7 +26,7 @@ struct RealLoopTests {
   @Test("Eight threads submitting at once lose no command")
   func manyThreads() async throws {
     let loop = try CountdownLoop()
-    let done = Mutex<(ok: Int, failed: Int)>((0, 0))
+    let done = Locked<(ok: Int, failed: Int)>((0, 0))
     let threads = (0..<8).map { t in
       Thread {
         let finished = DispatchSemaphore(value: 0)
@@ -57,7 +56,7 @@ struct RealLoopTests {
     let loop = try CountdownLoop()
     let blocker = Task { try await loop.submit { (_, _) in _ = usleep(300_000) } }
     try await Task.sleep(for: .milliseconds(50))
-    let codes = Mutex<[CountdownError.Code?]>([])
+    let codes = Locked<[CountdownError.Code?]>([])
     let all = DispatchGroup()
     for k in 0..<100 {
       all.enter()

@@ -1,10 +1,10 @@
 import ArgumentParser
 
 @main
-struct BenchCommand: ParsableCommand {
+struct BenchCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "countdown-bench",
     abstract: "Measure Countdown beside what people would otherwise use.",
-    subcommands: [FormatBench.self]
+    subcommands: [FormatBench.self, TicksBench.self]
   )
 }

@@ -1,0 +1,83 @@
+import Foundation
+import Histogram
+
+/// Tick lateness as one driver's callbacks see it. `@unchecked Sendable`: while a run is
+/// measured only the driver's one delivery thread records; the main thread reads and resets
+/// it only between runs or through that thread (each driver hands it over with a barrier).
+final class TickRecorder: @unchecked Sendable {
+  var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+  var ticks: UInt64 = 0
+  var early: UInt64 = 0
+  var recording = false
+
+  /// Records one tick whose displayed value changed at `atMs`, delivered now.
+  @inline(__always)
+  func record(atMs: Int64) {
+    guard recording else { return }
+    let lateness = wallNanoseconds() - atMs * 1_000_000
+    ticks &+= 1
+    if lateness < 0 {
+      early &+= 1
+    } else {
+      _ = histogram.record(UInt64(lateness))
+    }
+  }
+
+  func reset() {
+    histogram.reset()
+    ticks = 0
+    early = 0
+  }
+}
+
+/// One tick-latency run's figures.
+struct TickResult: Codable {
+  var driver: String
+  var precision: String
+  var activities: Int
+  var phases: String
+  var seconds: Double
+  var p50: Double
+  var p90: Double
+  var p99: Double
+  var p999: Double
+  var max: Double
+  var earlyTicks: UInt64
+  var cpuPercent: Double
+  var rssMB: Double
+  var ticksPerSecond: Double
+  var expectedPerSecond: Double
+  var fellBehind: Bool
+  var note: String
+
+  /// Percentiles in microseconds.
+  static func from(
+    _ r: TickRecorder, driver: String, precision: String, activities: Int, phases: String,
+    seconds: Double, cpuNs: Int64, rss: Int64, expectedPerSecond: Double, note: String = ""
+  ) -> TickResult {
+    let h = r.histogram
+    let us = { (v: UInt64) in Double(v) / 1_000 }
+    let perSecond = Double(r.ticks) / seconds
+    let p99 = us(h.valueAtPercentile(99))
+    return TickResult(
+      driver: driver, precision: precision, activities: activities, phases: phases, seconds: seconds,
+      p50: us(h.valueAtPercentile(50)), p90: us(h.valueAtPercentile(90)), p99: p99,
+      p999: us(h.valueAtPercentile(99.9)), max: us(h.max), earlyTicks: r.early,
+      cpuPercent: Double(cpuNs) / (seconds * 1e9) * 100, rssMB: Double(rss) / 1_048_576,
+      ticksPerSecond: perSecond, expectedPerSecond: expectedPerSecond,
+      fellBehind: perSecond < expectedPerSecond * 0.98 || p99 > 1_000_000, note: note)
+  }
+
+  var line: String {
+    let behind = fellBehind ? "  FALLS BEHIND" : ""
+    return "\(driver) [\(precision)] \(activities) activities, \(phases) phases: "
+      + "p50 \(fmt(p50)) p90 \(fmt(p90)) p99 \(fmt(p99)) p99.9 \(fmt(p999)) max \(fmt(max)); "
+      + "early \(earlyTicks); CPU \(String(format: "%.1f", cpuPercent))%; RSS \(String(format: "%.0f", rssMB)) MB; "
+      + "ticks/s \(String(format: "%.0f", ticksPerSecond)) of \(String(format: "%.0f", expectedPerSecond))\(behind)"
+  }
+}
+
+/// Microseconds, printed as µs or ms.
+func fmt(_ us: Double) -> String {
+  us >= 1_000 ? String(format: "%.2f ms", us / 1_000) : String(format: "%.0f µs", us)
+}
