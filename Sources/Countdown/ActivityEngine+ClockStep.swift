@@ -13,14 +13,9 @@ extension ActivityEngine {
     let old = now.milliseconds
     let target = t.milliseconds
     guard target != old else { return }
-    // Values shown before the step, for every activity on the wheel, in start order.
-    var shown: [(slot: UInt32, value: Int64)] = []
-    for b in 0..<PhaseWheel.bucketCount where wheel.buckets[b].live > 0 {
-      for slot in wheel.buckets[b].entries where slot != PhaseWheel.tombstone {
-        shown.append((slot, displayedSeconds(Int(slot), old)))
-      }
-    }
-    shown.sort { seq[Int($0.slot)] < seq[Int($1.slot)] }
+    // Values shown before the step, for every activity on the wheel.
+    var shown: [UInt32: Int64] = [:]
+    for slot in slotsOnWheel() { shown[slot] = displayedSeconds(Int(slot), old) }
     let catchUpAt: Int64
     if target > old {
       ticksSuppressed = true
@@ -30,17 +25,30 @@ extension ActivityEngine {
     } else {
       now = t
       catchUpAt = target
-      // Elapsed timers whose origin is now in the future leave the wheel until it comes.
-      for (slot, _) in shown where wheel.contains(slot) {
-        refresh(slot, skippingPassedMilestones: false)
-      }
     }
-    for (slot, value) in shown {
+    // Wheel entries carry values for the old clock: put every ticking activity back for the
+    // new one (elapsed timers whose origin is now ahead leave the wheel until it comes).
+    let ticking = Set(shown.keys).union(slotsOnWheel())
+    for slot in ticking where phaseOf[Int(slot)] != .free {
+      refresh(slot, skippingPassedMilestones: false)
+    }
+    for slot in ticking.sorted(by: { seq[Int($0)] < seq[Int($1)] }) {
       let s = Int(slot)
-      guard phaseOf[s] == .active, wheel.contains(slot) || kindOf[s] == .elapsed else { continue }
+      guard phaseOf[s] == .active, !isExpired[s] else { continue }
       let v = displayedSeconds(s, catchUpAt)
-      if v != value { emit(.tick, slot, at: catchUpAt, value: v) }
+      if v != shown[slot, default: 0] { emit(.tick, slot, at: catchUpAt, value: v) }
     }
     if target > old { runDue(upTo: target) }
+  }
+
+  /// Every slot on the wheel.
+  func slotsOnWheel() -> [UInt32] {
+    var slots: [UInt32] = []
+    for b in 0..<PhaseWheel.bucketCount where wheel.buckets[b].live > 0 {
+      for e in wheel.buckets[b].entries where e.slot != PhaseWheel.tombstone {
+        slots.append(e.slot)
+      }
+    }
+    return slots
   }
 }

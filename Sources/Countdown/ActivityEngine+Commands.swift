@@ -34,16 +34,16 @@ extension ActivityEngine {
     guard options.enabled else {
       throw CountdownError(.disabled, "the engine is disabled; no activity can start")
     }
-    if let id = r.id, slotByID[id] != nil {
+    if let id = r.id, slotIndex.find(id, in: idOf) != nil {
       throw CountdownError(
         .duplicateID, "an activity with id \(JSONValue.string(id)) already exists")
     }
-    if let limit = options.maxActivities, slotByID.count >= limit {
+    if let limit = options.maxActivities, slotIndex.count >= limit {
       throw CountdownError(
-        .limitReached, "\(slotByID.count) activities exist; maxActivities is \(limit)")
+        .limitReached, "\(slotIndex.count) activities exist; maxActivities is \(limit)")
     }
     var id = r.id ?? ids.uuid()
-    while slotByID[id] != nil { id = ids.uuid() }
+    while slotIndex.find(id, in: idOf) != nil { id = ids.uuid() }
 
     let now = t.milliseconds
     let slot = allocateSlot()
@@ -57,13 +57,14 @@ extension ActivityEngine {
     anchor[s] = r.kind == .countdown ? r.endDate!.milliseconds : (r.startDate ?? t).milliseconds
     pausedTotal[s] = 0
     frozenAt[s] = now
+    idOf[s] = id
     cold[s] = ColdState(
-      id: id, content: content,
+      content: content,
       countdownStart: r.kind == .countdown ? r.startDate?.milliseconds : nil,
       goalMs: r.goalMs, staleDate: r.staleDate?.milliseconds,
       milestones: Self.firingOrder(r.milestones, r.kind), endOnExpiry: r.endOnExpiry,
       startedAt: now, lastTimestamp: r.timestamp?.milliseconds)
-    slotByID[id] = slot
+    slotIndex.insert(slot, in: idOf)
     emit(.started, slot, at: now)
     refresh(slot, skippingPassedMilestones: true)
     runDue(upTo: now)
@@ -233,7 +234,7 @@ extension ActivityEngine {
     options.enabled = enabled
     guard was, !enabled else { return }
     let now = t.milliseconds
-    let live = slotByID.values.sorted { seq[Int($0)] < seq[Int($1)] }
+    let live = liveSlots().sorted { seq[Int($0)] < seq[Int($1)] }
     for slot in live {
       if phaseOf[Int(slot)] != .ended {
         finish(slot, reason: .disabled, dismissal: .immediate, at: now)
@@ -255,7 +256,7 @@ extension ActivityEngine {
     if let ms { _ = try validatedDuration("maxActiveDurationMs", ms) }
     try moveClock(to: t)
     options.maxActiveDurationMs = ms
-    for slot in slotByID.values where phaseOf[Int(slot)] != .ended {
+    for slot in liveSlots() where phaseOf[Int(slot)] != .ended {
       reschedule(slot)
     }
     runDue(upTo: t.milliseconds)

@@ -29,7 +29,7 @@ extension ActivityEngine {
       }
     let ended = phaseOf[s] == .ended
     return ActivityState(
-      id: cold[s].id, kind: kindOf[s], phase: phase, value: displayedSeconds(s, now),
+      id: idOf[s], kind: kindOf[s], phase: phase, value: displayedSeconds(s, now),
       milliseconds: exactMilliseconds(s, now), progress: progress(s, now), stale: isStale[s],
       expired: isExpired[s],
       endDate: kindOf[s] == .countdown ? Instant(milliseconds: anchor[s]) : nil,
@@ -64,7 +64,7 @@ extension ActivityEngine {
         i = m
       }
     }
-    for slot in slotByID.values {
+    for slot in liveSlots() {
       let s = Int(slot)
       guard kindOf[s] == .countdown, phaseOf[s] == .active, anchor[s] > now else { continue }
       let c = (end: anchor[s], seq: seq[s], slot: slot)
@@ -89,7 +89,7 @@ extension ActivityEngine {
   public func ended(within window: ClosedRange<Instant>) -> [ActivityState] {
     let lo = window.lowerBound.milliseconds
     let hi = window.upperBound.milliseconds
-    return slotByID.values
+    return liveSlots()
       .filter { phaseOf[Int($0)] == .ended && (lo...hi).contains(cold[Int($0)].endedAt) }
       .sorted {
         let (a, b) = (Int($0), Int($1))

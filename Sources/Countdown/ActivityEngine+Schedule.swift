@@ -49,7 +49,7 @@ extension ActivityEngine {
     let s = Int(slot)
     onEvent(
       ActivityEvent(
-        at: Instant(milliseconds: t), kind: kind, id: cold[s].id,
+        at: Instant(milliseconds: t), kind: kind, id: idOf[s],
         handle: ActivityHandle(slot: slot, generation: generation[s]), activityKind: kindOf[s],
         value: value ?? displayedSeconds(s, t), reason: reason, milestone: milestone))
   }
@@ -70,7 +70,8 @@ extension ActivityEngine {
     wheel.remove(slot)
     if ticksNow(s, now) {
       let phase = kindOf[s] == .countdown ? anchor[s] : anchor[s] + pausedTotal[s]
-      wheel.insert(slot, seq: seq[s], phase: phase)
+      insertIntoWheel(
+        slot, phase: phase, firstTick: PhaseWheel.nextOccurrence(of: phase, after: now))
     }
     if skippingPassedMilestones, phaseOf[s] == .active {
       while cold[s].nextMilestone < cold[s].milestones.count,
@@ -80,6 +81,18 @@ extension ActivityEngine {
       }
     }
     reschedule(slot)
+  }
+
+  /// Puts slot `slot` on the wheel; its first tick is at `firstTick`.
+  mutating func insertIntoWheel(_ slot: UInt32, phase: Int64, firstTick: Int64) {
+    let s = Int(slot)
+    let isCountdown = kindOf[s] == .countdown
+    let value =
+      isCountdown ? (anchor[s] - firstTick) / 1000 : (firstTick - anchor[s] - pausedTotal[s]) / 1000
+    wheel.insert(
+      PhaseWheel.Entry(
+        id: idOf[s], slot: slot, generation: generation[s], value: value, isCountdown: isCountdown),
+      seq: seq[s], phase: phase)
   }
 
   func milestoneInstant(_ s: Int, _ k: Int) -> Int64 {
@@ -160,49 +173,94 @@ extension ActivityEngine {
   mutating func runTicks(at t: Int64) {
     let b = PhaseWheel.bucket(of: t)
     if !wheel.buckets[b].sorted { wheel.sortBucket(b, seq: seq) }
+    if (heap.top?.at ?? .max) > t {
+      runTicksAlone(bucket: b, at: t)
+      return
+    }
     wheel.walking = b
     let n = wheel.buckets[b].entries.count
     var kept = 0
     for r in 0..<n {
-      let slot = wheel.buckets[b].entries[r]
-      if slot == PhaseWheel.tombstone { continue }
-      let s = Int(slot)
-      let order = seq[s] << 3
-      while let top = heap.top, top.at <= t, top.order < order { runDeadline() }
-      // Deadlines of earlier activities never touch this one, but be exact about it.
-      guard wheel.bucketOf[s] == Int16(b), wheel.position[s] == UInt32(r) else { continue }
-      let isCountdown = kindOf[s] == .countdown
-      let value = isCountdown ? (anchor[s] - t) / 1000 : (t - anchor[s] - pausedTotal[s]) / 1000
-      emit(.tick, slot, at: t, value: value)
-      if isCountdown, value == 0 {
-        // The final tick: a countdown at zero does not tick again.
-        wheel.buckets[b].entries[r] = PhaseWheel.tombstone
-        wheel.bucketOf[s] = -1
+      if wheel.buckets[b].entries[r].slot != PhaseWheel.tombstone {
+        let order = seq[Int(wheel.buckets[b].entries[r].slot)] << 3
+        while let top = heap.top, top.at <= t, top.order < order { runDeadline() }
+      }
+      // Read after the deadlines: they may have removed this entry.
+      var e = wheel.buckets[b].entries[r]
+      if e.slot == PhaseWheel.tombstone { continue }
+      if Self.tick(&e, at: t, to: onEvent) {
+        wheel.buckets[b].entries[kept] = e
+        if kept != r { wheel.position[Int(e.slot)] = UInt32(kept) }
+        kept += 1
+      } else {
+        wheel.bucketOf[Int(e.slot)] = -1
         wheel.buckets[b].live -= 1
         wheel.count -= 1
-      } else {
-        wheel.buckets[b].entries[kept] = slot
-        wheel.position[s] = UInt32(kept)
-        kept += 1
       }
     }
     // Entries appended while walking (elapsed timers armed at `t`) move down behind the kept.
     let total = wheel.buckets[b].entries.count
     for r in n..<total {
-      let slot = wheel.buckets[b].entries[r]
-      if slot == PhaseWheel.tombstone { continue }
-      wheel.buckets[b].entries[kept] = slot
-      wheel.position[Int(slot)] = UInt32(kept)
+      let e = wheel.buckets[b].entries[r]
+      if e.slot == PhaseWheel.tombstone { continue }
+      wheel.buckets[b].entries[kept] = e
+      wheel.position[Int(e.slot)] = UInt32(kept)
       kept += 1
     }
     wheel.buckets[b].entries.removeLast(total - kept)
     wheel.walking = -1
-    if wheel.buckets[b].live == 0 {
-      wheel.occupied[b >> 6] &= ~(1 << UInt64(b & 63))
-      wheel.buckets[b].entries.removeAll(keepingCapacity: true)
-      wheel.buckets[b].lastSeq = 0
-      wheel.buckets[b].sorted = true
+    if wheel.buckets[b].live == 0 { wheel.clearBucket(b) }
+  }
+
+  /// Emits the tick of `e` at `t` to `handler` and moves `e` to its next value; false after a
+  /// countdown's final tick (a countdown at zero does not tick again).
+  @inline(__always)
+  static func tick(
+    _ e: inout PhaseWheel.Entry, at t: Int64, to handler: (ActivityEvent) -> Void
+  ) -> Bool {
+    let v = e.value
+    handler(
+      ActivityEvent(
+        at: Instant(milliseconds: t), kind: .tick, id: e.id,
+        handle: ActivityHandle(slot: e.slot, generation: e.generation),
+        activityKind: e.isCountdown ? .countdown : .elapsed, value: v))
+    if e.isCountdown && v == 0 { return false }
+    e.step()
+    return true
+  }
+
+  /// The common case: no deadline shares the instant, so nothing but the ticks can run and
+  /// the bucket is walked through one buffer pointer. The wheel's back indices are swapped out
+  /// for the walk (O(1)) so that they can be kept exact without touching `self`.
+  mutating func runTicksAlone(bucket b: Int, at t: Int64) {
+    let handler = onEvent
+    var position: [UInt32] = []
+    var bucketOf: [Int16] = []
+    swap(&position, &wheel.position)
+    swap(&bucketOf, &wheel.bucketOf)
+    var finished = 0
+    let kept = wheel.buckets[b].entries.withUnsafeMutableBufferPointer { entries in
+      var kept = 0
+      for r in 0..<entries.count {
+        var e = entries[r]
+        if e.slot == PhaseWheel.tombstone { continue }
+        guard Self.tick(&e, at: t, to: handler) else {
+          bucketOf[Int(e.slot)] = -1
+          finished += 1
+          continue
+        }
+        entries[kept] = e
+        if kept != r { position[Int(e.slot)] = UInt32(kept) }
+        kept += 1
+      }
+      return kept
     }
+    swap(&position, &wheel.position)
+    swap(&bucketOf, &wheel.bucketOf)
+    wheel.buckets[b].entries.removeLast(wheel.buckets[b].entries.count - kept)
+    wheel.buckets[b].live -= finished
+    wheel.count -= finished
+    if wheel.buckets[b].live == 0 { wheel.clearBucket(b) }
   }
 
   /// Pops the earliest deadline and acts on it.
@@ -213,7 +271,7 @@ extension ActivityEngine {
     let t = e.at
     switch Deadline(rawValue: e.order & 7)! {
     case .armTicks:
-      wheel.insert(slot, seq: seq[s], phase: anchor[s] + pausedTotal[s])
+      insertIntoWheel(slot, phase: t, firstTick: t + 1000)
     case .milestone:
       let k = cold[s].nextMilestone
       cold[s].nextMilestone += 1

@@ -41,11 +41,13 @@ public struct ActivityEngine {
   var pausedTotal: [Int64] = []
   /// The instant the displayed value froze (pause or end).
   var frozenAt: [Int64] = []
+  /// Each slot's id (its own array: every event carries it).
+  var idOf: [String] = []
   /// Cold per-slot state.
   var cold: [ColdState] = []
 
   var freeSlots: [UInt32] = []
-  var slotByID: [String: UInt32] = [:]
+  var slotIndex = IDIndex()
   var wheel = PhaseWheel()
   var heap = DeadlineHeap()
   var nextSeq: UInt64 = 0
@@ -61,22 +63,111 @@ public struct ActivityEngine {
     case milestone, stale, expiry, maxDuration, dismissal
   }
 
+  /// Per-slot state that the per-tick path never reads: 56 bytes. What few activities have
+  /// (a countdown's start, a goal, milestones, `endOnExpiry`, a timestamp) sits in a shared
+  /// side box, copied on write, that most activities never allocate.
   struct ColdState {
-    var id = ""
     /// Canonical JSON of the content.
     var content = ""
+    private var box: ColdExtras?
+    private var staleRaw = Int64.min
+    var startedAt: Int64 = 0
+    var endedAt: Int64 = 0
+    /// `dismissAt - endedAt`: at most 4 hours.
+    private var dismissDelay: Int32 = 0
+    var endReason: EndReason = .requested
+
+    init() {}
+
+    init(
+      content: String, countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?,
+      milestones: [Milestone], endOnExpiry: DismissalPolicy?, startedAt: Int64,
+      lastTimestamp: Int64?
+    ) {
+      self.content = content
+      self.staleDate = staleDate
+      self.startedAt = startedAt
+      if countdownStart != nil || goalMs != nil || !milestones.isEmpty || endOnExpiry != nil
+        || lastTimestamp != nil
+      {
+        box = ColdExtras(
+          countdownStart: countdownStart, goalMs: goalMs, milestones: milestones,
+          endOnExpiry: endOnExpiry, lastTimestamp: lastTimestamp)
+      }
+    }
+
+    /// Mutates the side box, creating it or copying it first when shared.
+    private mutating func extras(_ body: (ColdExtras) -> Void) {
+      if box == nil {
+        box = ColdExtras()
+      } else if !isKnownUniquelyReferenced(&box!) {
+        box = box!.copy()
+      }
+      body(box!)
+    }
+
+    var staleDate: Int64? {
+      get { staleRaw == .min ? nil : staleRaw }
+      set { staleRaw = newValue ?? .min }
+    }
+    var dismissAt: Int64 {
+      get { endedAt + Int64(dismissDelay) }
+      set { dismissDelay = Int32(clamping: newValue - endedAt) }
+    }
+    var countdownStart: Int64? {
+      get { box?.countdownStart }
+      set { if newValue != nil || box != nil { extras { $0.countdownStart = newValue } } }
+    }
+    var goalMs: Int64? {
+      get { box?.goalMs }
+      set { if newValue != nil || box != nil { extras { $0.goalMs = newValue } } }
+    }
+    var milestones: [Milestone] {
+      get { box?.milestones ?? [] }
+      set { if !newValue.isEmpty || box != nil { extras { $0.milestones = newValue } } }
+    }
+    var nextMilestone: Int {
+      get { box?.nextMilestone ?? 0 }
+      set { if newValue != 0 || box != nil { extras { $0.nextMilestone = newValue } } }
+    }
+    var endOnExpiry: DismissalPolicy? {
+      get { box?.endOnExpiry }
+      set { if newValue != nil || box != nil { extras { $0.endOnExpiry = newValue } } }
+    }
+    var lastTimestamp: Int64? {
+      get { box?.lastTimestamp }
+      set { if newValue != nil || box != nil { extras { $0.lastTimestamp = newValue } } }
+    }
+  }
+
+  /// The side box of ``ColdState``.
+  final class ColdExtras {
     var countdownStart: Int64?
     var goalMs: Int64?
-    var staleDate: Int64?
-    /// Milestones in firing order, with their instants relative to the anchor.
+    /// Milestones in firing order.
     var milestones: [Milestone] = []
     var nextMilestone = 0
     var endOnExpiry: DismissalPolicy?
-    var startedAt: Int64 = 0
-    var endedAt: Int64 = 0
-    var dismissAt: Int64 = 0
-    var endReason: EndReason = .requested
     var lastTimestamp: Int64?
+
+    init(
+      countdownStart: Int64? = nil, goalMs: Int64? = nil, milestones: [Milestone] = [],
+      endOnExpiry: DismissalPolicy? = nil, lastTimestamp: Int64? = nil
+    ) {
+      self.countdownStart = countdownStart
+      self.goalMs = goalMs
+      self.milestones = milestones
+      self.endOnExpiry = endOnExpiry
+      self.lastTimestamp = lastTimestamp
+    }
+
+    func copy() -> ColdExtras {
+      let c = ColdExtras(
+        countdownStart: countdownStart, goalMs: goalMs, milestones: milestones,
+        endOnExpiry: endOnExpiry, lastTimestamp: lastTimestamp)
+      c.nextMilestone = nextMilestone
+      return c
+    }
   }
 
   /// An engine whose clock starts at `now`.
@@ -91,7 +182,7 @@ public struct ActivityEngine {
   }
 
   /// Activities not yet dismissed.
-  public var count: Int { slotByID.count }
+  public var count: Int { slotIndex.count }
 
   /// The earliest instant at which an event is due, or nil when none is pending.
   /// - Complexity: O(1).
@@ -122,7 +213,7 @@ public struct ActivityEngine {
 
   /// The handle of the activity `id`, if it exists.
   public func handle(for id: String) -> ActivityHandle? {
-    slotByID[id].map { ActivityHandle(slot: $0, generation: generation[Int($0)]) }
+    slotIndex.find(id, in: idOf).map { ActivityHandle(slot: $0, generation: generation[Int($0)]) }
   }
 
   /// The id of the activity behind `handle`, or nil once it is dismissed.
@@ -131,7 +222,7 @@ public struct ActivityEngine {
     guard s < generation.count, generation[s] == handle.generation, phaseOf[s] != .free else {
       return nil
     }
-    return cold[s].id
+    return idOf[s]
   }
 
   // MARK: - Slots
@@ -148,6 +239,7 @@ public struct ActivityEngine {
     anchor.append(0)
     pausedTotal.append(0)
     frozenAt.append(0)
+    idOf.append("")
     cold.append(ColdState())
     wheel.reserveSlots(generation.count)
     heap.reserveSlots(generation.count)
@@ -158,15 +250,21 @@ public struct ActivityEngine {
     let s = Int(slot)
     wheel.remove(slot)
     heap.remove(slot)
-    slotByID[cold[s].id] = nil
+    slotIndex.remove(idOf[s], in: idOf)
+    idOf[s] = ""
     cold[s] = ColdState()
     phaseOf[s] = .free
     generation[s] &+= 1
     freeSlots.append(slot)
   }
 
+  /// Every slot that holds an activity.
+  func liveSlots() -> [UInt32] {
+    (0..<phaseOf.count).compactMap { phaseOf[$0] == .free ? nil : UInt32($0) }
+  }
+
   func lookup(_ id: String) throws(CountdownError) -> UInt32 {
-    guard let s = slotByID[id] else {
+    guard let s = slotIndex.find(id, in: idOf) else {
       throw CountdownError(.notFound, "no activity has id \(JSONValue.string(id))")
     }
     return s

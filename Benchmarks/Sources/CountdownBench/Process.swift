@@ -5,7 +5,7 @@
 /// Process-wide CPU time (user + system) in nanoseconds.
 func cpuNanoseconds() -> Int64 {
   var u = rusage()
-  getrusage(RUSAGE_SELF, &u)
+  getrusage(Int32(RUSAGE_SELF.rawValue), &u)
   let user = Int64(u.ru_utime.tv_sec) * 1_000_000_000 + Int64(u.ru_utime.tv_usec) * 1_000
   let sys = Int64(u.ru_stime.tv_sec) * 1_000_000_000 + Int64(u.ru_stime.tv_usec) * 1_000
   return user + sys
@@ -17,7 +17,8 @@ func residentBytes() -> Int64 {
   defer { fclose(f) }
   var line = [CChar](repeating: 0, count: 256)
   while fgets(&line, Int32(line.count), f) != nil {
-    let s = String(cString: line)
+    let bytes = line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+    let s = String(decoding: bytes, as: UTF8.self)
     if s.hasPrefix("VmRSS:") {
       let digits = s.filter(\.isNumber)
       return (Int64(digits) ?? 0) * 1024

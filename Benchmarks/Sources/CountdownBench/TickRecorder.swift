@@ -4,29 +4,50 @@ import Histogram
 /// Tick lateness as one driver's callbacks see it. `@unchecked Sendable`: while a run is
 /// measured only the driver's one delivery thread records; the main thread reads and resets
 /// it only between runs or through that thread (each driver hands it over with a barrier).
+/// The state sits behind a pointer so that recording pays no exclusivity check.
 final class TickRecorder: @unchecked Sendable {
-  var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
-  var ticks: UInt64 = 0
-  var early: UInt64 = 0
-  var recording = false
+  struct State {
+    var histogram = Histogram<UInt64>(
+      highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+    var ticks: UInt64 = 0
+    var early: UInt64 = 0
+    var recording = false
+  }
+
+  let state = UnsafeMutablePointer<State>.allocate(capacity: 1)
+
+  init() { state.initialize(to: State()) }
+
+  deinit {
+    state.deinitialize(count: 1)
+    state.deallocate()
+  }
+
+  var histogram: Histogram<UInt64> { state.pointee.histogram }
+  var ticks: UInt64 { state.pointee.ticks }
+  var early: UInt64 { state.pointee.early }
+  var recording: Bool {
+    get { state.pointee.recording }
+    set { state.pointee.recording = newValue }
+  }
 
   /// Records one tick whose displayed value changed at `atMs`, delivered now.
   @inline(__always)
   func record(atMs: Int64) {
-    guard recording else { return }
+    guard state.pointee.recording else { return }
     let lateness = wallNanoseconds() - atMs * 1_000_000
-    ticks &+= 1
+    state.pointee.ticks &+= 1
     if lateness < 0 {
-      early &+= 1
+      state.pointee.early &+= 1
     } else {
-      _ = histogram.record(UInt64(lateness))
+      _ = state.pointee.histogram.record(UInt64(lateness))
     }
   }
 
   func reset() {
-    histogram.reset()
-    ticks = 0
-    early = 0
+    state.pointee.histogram.reset()
+    state.pointee.ticks = 0
+    state.pointee.early = 0
   }
 }
 
@@ -60,7 +81,8 @@ struct TickResult: Codable {
     let perSecond = Double(r.ticks) / seconds
     let p99 = us(h.valueAtPercentile(99))
     return TickResult(
-      driver: driver, precision: precision, activities: activities, phases: phases, seconds: seconds,
+      driver: driver, precision: precision, activities: activities, phases: phases,
+      seconds: seconds,
       p50: us(h.valueAtPercentile(50)), p90: us(h.valueAtPercentile(90)), p99: p99,
       p999: us(h.valueAtPercentile(99.9)), max: us(h.max), earlyTicks: r.early,
       cpuPercent: Double(cpuNs) / (seconds * 1e9) * 100, rssMB: Double(rss) / 1_048_576,

@@ -55,7 +55,8 @@ func parsePrecision(_ s: String) throws -> TimerPrecision {
   if s == "precise" { return .precise }
   let digits = s.hasSuffix("ms") ? String(s.dropLast(2)) : s
   guard let ms = Int64(digits), ms >= 1 else {
-    throw ValidationError("--precision must be 'precise' or a whole number of milliseconds such as 1ms")
+    throw ValidationError(
+      "--precision must be 'precise' or a whole number of milliseconds such as 1ms")
   }
   return .quantum(milliseconds: ms)
 }
@@ -108,7 +109,8 @@ struct TickRunSpec {
     let ends = endInstants(from: wallNanoseconds() / 1_000_000)
     try await loop.submit { (engine, now) throws(CountdownError) in
       for (k, end) in ends.enumerated() {
-        try engine.start(.countdown(id: "a\(k)", to: Instant(milliseconds: end), title: "A"), at: now)
+        try engine.start(
+          .countdown(id: "a\(k)", to: Instant(milliseconds: end), title: "A"), at: now)
       }
     }
     try await Task.sleep(for: .seconds(warmup))
@@ -130,7 +132,8 @@ struct TickRunSpec {
         for k in first..<(first + churnPerTenth) {
           try engine.end("a\(k - count)", ActivityEnding(dismissal: .immediate), at: now)
           let end = now.milliseconds + 3_600_000 + Int64.random(in: 0..<1_000)
-          try engine.start(.countdown(id: "a\(k)", to: Instant(milliseconds: end), title: "A"), at: now)
+          try engine.start(
+            .countdown(id: "a\(k)", to: Instant(milliseconds: end), title: "A"), at: now)
         }
       }
     }
@@ -142,7 +145,8 @@ struct TickRunSpec {
     loop.shutdown()
     let result = TickResult.from(
       recorder, driver: "countdown", precision: describe(precision), activities: activities,
-      phases: phases.rawValue, seconds: wall, cpuNs: cpu, rss: rss, expectedPerSecond: Double(activities),
+      phases: phases.rawValue, seconds: wall, cpuNs: cpu, rss: rss,
+      expectedPerSecond: Double(activities),
       note: "\(wakeups) timer wake-ups")
     return (result, recorder)
   }

@@ -1,0 +1,52 @@
+import Testing
+
+@testable import Countdown
+
+@Suite("Storage")
+struct StorageTests {
+  @Test("IDIndex agrees with a Dictionary under random inserts and removals")
+  func idIndex() {
+    var rng = SplitMix64(state: 99)
+    var ids: [String] = []
+    var index = IDIndex()
+    var model: [String: UInt32] = [:]
+    var free: [UInt32] = []
+    for step in 0..<20_000 {
+      let id = "id\(Int.random(in: 0..<3_000, using: &rng))"
+      if let slot = model[id] {
+        index.remove(id, in: ids)
+        model[id] = nil
+        free.append(slot)
+      } else {
+        let slot: UInt32
+        if let f = free.popLast() {
+          slot = f
+          ids[Int(f)] = id
+        } else {
+          slot = UInt32(ids.count)
+          ids.append(id)
+        }
+        index.insert(slot, in: ids)
+        model[id] = slot
+      }
+      if step % 997 == 0 {
+        for (k, v) in model { #expect(index.find(k, in: ids) == v) }
+        #expect(index.find("absent", in: ids) == nil)
+      }
+      #expect(index.count == model.count)
+    }
+    for (k, v) in model { #expect(index.find(k, in: ids) == v) }
+  }
+
+  @Test("A copied engine is an independent value, side boxes included")
+  func copies() throws {
+    var (a, _) = makeEngine()
+    var r = ActivityRequest.countdown(id: "c", to: at(60_000), title: "C")
+    r.milestones = [Milestone(name: "m", atMs: 1_000)]
+    try a.start(r, at: t0)
+    var b = a
+    try b.update("c", ActivityUpdate(milestones: .remove, timestamp: at(5)), at: at(10))
+    #expect(a.cold[0].milestones.count == 1 && a.cold[0].lastTimestamp == nil)
+    #expect(b.cold[0].milestones.isEmpty && b.cold[0].lastTimestamp == at(5).milliseconds)
+  }
+}
