@@ -188,3 +188,21 @@ struct RealLoopTests {
     group.shutdown()
   }
 }
+
+@Suite("README")
+struct LoopReadmeTests {
+  @Test("The driver example does what the README says")
+  func driverExample() async throws {
+    let text = TimerFormatter(style: .timer)
+    let loop = try CountdownLoop { event in
+      if event.kind == .tick { print(event.id, text.string(seconds: event.value)) }
+    }
+    let now = Instant(milliseconds: SystemWallClock().nanosecondsSinceEpoch() / 1_000_000)
+    let id = try await loop.start(
+      .countdown(id: "gate-b12", to: now.advanced(by: 600_000), title: "Gate B12"))
+    try await loop.pause(id)
+    let state = try await loop.state(of: id)
+    #expect(id == "gate-b12" && state.phase == .paused && (599...600).contains(state.value))
+    loop.shutdown()
+  }
+}

@@ -95,7 +95,8 @@ struct TickResult: Codable {
     return "\(driver) [\(precision)] \(activities) activities, \(phases) phases: "
       + "p50 \(fmt(p50)) p90 \(fmt(p90)) p99 \(fmt(p99)) p99.9 \(fmt(p999)) max \(fmt(max)); "
       + "early \(earlyTicks); CPU \(String(format: "%.1f", cpuPercent))%; RSS \(String(format: "%.0f", rssMB)) MB; "
-      + "ticks/s \(String(format: "%.0f", ticksPerSecond)) of \(String(format: "%.0f", expectedPerSecond))\(behind)"
+      + "ticks/s \(String(format: "%.0f", ticksPerSecond)) of \(String(format: "%.0f", expectedPerSecond))"
+      + (note.isEmpty ? "" : "; \(note)") + behind
   }
 }
 

@@ -120,6 +120,7 @@ struct TickRunSpec {
     }
     let cpu0 = cpuNanoseconds()
     let t0 = monotonicNanoseconds()
+    let wakeups0 = try await loop.wakeups()
     var next = activities
     let churnPerTenth = churn / 10
     while Double(monotonicNanoseconds() - t0) < seconds * 1e9 {
@@ -141,13 +142,13 @@ struct TickRunSpec {
     let wall = Double(monotonicNanoseconds() - t0) / 1e9
     let cpu = cpuNanoseconds() - cpu0
     let rss = residentBytes()
-    let wakeups = try await loop.wakeups()
+    let wakeups = try await loop.wakeups() - wakeups0
     loop.shutdown()
     let result = TickResult.from(
       recorder, driver: "countdown", precision: describe(precision), activities: activities,
       phases: phases.rawValue, seconds: wall, cpuNs: cpu, rss: rss,
       expectedPerSecond: Double(activities),
-      note: "\(wakeups) timer wake-ups")
+      note: String(format: "%.0f wake-ups/s", Double(wakeups) / wall))
     return (result, recorder)
   }
 }
