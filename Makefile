@@ -3,17 +3,30 @@
 
 SWIFT ?= swift
 
-.PHONY: run test deps lint build release tsan asan bench-format
+.PHONY: run replay plot test deps lint build release tsan asan bench-format
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null || { \
 	  echo "installing libuv1-dev"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libuv1-dev; }
 
-# The main job: the kiosk scenario, replayed on the virtual clock by a release build.
+# The main job: countdown-bench's default suite (release build, about 2 minutes): tick
+# latency of our driver beside one uv_timer_t per activity, SwiftNIO and Dispatch, then
+# formatting and operations. Results land in bench-results/ (JSON and .hgrm files).
 run: deps
+	cd Benchmarks && $(SWIFT) build -c release
+	mkdir -p bench-results
+	Benchmarks/.build/release/countdown-bench --json bench-results/suite.json --hgrm bench-results/hgrm
+
+# The kiosk scenario, replayed on the virtual clock by a release build.
+replay: deps
 	$(SWIFT) build -c release --product countdown
 	.build/release/countdown replay Examples/kiosk.jsonl
+
+# The latency picture of the README, from the .hgrm files of `make run` (needs matplotlib).
+plot:
+	python3 -c "import matplotlib" 2>/dev/null || pip install -q matplotlib
+	python3 Benchmarks/plot_latency.py bench-results/hgrm docs/latency-100k.png 100000
 
 test: deps
 	$(SWIFT) build --build-tests

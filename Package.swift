@@ -7,6 +7,8 @@ let package = Package(
   products: [
     .library(name: "Countdown", targets: ["Countdown"]),
     .library(name: "CountdownLoop", targets: ["CountdownLoop"]),
+    // libuv itself, for the benchmark's one-uv_timer_t-per-activity peer.
+    .library(name: "CLibUV", targets: ["CLibUV"]),
     .executable(name: "countdown", targets: ["CountdownCLI"]),
   ],
   dependencies: [

@@ -13,6 +13,7 @@ let package = Package(
     .package(name: "Countdown", path: ".."),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+    .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
   ],
   targets: [
     .executableTarget(
@@ -21,6 +22,9 @@ let package = Package(
         .product(name: "Countdown", package: "Countdown"),
         .product(name: "CountdownLoop", package: "Countdown"),
         .product(name: "Histogram", package: "hdrhistogram-swift"),
+        .product(name: "CLibUV", package: "Countdown"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     )

@@ -5,6 +5,7 @@ struct BenchCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "countdown-bench",
     abstract: "Measure Countdown beside what people would otherwise use.",
-    subcommands: [FormatBench.self, TicksBench.self]
+    subcommands: [SuiteBench.self, TicksBench.self, FormatBench.self, OpsBench.self],
+    defaultSubcommand: SuiteBench.self
   )
 }

@@ -12,6 +12,9 @@ final class TickRecorder: @unchecked Sendable {
     var ticks: UInt64 = 0
     var early: UInt64 = 0
     var recording = false
+    /// Wall-clock milliseconds at which recording started and stopped.
+    var windowStartMs: Int64 = 0
+    var windowEndMs: Int64 = 0
   }
 
   let state = UnsafeMutablePointer<State>.allocate(capacity: 1)
@@ -28,7 +31,25 @@ final class TickRecorder: @unchecked Sendable {
   var early: UInt64 { state.pointee.early }
   var recording: Bool {
     get { state.pointee.recording }
-    set { state.pointee.recording = newValue }
+    set {
+      state.pointee.recording = newValue
+      if newValue {
+        state.pointee.windowStartMs = wallNanoseconds() / 1_000_000
+      } else {
+        state.pointee.windowEndMs = wallNanoseconds() / 1_000_000
+      }
+    }
+  }
+
+  /// Ticks due within the recorded window for activities ending at `ends` (each changes at
+  /// `end − k s`), counting every change instant `t` with `start < t ≤ end`.
+  func expectedTicks(ends: [Int64]) -> Int {
+    let a = state.pointee.windowStartMs
+    let b = state.pointee.windowEndMs
+    func floorDiv(_ x: Int64) -> Int64 { x >= 0 ? x / 1000 : -((-x + 999) / 1000) }
+    var n: Int64 = 0
+    for e in ends { n += floorDiv(b - e) - floorDiv(a - e) }
+    return Int(n)
   }
 
   /// Records one tick whose displayed value changed at `atMs`, delivered now.

@@ -11,6 +11,9 @@ struct TicksBench: AsyncParsableCommand {
 
   enum Driver: String, ExpressibleByArgument, CaseIterable, Codable {
     case countdown
+    case uvTimer = "uv-timer"
+    case nio
+    case dispatch
   }
 
   enum Phases: String, ExpressibleByArgument, CaseIterable, Codable {
@@ -41,6 +44,9 @@ struct TicksBench: AsyncParsableCommand {
   @Option(help: "Write the HdrHistogram percentile distribution (.hgrm) to this file.")
   var hgrm: String?
 
+  @Option(name: .customLong("result-json"), help: "Write this run's result as JSON to this file.")
+  var resultJSON: String?
+
   func run() async throws {
     let spec = TickRunSpec(
       activities: activities, seconds: seconds, warmup: warmup, phases: phases, churn: churn,
@@ -48,6 +54,9 @@ struct TicksBench: AsyncParsableCommand {
     let (result, recorder) = try await spec.run(driver)
     print(result.line)
     if let hgrm { try writeHgrm(recorder, to: hgrm) }
+    if let resultJSON {
+      try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: resultJSON))
+    }
   }
 }
 
@@ -94,61 +103,56 @@ struct TickRunSpec {
     }
   }
 
-  func run(_ driver: TicksBench.Driver) async throws -> (TickResult, TickRecorder) {
+  func makePeer(_ driver: TicksBench.Driver) -> any TickPeer {
     switch driver {
-    case .countdown: try await runCountdown()
+    case .countdown: CountdownPeer(precision: precision)
+    case .uvTimer: UVTimerPeer()
+    case .nio: NIOPeer()
+    case .dispatch: DispatchPeer()
     }
   }
 
-  /// Our driver: one CountdownLoop, every activity started in one command.
-  func runCountdown() async throws -> (TickResult, TickRecorder) {
+  /// Starts the activity set on `driver`, warms up, measures for `seconds` (with churn), and
+  /// reports. Every driver runs exactly this.
+  func run(_ driver: TicksBench.Driver) async throws -> (TickResult, TickRecorder) {
     let recorder = TickRecorder()
-    let loop = try CountdownLoop(options: LoopOptions(precision: precision)) { e in
-      if e.kind == .tick { recorder.record(atMs: e.at.milliseconds) }
-    }
+    let peer = makePeer(driver)
     let ends = endInstants(from: wallNanoseconds() / 1_000_000)
-    try await loop.submit { (engine, now) throws(CountdownError) in
-      for (k, end) in ends.enumerated() {
-        try engine.start(
-          .countdown(id: "a\(k)", to: Instant(milliseconds: end), title: "A"), at: now)
-      }
-    }
+    try await peer.start(ends: ends, recorder: recorder)
     try await Task.sleep(for: .seconds(warmup))
-    try await loop.submit { (_, _) in
+    try await peer.barrier {
       recorder.reset()
       recorder.recording = true
     }
     let cpu0 = cpuNanoseconds()
     let t0 = monotonicNanoseconds()
-    let wakeups0 = try await loop.wakeups()
-    var next = activities
-    let churnPerTenth = churn / 10
+    let perTenth = churn / 10
+    var cursor = 0
     while Double(monotonicNanoseconds() - t0) < seconds * 1e9 {
       try await Task.sleep(for: .milliseconds(100))
-      guard churnPerTenth > 0 else { continue }
-      let first = next
-      next += churnPerTenth
-      let count = activities
-      try await loop.submit { (engine, now) throws(CountdownError) in
-        for k in first..<(first + churnPerTenth) {
-          try engine.end("a\(k - count)", ActivityEnding(dismissal: .immediate), at: now)
-          let end = now.milliseconds + 3_600_000 + Int64.random(in: 0..<1_000)
-          try engine.start(
-            .countdown(id: "a\(k)", to: Instant(milliseconds: end), title: "A"), at: now)
-        }
+      guard perTenth > 0 else { continue }
+      let nowMs = wallNanoseconds() / 1_000_000
+      var items: [(index: Int, end: Int64)] = []
+      for _ in 0..<perTenth {
+        items.append((cursor, nowMs + 3_600_000 + Int64.random(in: 0..<1_000)))
+        cursor = (cursor + 1) % activities
       }
+      try await peer.replace(items)
     }
-    try await loop.submit { (_, _) in recorder.recording = false }
+    try await peer.barrier { recorder.recording = false }
     let wall = Double(monotonicNanoseconds() - t0) / 1e9
     let cpu = cpuNanoseconds() - cpu0
     let rss = residentBytes()
-    let wakeups = try await loop.wakeups() - wakeups0
-    loop.shutdown()
+    let note = try await peer.note(seconds: wall)
+    await peer.stop()
+    // Exact for a fixed set; with churn, each activity still ticks once a second.
+    let expected =
+      churn == 0 ? Double(recorder.expectedTicks(ends: ends)) / wall : Double(activities)
     let result = TickResult.from(
-      recorder, driver: "countdown", precision: describe(precision), activities: activities,
+      recorder, driver: driver.rawValue,
+      precision: driver == .countdown ? describe(precision) : "-", activities: activities,
       phases: phases.rawValue, seconds: wall, cpuNs: cpu, rss: rss,
-      expectedPerSecond: Double(activities),
-      note: String(format: "%.0f wake-ups/s", Double(wakeups) / wall))
+      expectedPerSecond: expected, note: note)
     return (result, recorder)
   }
 }

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Countdown
+import CountdownLoop
+import Foundation
+
+/// Engine operations per second, and cross-thread submits per second into a loop.
+struct OpsBench: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "ops",
+    abstract: "Engine start/update/end per second; cross-thread submits per second.")
+
+  @Option(help: "Activities started, updated and ended.")
+  var count = 200_000
+
+  @Option(help: "Commands submitted into the loop from other threads.")
+  var submits = 200_000
+
+  func run() async throws {
+    for r in try await OpsBenchmark(count: count, submits: submits).run() { print(r.line) }
+  }
+}
+
+struct OpsResult: Codable {
+  var name: String
+  var perSecond: Double
+  var line: String { pad(name, 44) + String(format: "%14.0f /s", perSecond) }
+}
+
+struct OpsBenchmark {
+  var count: Int
+  var submits: Int
+
+  func run() async throws -> [OpsResult] {
+    var results: [OpsResult] = []
+    let t0 = Instant(milliseconds: 1_795_248_000_000)
+    var engine = ActivityEngine(now: t0)
+    let ids = (0..<count).map { "op\($0)" }
+    var rng = SystemRandomNumberGenerator()
+    let ends = (0..<count).map { _ in
+      t0.advanced(by: Int64.random(in: 60_000..<3_600_000, using: &rng))
+    }
+    let clock = ContinuousClock()
+    func rate(_ d: Duration, _ n: Int) -> Double {
+      Double(n) / (Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+    }
+    let started = try clock.measure {
+      for k in 0..<count {
+        try engine.start(.countdown(id: ids[k], to: ends[k], title: "A"), at: t0)
+      }
+    }
+    results.append(OpsResult(name: "engine start", perSecond: rate(started, count)))
+    let updated = try clock.measure {
+      for k in 0..<count {
+        try engine.update(ids[k], ActivityUpdate(endDate: ends[(k + 1) % count]), at: t0)
+      }
+    }
+    results.append(OpsResult(name: "engine update (endDate)", perSecond: rate(updated, count)))
+    let ended = try clock.measure {
+      for k in 0..<count { try engine.end(ids[k], ActivityEnding(dismissal: .immediate), at: t0) }
+    }
+    results.append(
+      OpsResult(name: "engine end (immediate dismissal)", perSecond: rate(ended, count)))
+
+    // Two threads submit no-op commands as fast as they can; count completions.
+    let loop = try CountdownLoop()
+    let done = DispatchSemaphore(value: 0)
+    let remaining = Counter(submits)
+    let threads = 2
+    let t = monotonicNanoseconds()
+    for _ in 0..<threads {
+      Thread {
+        for _ in 0..<(submits / threads) {
+          loop.submit(
+            { (_, _) in }, completion: { _ in if remaining.decrement() == 0 { done.signal() } })
+        }
+      }.start()
+    }
+    await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+      Thread {
+        done.wait()
+        c.resume()
+      }.start()
+    }
+    let seconds = Double(monotonicNanoseconds() - t) / 1e9
+    loop.shutdown()
+    results.append(
+      OpsResult(name: "cross-thread submits (2 threads)", perSecond: Double(submits) / seconds))
+    return results
+  }
+}
+
+/// A count shared by threads. `@unchecked Sendable`: `value` is touched only under `lock`.
+final class Counter: @unchecked Sendable {
+  private let lock = NSLock()
+  private var value: Int
+  init(_ v: Int) { value = v }
+  func decrement() -> Int {
+    lock.withLock {
+      value -= 1
+      return value
+    }
+  }
+}

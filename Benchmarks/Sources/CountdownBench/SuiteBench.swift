@@ -1,0 +1,176 @@
+import ArgumentParser
+import Foundation
+
+/// The default suite: tick latency for every driver at 10k and 100k activities (ours precise
+/// and at its default quantum), ours at 1M and with aligned phases, then formatting and
+/// operations; a table of each peer's ratio to ours. Each tick run is a child process, so that
+/// CPU and RSS belong to one driver.
+struct SuiteBench: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "suite", abstract: "The default suite (about 2½ minutes), with a ratio table.")
+
+  @Option(help: "Write every result as JSON to this file.")
+  var json: String?
+
+  @Option(
+    help: "Write each tick run's HdrHistogram percentile distribution (.hgrm) into this directory.")
+  var hgrm: String?
+
+  @Option(help: "Seconds measured per tick run.")
+  var seconds = 5.0
+
+  @Option(help: "Seconds of warm-up per tick run.")
+  var warmup = 2.0
+
+  struct Run {
+    var label: String
+    var driver: String
+    var activities: Int
+    var precision: String
+    var phases: String
+  }
+
+  static var plan: [Run] {
+    var runs: [Run] = []
+    for n in [10_000, 100_000] {
+      runs.append(
+        Run(
+          label: "countdown-precise-\(n)", driver: "countdown", activities: n, precision: "precise",
+          phases: "random"))
+      runs.append(
+        Run(
+          label: "countdown-\(n)", driver: "countdown", activities: n, precision: "1ms",
+          phases: "random"))
+      for peer in ["uv-timer", "nio", "dispatch"] {
+        runs.append(
+          Run(
+            label: "\(peer)-\(n)", driver: peer, activities: n, precision: "1ms", phases: "random"))
+      }
+    }
+    runs.append(
+      Run(
+        label: "countdown-1000000", driver: "countdown", activities: 1_000_000, precision: "1ms",
+        phases: "random"))
+    runs.append(
+      Run(
+        label: "countdown-aligned-100000", driver: "countdown", activities: 100_000,
+        precision: "1ms", phases: "aligned"))
+    return runs
+  }
+
+  func run() async throws {
+    let start = monotonicNanoseconds()
+    let plan = Self.plan
+    let total = plan.count + 2
+    func progress(_ k: Int, _ what: String) {
+      let elapsed = Double(monotonicNanoseconds() - start) / 1e9
+      printError(String(format: "[%2d/%d %5.0fs] %@", k, total, elapsed, what))
+    }
+    if let hgrm {
+      try FileManager.default.createDirectory(atPath: hgrm, withIntermediateDirectories: true)
+    }
+    let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    var ticks: [TickResult] = []
+    for (k, r) in plan.enumerated() {
+      progress(
+        k + 1,
+        "ticks --driver \(r.driver) --activities \(r.activities) --precision \(r.precision) --phases \(r.phases)"
+      )
+      let out = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "countdown-bench-\(getpid())-\(k).json")
+      var args = [
+        "ticks", "--driver", r.driver, "--activities", "\(r.activities)", "--precision",
+        r.precision,
+        "--phases", r.phases, "--seconds", "\(seconds)", "--warmup", "\(warmup)",
+        "--result-json", out.path,
+      ]
+      if let hgrm { args += ["--hgrm", "\(hgrm)/\(r.label).hgrm"] }
+      let p = Process()
+      p.executableURL = URL(fileURLWithPath: me)
+      p.arguments = args
+      p.standardOutput = FileHandle.nullDevice
+      try p.run()
+      p.waitUntilExit()
+      guard p.terminationStatus == 0, let data = try? Data(contentsOf: out) else {
+        printError("  run failed (status \(p.terminationStatus))")
+        continue
+      }
+      try? FileManager.default.removeItem(at: out)
+      ticks.append(try JSONDecoder().decode(TickResult.self, from: data))
+    }
+    progress(plan.count + 1, "format")
+    let format = FormatBenchmark(count: 10_000_000, foundationCount: 100_000).run { _ in }
+    progress(plan.count + 2, "ops")
+    let ops = try await OpsBenchmark(count: 200_000, submits: 200_000).run()
+    print(Self.report(ticks: ticks, format: format, ops: ops))
+    if let json {
+      let doc = SuiteResult(
+        date: ISO8601DateFormatter().string(from: Date()), machine: machineDescription(),
+        ticks: ticks, format: format.map { OpsResult(name: $0.name, perSecond: $0.perSecond) },
+        ops: ops)
+      let enc = JSONEncoder()
+      enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+      try enc.encode(doc).write(to: URL(fileURLWithPath: json))
+    }
+    progress(total, "done")
+  }
+
+  struct SuiteResult: Codable {
+    var date: String
+    var machine: String
+    var ticks: [TickResult]
+    var format: [OpsResult]
+    var ops: [OpsResult]
+  }
+
+  /// The tables, in Markdown.
+  static func report(ticks: [TickResult], format: [Rate], ops: [OpsResult]) -> String {
+    var s = "## Tick lateness (\(machineDescription()))\n\n"
+    s +=
+      "| driver | activities | phases | p50 | p90 | p99 | p99.9 | max | early | CPU | RSS | ticks/s | p99 ÷ ours | CPU ÷ ours |\n"
+    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    for r in ticks {
+      let ours = ticks.first {
+        $0.driver == "countdown" && $0.precision == "1ms quantum" && $0.activities == r.activities
+          && $0.phases == "random"
+      }
+      let name = r.driver == "countdown" ? "countdown (\(r.precision))" : r.driver
+      let behind = r.fellBehind ? " **falls behind**" : ""
+      let p99Ratio = ours.map { String(format: "%.1f×", r.p99 / $0.p99) } ?? "–"
+      let cpuRatio = ours.map { String(format: "%.1f×", r.cpuPercent / $0.cpuPercent) } ?? "–"
+      s +=
+        "| \(name) | \(r.activities) | \(r.phases) | \(fmt(r.p50)) | \(fmt(r.p90)) | \(fmt(r.p99)) | \(fmt(r.p999)) | \(fmt(r.max)) | \(r.earlyTicks) | "
+        + String(format: "%.1f%%", r.cpuPercent) + " | " + String(format: "%.0f MB", r.rssMB)
+        + " | "
+        + String(format: "%.0f / %.0f", r.ticksPerSecond, r.expectedPerSecond)
+        + "\(behind) | \(p99Ratio) | \(cpuRatio) |\n"
+    }
+    s += "\n## Formatting (formats/s, one thread)\n\n| formatter | per second |\n|---|---|\n"
+    for r in format {
+      s +=
+        "| \(r.name) | "
+        + (r.name.hasPrefix("ratio")
+          ? String(format: "%.0f×", r.perSecond) : String(format: "%.0f", r.perSecond)) + " |\n"
+    }
+    s += "\n## Operations\n\n| operation | per second |\n|---|---|\n"
+    for r in ops { s += "| \(r.name) | " + String(format: "%.0f", r.perSecond) + " |\n" }
+    return s
+  }
+}
+
+/// `nproc` and the CPU model.
+func machineDescription() -> String {
+  let cpus = ProcessInfo.processInfo.activeProcessorCount
+  let info = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+  let model =
+    info.split(separator: "\n").first { $0.hasPrefix("model name") }
+    .map {
+      $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) }
+        ?? ""
+    } ?? "unknown CPU"
+  return "nproc \(cpus), \(model)"
+}
+
+func printError(_ s: String) {
+  FileHandle.standardError.write(Data((s + "\n").utf8))
+}

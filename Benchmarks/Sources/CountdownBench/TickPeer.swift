@@ -1,0 +1,79 @@
+import Countdown
+import CountdownLoop
+
+/// A timer driver under test. Each holds N activities, delivers each tick to the recorder on
+/// its one delivery thread, and can replace activities (churn).
+protocol TickPeer: AnyObject {
+  /// Starts one activity per end instant (milliseconds since 1970), recording into `recorder`.
+  func start(ends: [Int64], recorder: TickRecorder) async throws
+  /// Runs `body` on the delivery thread, after everything delivered so far.
+  func barrier(_ body: @escaping @Sendable () -> Void) async throws
+  /// Replaces activity `index` with one ending at `end`, for each pair.
+  func replace(_ items: [(index: Int, end: Int64)]) async throws
+  /// Anything worth reporting (wake-ups, …).
+  func note(seconds: Double) async throws -> String
+  func stop() async
+}
+
+/// The first instant after `nowMs` at which a countdown to `end` changes its displayed value.
+func firstChange(end: Int64, after nowMs: Int64) -> Int64 {
+  let k = (end - nowMs - 1) / 1000
+  return end - k * 1000
+}
+
+/// Our driver: one CountdownLoop; every activity started in one command.
+final class CountdownPeer: TickPeer {
+  let precision: TimerPrecision
+  var loop: CountdownLoop?
+  /// Each index's current id generation, for churn.
+  var generations: [Int] = []
+  /// Wake-ups at the barriers that open and close the measured window.
+  var wakeupMarks: [UInt64] = []
+
+  init(precision: TimerPrecision) { self.precision = precision }
+
+  static func id(_ index: Int, _ generation: Int) -> String { "a\(index).\(generation)" }
+
+  func start(ends: [Int64], recorder: TickRecorder) async throws {
+    let loop = try CountdownLoop(options: LoopOptions(precision: precision)) { e in
+      if e.kind == .tick { recorder.record(atMs: e.at.milliseconds) }
+    }
+    self.loop = loop
+    generations = Array(repeating: 0, count: ends.count)
+    try await loop.submit { (engine, now) throws(CountdownError) in
+      for (k, end) in ends.enumerated() {
+        try engine.start(
+          .countdown(id: Self.id(k, 0), to: Instant(milliseconds: end), title: "A"), at: now)
+      }
+    }
+  }
+
+  func barrier(_ body: @escaping @Sendable () -> Void) async throws {
+    try await loop!.submit { (_, _) in body() }
+    wakeupMarks.append(try await loop!.wakeups())
+  }
+
+  func replace(_ items: [(index: Int, end: Int64)]) async throws {
+    var changes: [(old: String, new: String, end: Int64)] = []
+    for (index, end) in items {
+      let old = Self.id(index, generations[index])
+      generations[index] += 1
+      changes.append((old, Self.id(index, generations[index]), end))
+    }
+    let batch = changes
+    try await loop!.submit { (engine, now) throws(CountdownError) in
+      for c in batch {
+        try engine.end(c.old, ActivityEnding(dismissal: .immediate), at: now)
+        try engine.start(
+          .countdown(id: c.new, to: Instant(milliseconds: c.end), title: "A"), at: now)
+      }
+    }
+  }
+
+  func note(seconds: Double) async throws -> String {
+    let w = (wakeupMarks.last ?? 0) - (wakeupMarks.first ?? 0)
+    return "\(Int((Double(w) / seconds).rounded())) wake-ups/s"
+  }
+
+  func stop() async { loop?.shutdown() }
+}
