@@ -179,6 +179,26 @@ public struct ActivityEngine {
     self.options = options
     self.onEvent = onEvent
     self.ids = SplitMix64(state: options.idSeed)
+    if options.reservedActivities > 0 { reserveCapacity(options.reservedActivities) }
+  }
+
+  /// Reserves storage for `n` activities (see ``EngineOptions/reservedActivities``).
+  public mutating func reserveCapacity(_ n: Int) {
+    generation.reserveCapacity(n)
+    seq.reserveCapacity(n)
+    kindOf.reserveCapacity(n)
+    phaseOf.reserveCapacity(n)
+    isStale.reserveCapacity(n)
+    isExpired.reserveCapacity(n)
+    anchor.reserveCapacity(n)
+    pausedTotal.reserveCapacity(n)
+    frozenAt.reserveCapacity(n)
+    idOf.reserveCapacity(n)
+    cold.reserveCapacity(n)
+    wheel.bucketOf.reserveCapacity(n)
+    wheel.position.reserveCapacity(n)
+    heap.reserveCapacity(n)
+    slotIndex.reserveCapacity(n, in: idOf)
   }
 
   /// Activities not yet dismissed.

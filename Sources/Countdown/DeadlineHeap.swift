@@ -21,6 +21,11 @@ struct DeadlineHeap {
   var count: Int { entries.count }
   var top: Entry? { entries.first }
 
+  mutating func reserveCapacity(_ n: Int) {
+    entries.reserveCapacity(n)
+    index.reserveCapacity(n)
+  }
+
   mutating func reserveSlots(_ slots: Int) {
     if index.count < slots {
       index.append(contentsOf: repeatElement(-1, count: slots - index.count))

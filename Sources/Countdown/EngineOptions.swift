@@ -13,16 +13,20 @@ public struct EngineOptions: Sendable, Hashable {
   public var deliversTicks: Bool
   /// Seed of the generator of activity ids, so that a replay is deterministic.
   public var idSeed: UInt64
+  /// Storage reserved up front for this many activities, so that growing to them allocates
+  /// nothing more (and leaves no freed, doubled buffers behind). 0 reserves nothing.
+  public var reservedActivities: Int
 
   public init(
     maxActivities: Int? = nil, maxActiveDurationMs: Int64? = nil, enabled: Bool = true,
-    deliversTicks: Bool = true, idSeed: UInt64 = 0
+    deliversTicks: Bool = true, idSeed: UInt64 = 0, reservedActivities: Int = 0
   ) {
     self.maxActivities = maxActivities
     self.maxActiveDurationMs = maxActiveDurationMs
     self.enabled = enabled
     self.deliversTicks = deliversTicks
     self.idSeed = idSeed
+    self.reservedActivities = reservedActivities
   }
 }
 

@@ -61,9 +61,18 @@ struct IDIndex {
     count -= 1
   }
 
-  private mutating func grow(_ ids: [String]) {
+  /// Sizes the table for `n` ids at most three quarters full.
+  mutating func reserveCapacity(_ n: Int, in ids: [String]) {
+    var size = table.count
+    while n * 4 > size * 3 { size *= 2 }
+    if size > table.count { rebuild(size: size, ids) }
+  }
+
+  private mutating func grow(_ ids: [String]) { rebuild(size: table.count * 2, ids) }
+
+  private mutating func rebuild(size: Int, _ ids: [String]) {
     let old = table
-    table = [UInt32](repeating: Self.empty, count: old.count * 2)
+    table = [UInt32](repeating: Self.empty, count: size)
     count = 0
     for s in old where s != Self.empty {
       var i = Self.home(ids[Int(s)], mask)

@@ -66,7 +66,7 @@ final class RealHarness: TimerHarness {
     // Sleep past `t`, then give the loop a moment to deliver what was due.
     let remaining = t.milliseconds - now().milliseconds
     if remaining > 0 { try await Task.sleep(for: .milliseconds(remaining)) }
-    try await Task.sleep(for: .milliseconds(60))
+    try await Task.sleep(for: .milliseconds(200))
   }
   func delivered() -> [Delivered] { log.all }
   func shutdown() { loop.shutdown() }

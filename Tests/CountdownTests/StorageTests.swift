@@ -9,6 +9,8 @@ struct StorageTests {
     var rng = SplitMix64(state: 99)
     var ids: [String] = []
     var index = IDIndex()
+    index.reserveCapacity(1_000, in: ids)
+    #expect(index.table.count == 2_048)
     var model: [String: UInt32] = [:]
     var free: [UInt32] = []
     for step in 0..<20_000 {
@@ -36,6 +38,21 @@ struct StorageTests {
       #expect(index.count == model.count)
     }
     for (k, v) in model { #expect(index.find(k, in: ids) == v) }
+  }
+
+  @Test("Reserved storage behaves like grown storage")
+  func reserved() throws {
+    var (a, ra) = makeEngine(EngineOptions(reservedActivities: 5_000))
+    var (b, rb) = makeEngine()
+    for k in 0..<3_000 {
+      let r = ActivityRequest.countdown(id: "r\(k)", to: at(Int64(1_000 + k * 7)), title: "R")
+      try a.start(r, at: t0)
+      try b.start(r, at: t0)
+    }
+    try a.advance(to: at(30_000))
+    try b.advance(to: at(30_000))
+    #expect(a.generation.capacity >= 5_000 && a.count == 3_000)
+    #expect(ra.lines == rb.lines && ra.lines.count > 9_000)
   }
 
   @Test("A copied engine is an independent value, side boxes included")

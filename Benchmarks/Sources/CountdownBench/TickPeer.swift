@@ -35,7 +35,9 @@ final class CountdownPeer: TickPeer {
   static func id(_ index: Int, _ generation: Int) -> String { "a\(index).\(generation)" }
 
   func start(ends: [Int64], recorder: TickRecorder) async throws {
-    let loop = try CountdownLoop(options: LoopOptions(precision: precision)) { e in
+    let options = LoopOptions(
+      precision: precision, engine: EngineOptions(reservedActivities: ends.count))
+    let loop = try CountdownLoop(options: options) { e in
       if e.kind == .tick { recorder.record(atMs: e.at.milliseconds) }
     }
     self.loop = loop
