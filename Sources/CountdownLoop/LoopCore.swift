@@ -23,6 +23,8 @@ final class LoopCore: @unchecked Sendable {
   var lastOffset: Int64
   /// How many times the OS timer woke the loop.
   var wakeups: UInt64 = 0
+  /// In `.precise` mode, the monotonic deadline the early-armed timer stands for.
+  var spinUntil: Int64 = 0
   var thread = pthread_t()
 
   /// Steps smaller than this are clock-reading jitter, not steps.
@@ -97,6 +99,11 @@ final class LoopCore: @unchecked Sendable {
   func timerFired() {
     wakeups &+= 1
     armedAt = -1  // the one-shot timer is spent
+    if spinUntil > 0 {
+      // Armed early on purpose: spin the last few microseconds to the deadline.
+      while LibUV.monotonicNanoseconds() < spinUntil {}
+      spinUntil = 0
+    }
     syncClock()
     afterWork()
   }
@@ -144,7 +151,9 @@ final class LoopCore: @unchecked Sendable {
     let monoTarget = max(1, mono + (target * 1_000_000 - wall))
     if monoTarget != armedAt {
       armedAt = monoTarget
-      handles.arm(monotonicNanoseconds: monoTarget, now: mono)
+      let spin = options.precision == .precise ? options.preciseSpinNanoseconds : 0
+      spinUntil = spin > 0 && monoTarget - spin > mono ? monoTarget : 0
+      handles.arm(monotonicNanoseconds: monoTarget - (spinUntil > 0 ? spin : 0), now: mono)
     }
   }
 

@@ -95,13 +95,14 @@ final class SteppableClock: WallClock, @unchecked Sendable {
 }
 
 enum HarnessKind: String, CaseIterable, Sendable, CustomStringConvertible {
-  case virtual, realTimerfd, realUVTimer
+  case virtual, realTimerfd, realPrecise, realUVTimer
   var description: String { rawValue }
 
   func make() throws -> any TimerHarness {
     switch self {
     case .virtual: VirtualHarness()
     case .realTimerfd: try RealHarness()
+    case .realPrecise: try RealHarness(options: LoopOptions(precision: .precise))
     case .realUVTimer: try RealHarness(options: LoopOptions(usesTimerfd: false))
     }
   }
