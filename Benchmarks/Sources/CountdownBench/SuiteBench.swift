@@ -17,7 +17,7 @@ struct SuiteBench: AsyncParsableCommand {
   var hgrm: String?
 
   @Option(help: "Seconds measured per tick run.")
-  var seconds = 5.0
+  var seconds = 7.0
 
   @Option(help: "Seconds of warm-up per tick run.")
   var warmup = 2.0
