@@ -11,21 +11,40 @@ public final class WireSession {
   private let options: EngineOptions
   private let sink: Sink
 
-  /// Holds the writer the engine's event handler appends to.
+  /// Holds the writer the engine's event handler appends to, and hands its bytes to `output`
+  /// whenever they pass `threshold`, so that output stays bounded even when one command
+  /// produces billions of ticks.
   private final class Sink {
     var writer: WireEventWriter
-    init(_ w: WireEventWriter) { writer = w }
+    let output: (([UInt8]) -> Void)?
+    let threshold: Int
+
+    init(_ w: WireEventWriter, output: (([UInt8]) -> Void)?, threshold: Int) {
+      writer = w
+      self.output = output
+      self.threshold = threshold
+    }
+
+    func write(_ e: ActivityEvent) {
+      writer.write(e)
+      if let output, writer.out.bytes.count >= threshold { output(writer.take()) }
+    }
   }
 
   /// A session writing `text` with `formatter`, and ticks only when `writesTicks`. Without
-  /// ticks the engine keeps no tick schedule at all.
+  /// ticks the engine keeps no tick schedule at all. With `output`, the session hands over
+  /// its output whenever it passes `outputThreshold` bytes (the caller still takes the rest
+  /// with ``takeOutput()``); without it, output waits for ``takeOutput()``.
   public init(
-    formatter: TimerFormatter, writesTicks: Bool, options: EngineOptions = EngineOptions()
+    formatter: TimerFormatter, writesTicks: Bool, options: EngineOptions = EngineOptions(),
+    outputThreshold: Int = 1 << 16, output: (([UInt8]) -> Void)? = nil
   ) {
     var options = options
     options.deliversTicks = writesTicks
     self.options = options
-    self.sink = Sink(WireEventWriter(formatter: formatter, writesTicks: writesTicks))
+    self.sink = Sink(
+      WireEventWriter(formatter: formatter, writesTicks: writesTicks), output: output,
+      threshold: outputThreshold)
   }
 
   /// Handles one input line (1-based `number`). Blank lines are skipped.
@@ -43,7 +62,7 @@ public final class WireSession {
   public func apply(_ c: WireCommand, number: Int) {
     if engine == nil {
       let sink = self.sink
-      engine = ActivityEngine(now: c.at, options: options) { sink.writer.write($0) }
+      engine = ActivityEngine(now: c.at, options: options) { sink.write($0) }
     }
     do throws(CountdownError) {
       switch c.operation {

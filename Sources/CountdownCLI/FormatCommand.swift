@@ -27,7 +27,7 @@ struct FormatCommand: ParsableCommand {
   func run() throws {
     let formatter = TimerFormatter(style: styleOptions.timerStyle)
     let rounding: SecondsRounding = mode == .countdown ? .up : .down
-    var out = OutputBuffer(fd: 1)
+    let out = OutputBuffer(fd: 1)
     var failures = 0
     var number = 0
     func handle(_ line: UnsafeBufferPointer<UInt8>) {

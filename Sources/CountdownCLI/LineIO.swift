@@ -67,7 +67,7 @@ struct IOFailure: Error, CustomStringConvertible {
 }
 
 /// Collects output and writes it to a file descriptor in large chunks.
-struct OutputBuffer {
+final class OutputBuffer {
   private let fd: Int32
   var bytes: [UInt8] = []
   static let flushThreshold = 1 << 16
@@ -77,16 +77,16 @@ struct OutputBuffer {
     bytes.reserveCapacity(Self.flushThreshold * 2)
   }
 
-  mutating func append(_ b: [UInt8]) {
+  func append(_ b: [UInt8]) {
     bytes.append(contentsOf: b)
     if bytes.count >= Self.flushThreshold { flush() }
   }
 
-  mutating func flushIfFull() {
+  func flushIfFull() {
     if bytes.count >= Self.flushThreshold { flush() }
   }
 
-  mutating func flush() {
+  func flush() {
     var off = 0
     bytes.withUnsafeBytes { raw in
       while off < raw.count {

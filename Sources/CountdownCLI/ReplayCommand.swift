@@ -46,10 +46,12 @@ struct ReplayCommand: ParsableCommand {
       printError("countdown replay: \(error)")
       throw ExitCode.failure
     }
+    // Output streams out as it is made: one command can produce billions of ticks.
+    let out = OutputBuffer(fd: 1)
     let session = WireSession(
       formatter: TimerFormatter(style: styleOptions.timerStyle), writesTicks: ticks,
-      options: EngineOptions(maxActivities: maxActivities, maxActiveDurationMs: maxActiveDuration))
-    var out = OutputBuffer(fd: 1)
+      options: EngineOptions(maxActivities: maxActivities, maxActiveDurationMs: maxActiveDuration),
+      outputThreshold: OutputBuffer.flushThreshold, output: { out.append($0) })
     var reader = LineReader(fd: fd)
     var number = 0
     do {

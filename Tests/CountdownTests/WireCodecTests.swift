@@ -118,3 +118,33 @@ struct WireCodecTests {
     #expect(try JSONParser.parse(text) == v)
   }
 }
+
+@Suite("Wire session output")
+struct WireSessionOutputTests {
+  @Test("One command's ticks stream out in bounded chunks instead of piling up")
+  func streaming() {
+    final class Chunks {
+      var sizes: [Int] = []
+      var bytes = 0
+    }
+    let chunks = Chunks()
+    let session = WireSession(
+      formatter: TimerFormatter(style: .timer), writesTicks: true, outputThreshold: 4096,
+      output: { chunk in
+        chunks.sizes.append(chunk.count)
+        chunks.bytes += chunk.count
+      })
+    session.handle(
+      line: #"{"at":1795248000000,"op":"start","id":"e","kind":"elapsed","title":"E"}"#, number: 1)
+    var peak = 0
+    session.handle(line: #"{"at":1795251600000,"op":"advance"}"#, number: 2)
+    peak = max(peak, session.pendingOutput)
+    let rest = session.takeOutput()
+    let total = chunks.bytes + rest.count
+    // 3600 ticks of about 70 bytes: far more than one chunk.
+    #expect(total > 3_600 * 60)
+    #expect(chunks.sizes.count > 40)
+    #expect(chunks.sizes.allSatisfy { $0 >= 4096 && $0 < 4096 + 200 })
+    #expect(peak < 4096)
+  }
+}
