@@ -83,6 +83,7 @@ public final class CountdownLoop: Sendable {
   }
 
   /// Runs `body` on the loop thread with the engine and the command's instant.
+  @discardableResult
   public func submit<T: Sendable>(
     _ body: @escaping @Sendable (inout ActivityEngine, Instant) throws(CountdownError) -> T
   ) async throws(CountdownError) -> T {

@@ -10,13 +10,28 @@ struct RealLoopTests {
   func lateness() async throws {
     let h = try RealHarness()
     let base = h.now()
-    for k in 0..<300 {
-      let end = base.advanced(by: 2_000 + Int64.random(in: 0..<1_000) + Int64(k % 7) * 1_000)
-      _ = try await h.start(.countdown(id: "a\(k)", to: end, title: "A"))
+    let ends = (0..<300).map { k in
+      base.advanced(by: 2_000 + Int64.random(in: 0..<1_000) + Int64(k % 7) * 1_000)
     }
-    try await h.wait(until: base.advanced(by: 3_000))
-    let ticks = h.delivered().filter { $0.event.kind == .tick }
-    #expect(ticks.count >= 600)
+    // All in one command, so that they share one start instant however busy the machine is.
+    let started = try await h.loop.submit { (engine, now) throws(CountdownError) -> Instant in
+      for (k, end) in ends.enumerated() {
+        try engine.start(.countdown(id: "a\(k)", to: end, title: "A"), at: now)
+      }
+      return now
+    }
+    let until = started.advanced(by: 3_000)
+    try await h.wait(until: until)
+    let ticks = h.delivered().filter { $0.event.kind == .tick && $0.event.at <= until }
+    // Every change instant end − k s after the start and by `until`, exactly once.
+    let expected = ends.reduce(0) { n, end in
+      n
+        + (0...10).filter { k in
+          let t = end.advanced(by: Int64(-1_000 * k))
+          return t > started && t <= until
+        }.count
+    }
+    #expect(ticks.count == expected && expected > 300)
     let lateness = ticks.map { $0.deliveredNs - $0.event.at.milliseconds * 1_000_000 }
     #expect(lateness.allSatisfy { $0 >= 0 }, "no tick before its instant")
     #expect(lateness.max()! < 250_000_000, "max lateness \(lateness.max()!) ns")
@@ -72,7 +87,11 @@ struct RealLoopTests {
         })
     }
     await Task.detached { loop.shutdown() }.value
-    #expect(all.wait(timeout: .now() + 5) == .success)
+    // Wait off the cooperative pool.
+    let finished = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+      Thread { c.resume(returning: all.wait(timeout: .now() + 5) == .success) }.start()
+    }
+    #expect(finished)
     let got = codes.withLock { $0 }
     #expect(got.count == 100)
     #expect(got.allSatisfy { $0 == .shutdown })
@@ -134,8 +153,10 @@ struct RealLoopTests {
   @Test("Events as an AsyncSequence, in order")
   func stream() async throws {
     let loop = try CountdownLoop(options: LoopOptions(eventStreamCapacity: 64))
-    let end = Instant(milliseconds: SystemWallClock().nanosecondsSinceEpoch() / 1_000_000 + 1_500)
-    _ = try await loop.start(.countdown(id: "s", to: end, title: "S"))
+    // Ends 1.5 s after the command's own instant, however late the command runs.
+    try await loop.submit { (engine, now) throws(CountdownError) in
+      try engine.start(.countdown(id: "s", to: now.advanced(by: 1_500), title: "S"), at: now)
+    }
     var kinds: [String] = []
     for await e in loop.events! {
       kinds.append("\(e.kind.rawValue) \(e.value)")
@@ -202,7 +223,13 @@ struct LoopReadmeTests {
       .countdown(id: "gate-b12", to: now.advanced(by: 600_000), title: "Gate B12"))
     try await loop.pause(id)
     let state = try await loop.state(of: id)
-    #expect(id == "gate-b12" && state.phase == .paused && (599...600).contains(state.value))
+    let elapsedMs = SystemWallClock().nanosecondsSinceEpoch() / 1_000_000 - now.milliseconds
+    #expect(id == "gate-b12" && state.phase == .paused)
+    // Frozen at the pause: what was left then, which is no more than 600 s and no less than
+    // what is left now.
+    #expect(state.value <= 600 && state.value >= (600_000 - elapsedMs) / 1_000)
+    try await Task.sleep(for: .milliseconds(1_100))
+    #expect(try await loop.state(of: id).value == state.value)
     loop.shutdown()
   }
 }

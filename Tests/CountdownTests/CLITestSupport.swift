@@ -22,8 +22,26 @@ enum CLI {
     var stderr: String
   }
 
-  /// Runs `countdown` with `arguments`, feeding `input` on standard input.
-  static func run(_ arguments: [String], input: Data? = nil) throws -> Result {
+  /// Runs `countdown` with `arguments`, feeding `input` on standard input. The blocking
+  /// waits happen on a thread of their own, so that a long run never holds one of the few
+  /// threads of Swift's cooperative pool (which the real-loop tests need meanwhile).
+  static func run(_ arguments: [String], input: Data? = nil) async throws -> Result {
+    let box = ResultBox()
+    await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+      Thread {
+        box.result = Swift.Result { try runBlocking(arguments, input: input) }
+        c.resume()
+      }.start()
+    }
+    return try box.result!.get()
+  }
+
+  /// Carries a result out of the runner thread; read only after it finished.
+  final class ResultBox: @unchecked Sendable {
+    var result: Swift.Result<Result, any Error>?
+  }
+
+  private static func runBlocking(_ arguments: [String], input: Data?) throws -> Result {
     let p = Process()
     p.executableURL = executable
     p.arguments = arguments

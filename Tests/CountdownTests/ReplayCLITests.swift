@@ -11,11 +11,11 @@ struct ReplayCLITests {
       (["replay", "--ticks", "--style", "compact", "ticks.jsonl"], "ticks-compact.expected.jsonl"),
       (["replay", "--ticks", "ticks.jsonl"], "ticks-timer.expected.jsonl"),
     ])
-  func fixture(_ args: [String], _ expectedFile: String) throws {
+  func fixture(_ args: [String], _ expectedFile: String) async throws {
     let args = args.map {
       $0.hasSuffix(".jsonl") ? CLI.fixtures.appendingPathComponent($0).path : $0
     }
-    let r = try CLI.run(args)
+    let r = try await CLI.run(args)
     let expected = try String(
       contentsOf: CLI.fixtures.appendingPathComponent(expectedFile), encoding: .utf8)
     #expect(r.status == 0)
@@ -28,18 +28,18 @@ struct ReplayCLITests {
   }
 
   @Test("Standard input works like a file, and output is deterministic")
-  func stdinDeterministic() throws {
+  func stdinDeterministic() async throws {
     let input = try Data(contentsOf: CLI.fixtures.appendingPathComponent("kiosk.jsonl"))
-    let a = try CLI.run(["replay"], input: input)
-    let b = try CLI.run(["replay"], input: input)
+    let a = try await CLI.run(["replay"], input: input)
+    let b = try await CLI.run(["replay"], input: input)
     let expected = try String(
       contentsOf: CLI.fixtures.appendingPathComponent("kiosk.expected.jsonl"), encoding: .utf8)
     #expect(a.stdout == expected && b.stdout == expected)
   }
 
   @Test("Every event line is a JSON object with at, event and id")
-  func eventShape() throws {
-    let r = try CLI.run([
+  func eventShape() async throws {
+    let r = try await CLI.run([
       "replay", "--ticks", CLI.fixtures.appendingPathComponent("errors.jsonl").path,
     ])
     for line in r.stdout.split(separator: "\n") {
@@ -49,22 +49,22 @@ struct ReplayCLITests {
   }
 
   @Test("Without --ticks no tick is written; with it, ticks appear")
-  func ticksFlag() throws {
+  func ticksFlag() async throws {
     let path = CLI.fixtures.appendingPathComponent("ticks.jsonl").path
-    #expect(try !CLI.run(["replay", path]).stdout.contains("\"tick\""))
-    #expect(try CLI.run(["replay", "--ticks", path]).stdout.contains("\"tick\""))
+    #expect(try await !CLI.run(["replay", path]).stdout.contains("\"tick\""))
+    #expect(try await CLI.run(["replay", "--ticks", path]).stdout.contains("\"tick\""))
   }
 
   @Test("An unreadable input file exits non-zero with a message")
-  func missingFile() throws {
-    let r = try CLI.run(["replay", "/nonexistent/commands.jsonl"])
+  func missingFile() async throws {
+    let r = try await CLI.run(["replay", "/nonexistent/commands.jsonl"])
     #expect(r.status != 0)
     #expect(r.stderr.contains("cannot open /nonexistent/commands.jsonl"))
   }
 
   @Test("Unknown styles are refused with the list of styles")
-  func badStyle() throws {
-    let r = try CLI.run(["replay", "--style", "fancy"], input: Data())
+  func badStyle() async throws {
+    let r = try await CLI.run(["replay", "--style", "fancy"], input: Data())
     #expect(r.status != 0)
     #expect(r.stderr.contains("minute-second"))
   }
@@ -73,28 +73,30 @@ struct ReplayCLITests {
 @Suite("countdown format")
 struct FormatCLITests {
   @Test("Values as arguments, in each mode")
-  func arguments() throws {
-    let r = try CLI.run(["format", "--style", "timer", "1", "999", "1000", "3725000", "-5"])
+  func arguments() async throws {
+    let r = try await CLI.run(["format", "--style", "timer", "1", "999", "1000", "3725000", "-5"])
     #expect(r.status == 0)
     #expect(r.stdout == "0:00\n0:00\n0:01\n1:02:05\n0:00\n")
-    let up = try CLI.run(["format", "--style", "timer", "--mode", "countdown", "1", "1000", "1001"])
+    let up = try await CLI.run([
+      "format", "--style", "timer", "--mode", "countdown", "1", "1000", "1001",
+    ])
     #expect(up.stdout == "0:01\n0:01\n0:02\n")
   }
 
   @Test("Values on standard input, with --max-units and --no-hours")
-  func stdin() throws {
-    let r = try CLI.run(
+  func stdin() async throws {
+    let r = try await CLI.run(
       ["format", "--style", "units", "--max-units", "3"], input: Data("90061000\n0\n3600000\n".utf8)
     )
     #expect(r.stdout == "1d 1h 1m\n0s\n1h\n")
-    let n = try CLI.run(
+    let n = try await CLI.run(
       ["format", "--style", "timer", "--no-hours"], input: Data("3725000\n".utf8))
     #expect(n.stdout == "62:05\n")
   }
 
   @Test("A bad line: empty output line, its number on stderr, the rest formatted, exit 2")
-  func badLines() throws {
-    let r = try CLI.run(
+  func badLines() async throws {
+    let r = try await CLI.run(
       ["format", "--style", "positional"], input: Data("61000\nabc\n\n12.5\n3600000\n".utf8))
     #expect(r.status == 2)
     #expect(r.stdout == "01:01\n\n\n\n1:00:00\n")
@@ -104,27 +106,29 @@ struct FormatCLITests {
   }
 
   @Test("A bad argument is reported the same way")
-  func badArgument() throws {
-    let r = try CLI.run(["format", "--style", "compact", "90061000", "x1"])
+  func badArgument() async throws {
+    let r = try await CLI.run(["format", "--style", "compact", "90061000", "x1"])
     #expect(r.status == 2)
     #expect(r.stdout == "1d 1h\n\n")
     #expect(r.stderr.contains("line 2:"))
   }
 
   @Test("The largest wire value formats in every style")
-  func largest() throws {
+  func largest() async throws {
     for style in ["compact", "remaining", "positional", "minute-second", "timer", "units"] {
-      let r = try CLI.run(["format", "--style", style, "--mode", "countdown", "253402300799999"])
+      let r = try await CLI.run([
+        "format", "--style", style, "--mode", "countdown", "253402300799999",
+      ])
       #expect(r.status == 0 && r.stdout.count > 2, "\(style)")
     }
   }
 
   @Test("A one-million-line stream comes back line for line")
-  func million() throws {
+  func million() async throws {
     var input = ""
     input.reserveCapacity(12_000_000)
     for k in 0..<1_000_000 { input += "\(k * 997)\n" }
-    let r = try CLI.run(["format", "--style", "minute-second"], input: Data(input.utf8))
+    let r = try await CLI.run(["format", "--style", "minute-second"], input: Data(input.utf8))
     #expect(r.status == 0)
     let lines = r.stdout.split(separator: "\n", omittingEmptySubsequences: false)
     #expect(lines.count == 1_000_001)  // the last is the empty string after the final newline
