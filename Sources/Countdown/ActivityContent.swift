@@ -99,8 +99,11 @@ public struct ActivityContent: Hashable, Sendable {
   }
 
   /// The canonical encoding, checked against the size limit.
-  func encodedChecked() throws(CountdownError) -> String {
-    let text = json.canonicalText
+  func encodedChecked() throws(CountdownError) -> String { try Self.checkedText(json) }
+
+  /// The canonical encoding of a content object, checked against the size limit.
+  static func checkedText(_ object: JSONValue) throws(CountdownError) -> String {
+    let text = object.canonicalText
     let size = text.utf8.count
     if size > Self.maximumEncodedSize {
       throw CountdownError(

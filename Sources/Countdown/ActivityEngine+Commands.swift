@@ -8,8 +8,10 @@ extension ActivityEngine {
   public mutating func start(_ r: ActivityRequest, at t: Instant) throws(CountdownError) -> String {
     // Check the request before anything moves.
     if let id = r.id { try Self.validateID(id) }
-    let content = try r.content.encodedChecked()
-    _ = try ActivityContent(json: r.content.json.objectValue ?? [:])
+    // One JSON object, checked as the wire would check it, then encoded.
+    let object = r.content.json
+    _ = try ActivityContent(json: object.objectValue ?? [:])
+    let content = try ActivityContent.checkedText(object)
     switch r.kind {
     case .countdown:
       guard let end = r.endDate else { throw .payload("a countdown needs endDate") }

@@ -84,11 +84,8 @@ struct PhaseWheel {
   mutating func insert(_ entry: Entry, seq: UInt64, phase: Int64) {
     let slot = entry.slot
     let b = Self.bucket(of: phase)
-    if buckets[b].live == 0, b != walking, !buckets[b].entries.isEmpty {
-      buckets[b].entries.removeAll(keepingCapacity: true)
-      buckets[b].lastSeq = 0
-      buckets[b].sorted = true
-    }
+    // A bucket left with no live entry is cleared at once, or at the end of its walk.
+    assert(buckets[b].live > 0 || b == walking || buckets[b].entries.isEmpty)
     if seq < buckets[b].lastSeq { buckets[b].sorted = false }
     buckets[b].lastSeq = max(buckets[b].lastSeq, seq)
     position[Int(slot)] = UInt32(buckets[b].entries.count)
