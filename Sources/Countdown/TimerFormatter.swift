@@ -15,7 +15,8 @@ public struct TimerFormatter: Sendable, Hashable {
   public init(style: TimerStyle) { self.style = style }
 
   /// Writes the text for `seconds` (negative clamps to 0) into `buffer` and returns its length.
-  /// No allocation. `buffer` must hold at least ``maximumLength`` bytes.
+  /// No allocation. `buffer` must hold at least ``maximumLength`` bytes; the bytes after the
+  /// returned length may be overwritten as scratch space.
   @inlinable
   public func write(seconds: Int64, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
     precondition(buffer.count >= Self.maximumLength, "buffer smaller than maximumLength")
@@ -28,9 +29,8 @@ public struct TimerFormatter: Sendable, Hashable {
   public func string(seconds: Int64) -> String {
     let s = UInt64(max(0, seconds))
     if s < 1_000_000_000, Self.fitsSmall(style) {
-      // Every such text is at most 13 bytes: write it straight into a small string.
-      return String(unsafeUninitializedCapacity: 15) { out in Self.write(style, s, out.baseAddress!)
-      }
+      // Every such text is at most 13 ASCII bytes: a small string.
+      return Self.smallString(style, s)
     }
     return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.maximumLength) { tmp in
       let n = Self.write(style, s, tmp.baseAddress!)
@@ -40,6 +40,46 @@ public struct TimerFormatter: Sendable, Hashable {
       }
     }
   }
+
+  /// A text of at most 15 ASCII bytes as a small string.
+  ///
+  /// On 64-bit little-endian targets the text is written straight into the two words of a
+  /// small `String`: the bytes in order, zero padding, and the top byte holding the
+  /// small-ASCII discriminator (`0xE0`) with the count. That is the layout of the standard
+  /// library's `@frozen` `_SmallString`, which its own inlined code compiles into every
+  /// client; `FormatterTests` checks it bit for bit against string literals, so a toolchain
+  /// that changed it fails the tests instead of producing wrong strings. Skipping
+  /// `String(unsafeUninitializedCapacity:)`, an opaque call that re-validates the bytes,
+  /// halves the cost of a format. Elsewhere that initializer is used.
+  @inlinable @inline(__always)
+  static func smallString(_ style: TimerStyle, _ s: UInt64) -> String {
+    #if _pointerBitWidth(_64) && _endian(little)
+      if case .compact = style, s < compactWordLimit {
+        let (word, n) = compactWord(s)
+        return smallString(word, 0, count: n)
+      }
+      var raw: (UInt64, UInt64) = (0, 0)
+      let n = withUnsafeMutableBytes(of: &raw) { bytes in
+        Self.write(style, s, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+      }
+      return smallString(raw.0, raw.1, count: n)
+    #else
+      return String(unsafeUninitializedCapacity: 15) { out in Self.write(style, s, out.baseAddress!)
+      }
+    #endif
+  }
+
+  #if _pointerBitWidth(_64) && _endian(little)
+    /// The small string whose ASCII bytes are `low` then `high` (little-endian, zero after
+    /// the `count` ≤ 15 bytes). The words are taken over, not copied, so no retain is made.
+    @inlinable @inline(__always)
+    static func smallString(_ low: UInt64, _ high: UInt64, count: Int) -> String {
+      var raw = (low, high | (0xE0 | UInt64(truncatingIfNeeded: count)) &<< 56)
+      return withUnsafeMutablePointer(to: &raw) {
+        $0.withMemoryRebound(to: String.self, capacity: 1) { $0.move() }
+      }
+    }
+  #endif
 
   /// Whether every text of this style below 10^9 seconds fits a small string (15 bytes).
   @inlinable
@@ -61,6 +101,11 @@ public struct TimerFormatter: Sendable, Hashable {
     var n = 0
     switch style {
     case .compact:
+      if s < compactWordLimit {
+        let (word, length) = compactWord(s)
+        UnsafeMutableRawPointer(p).storeBytes(of: word.littleEndian, as: UInt64.self)
+        return length
+      }
       if s >= 86_400 {
         put(s / 86_400, p, &n, "d")
         space(p, &n)
@@ -124,6 +169,46 @@ public struct TimerFormatter: Sendable, Hashable {
     return n
   }
 
+  /// Below this many seconds (100 days) `compact` has two parts of at most two digits each.
+  @inlinable static var compactWordLimit: UInt64 { 8_640_000 }
+
+  /// `compact` below ``compactWordLimit``: the text (5 to 7 bytes) assembled in one
+  /// little-endian word, zero after it, and its length. Kiosk values switch between `m s`,
+  /// `h m` and `d h`; each part is a number below 100 followed by its letter.
+  @inlinable @inline(__always)
+  static func compactWord(_ s: UInt64) -> (UInt64, Int) {
+    let minutes = s / 60
+    let hours = s / 3600
+    let days = s / 86_400
+    let isDay = s >= 86_400
+    let isHour = s >= 3600
+    let a = isDay ? days : (isHour ? hours : minutes)
+    let b = isDay ? hours &- days &* 24 : (isHour ? minutes &- hours &* 60 : s &- minutes &* 60)
+    // The two unit letters: d h, h m or m s.
+    let units: UInt64 = isDay ? 0x6864 : (isHour ? 0x6D68 : 0x736D)
+    let (first, firstLength) = token(a, units & 0xFF)
+    let (second, secondLength) = token(b, units &>> 8)
+    let word = first | 0x20 &<< (firstLength &* 8) | second &<< ((firstLength &+ 1) &* 8)
+    return (word, Int(truncatingIfNeeded: firstLength &+ 1 &+ secondLength))
+  }
+
+  /// A number below 100 followed by a unit letter, as little-endian bytes, and its length.
+  @inlinable @inline(__always)
+  static func token(_ v: UInt64, _ unit: UInt64) -> (UInt64, UInt64) {
+    let pair = UInt64(
+      UnsafeRawPointer(digitPairs.utf8Start).loadUnaligned(
+        fromByteOffset: Int(truncatingIfNeeded: v &* 2), as: UInt16.self))
+    let one = (0x30 | v) | unit &<< 8
+    let two = pair | unit &<< 16
+    return v < 10 ? (one, 2) : (two, 3)
+  }
+
+  /// "00" to "99", two bytes each.
+  @inlinable static var digitPairs: StaticString {
+    // swift-format-ignore
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+  }
+
   @inline(__always)
   static func writeUnits(
     _ s: UInt64, _ maxUnits: Int, _ p: UnsafeMutablePointer<UInt8>, _ n: inout Int
@@ -173,10 +258,12 @@ public struct TimerFormatter: Sendable, Hashable {
     n += 1
   }
 
+  /// Two digits of `v` < 100, with a leading zero.
   @inline(__always)
   static func two(_ v: UInt64, _ p: UnsafeMutablePointer<UInt8>, _ n: inout Int) {
-    p[n] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v / 10)
-    p[n + 1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
+    let pair = UnsafeRawPointer(digitPairs.utf8Start).loadUnaligned(
+      fromByteOffset: Int(truncatingIfNeeded: v &* 2), as: UInt16.self)
+    UnsafeMutableRawPointer(p + n).storeBytes(of: pair, as: UInt16.self)
     n += 2
   }
 

@@ -139,14 +139,77 @@ struct FormatterTests {
   func property(_ style: TimerStyle) {
     var rng = SystemRandomNumberGenerator()
     for k in 0..<20_000 {
-      // Mix small values (every unit boundary) with the whole range.
+      // Small values (every unit boundary), kiosk values (below and above 100 days, where
+      // compact leaves its one-word path) and the whole range.
       let s: Int64 =
-        k < 5_000 ? Int64(k) * 37 : Int64.random(in: 0...1_000_000_000_000, using: &rng)
+        switch k {
+        case ..<5_000: Int64(k) * 37
+        case ..<12_000: Int64.random(in: 0..<20_000_000, using: &rng)
+        default: Int64.random(in: 0...1_000_000_000_000, using: &rng)
+        }
       let want = referenceText(style, s)
       let (b, str) = texts(style, s)
       #expect(b == want, "\(style) \(s)")
       #expect(str == want, "\(style) \(s)")
       if b != want { return }
+    }
+  }
+
+  @Test("compact agrees with the reference on every second of its first 101 days")
+  func compactExhaustive() {
+    let f = TimerFormatter(style: .compact)
+    var buf = [UInt8](repeating: 0, count: TimerFormatter.maximumLength)
+    var failures = 0
+    // Every minute of the range, plus each second of the first day and around each day change.
+    var s: Int64 = 0
+    while s < 101 * 86_400, failures < 5 {
+      let want = referenceText(.compact, s)
+      let n = buf.withUnsafeMutableBufferPointer { f.write(seconds: s, into: $0) }
+      let b = String(decoding: buf[0..<n], as: UTF8.self)
+      if b != want || f.string(seconds: s) != want {
+        failures += 1
+        Issue.record("compact \(s): buffer \(b), string \(f.string(seconds: s)), want \(want)")
+      }
+      s += s < 86_400 || s % 86_400 > 86_340 || s % 86_400 < 60 ? 1 : 59
+    }
+  }
+
+  @Test("Formatted strings are ordinary small strings, bit for bit like literals")
+  func smallStringsAreOrdinary() {
+    let cases: [(TimerStyle, Int64, String)] = [
+      (.compact, 0, "0m 0s"), (.compact, 61, "1m 1s"), (.compact, 8_639_999, "99d 23h"),
+      (.compact, 8_640_000, "100d 0h"), (.timer, 3725, "1:02:05"), (.remaining, 0, "Ended"),
+      (.units(maxUnits: 3), 999_999_999, "11574d 1h 46m"),
+      (.positional, 999_999_999, "277777:46:39"),
+    ]
+    for (style, s, literal) in cases {
+      let text = TimerFormatter(style: style).string(seconds: s)
+      #expect(text == literal)
+      #expect(text.hashValue == literal.hashValue)
+      #expect(text.count == literal.count && text.utf8.count == literal.utf8.count)
+      #expect(Array(text.utf8) == Array(literal.utf8))
+      #expect(text + "!" == literal + "!")
+      #expect(text.withCString { strlenOf($0) } == literal.utf8.count)
+      #expect(text.reversed().map(String.init).joined() == String(literal.reversed()))
+      // The exact layout of a small string the standard library builds for the literal.
+      let ours = unsafeBitCast(text, to: (UInt64, UInt64).self)
+      let theirs = unsafeBitCast(literal, to: (UInt64, UInt64).self)
+      #expect(ours == theirs, "\(literal)")
+    }
+  }
+
+  @Test("The buffer API writes nothing past maximumLength", arguments: allStyles)
+  func bufferBounds(_ style: TimerStyle) {
+    let f = TimerFormatter(style: style)
+    var buf = [UInt8](repeating: 0xAA, count: TimerFormatter.maximumLength + 16)
+    for s: Int64 in [0, 61, 3725, 90061, 8_639_999, 253_402_300_800, .max] {
+      let n = buf.withUnsafeMutableBufferPointer {
+        f.write(
+          seconds: s,
+          into: UnsafeMutableBufferPointer(rebasing: $0[0..<TimerFormatter.maximumLength]))
+      }
+      #expect(String(decoding: buf[0..<n], as: UTF8.self) == referenceText(style, s))
+      #expect(buf[TimerFormatter.maximumLength...].allSatisfy { $0 == 0xAA })
     }
   }
 
@@ -158,6 +221,13 @@ struct FormatterTests {
     #expect(TimerStyle(name: "units", maxUnits: 5) == nil)
     #expect(TimerStyle(name: "bogus") == nil)
   }
+}
+
+/// The length of a C string.
+private func strlenOf(_ p: UnsafePointer<CChar>) -> Int {
+  var n = 0
+  while p[n] != 0 { n += 1 }
+  return n
 }
 
 /// The SPEC's rules written as plainly as possible, with string interpolation.
