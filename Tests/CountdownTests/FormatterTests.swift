@@ -151,6 +151,8 @@ struct FormatterTests {
       let (b, str) = texts(style, s)
       #expect(b == want, "\(style) \(s)")
       #expect(str == want, "\(style) \(s)")
+      // A text of 15 bytes or fewer is a small string: no heap object behind it.
+      #expect(want.utf8.count > 15 || isSmallString(str), "\(style) \(s) not small")
       if b != want { return }
     }
   }
@@ -221,6 +223,11 @@ struct FormatterTests {
     #expect(TimerStyle(name: "units", maxUnits: 5) == nil)
     #expect(TimerStyle(name: "bogus") == nil)
   }
+}
+
+/// Whether `s` is stored inline in its two words (a small string), not in a heap buffer.
+private func isSmallString(_ s: String) -> Bool {
+  unsafeBitCast(s, to: (UInt64, UInt64).self).1 & 0x2000_0000_0000_0000 != 0
 }
 
 /// The length of a C string.

@@ -18,10 +18,28 @@ struct FormatBench: ParsableCommand {
   @Option(help: "Write the results as JSON to this file.")
   var json: String?
 
-  func run() throws {
-    let results = FormatBenchmark(count: count, foundationCount: foundationCount).run { line in
-      print(line)
+  @Option(
+    help: ArgumentHelp(
+      "Measure only this style (as the table names it, e.g. compact, \"units 4\"); repeatable.",
+      valueName: "name"))
+  var style: [String] = []
+
+  @Option(help: "Runs per measurement, ours and Foundation's alike; each rate is the best.")
+  var repetitions = 3
+
+  func validate() throws {
+    guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1") }
+    let known = FormatBenchmark.styles.map(\.0)
+    for name in style where !known.contains(name) {
+      throw ValidationError(
+        "unknown style '\(name)'; one of: \(known.map { "'\($0)'" }.joined(separator: ", "))")
     }
+  }
+
+  func run() throws {
+    let results = FormatBenchmark(
+      count: count, foundationCount: foundationCount, only: Set(style), repetitions: repetitions
+    ).run { line in print(line) }
     if let json {
       let data = try JSONSerialization.data(
         withJSONObject: results.map { ["name": $0.name, "perSecond": $0.perSecond] },
@@ -40,6 +58,10 @@ struct Rate {
 struct FormatBenchmark {
   var count: Int
   var foundationCount: Int
+  /// The styles to measure by name; empty means all.
+  var only: Set<String> = []
+  /// Runs per measurement; each rate is the best of them.
+  var repetitions = 3
 
   /// Values a kiosk shows: mostly under an hour, some hours, some days.
   static func values(_ n: Int) -> [Int64] {
@@ -60,15 +82,22 @@ struct FormatBenchmark {
     ("units 4", .units(maxUnits: 4)),
   ]
 
-  /// Runs `body` over `n` values, returning formats per second.
+  /// Runs `body` over `n` values `repetitions` times, returning the best formats per second.
+  /// Every rate, ours and Foundation's alike, is the best of the same number of runs, so a
+  /// stall of the shared machine during one run does not decide a ratio.
   @inline(never)
-  static func measure(_ n: Int, _ body: (Int) -> Int) -> Double {
+  func measure(_ n: Int, _ body: (Int) -> Int) -> Double {
     var sink = 0
+    var best = 0.0
     let clock = ContinuousClock()
-    let elapsed = clock.measure { sink &+= body(n) }
+    for _ in 0..<max(1, repetitions) {
+      let elapsed = clock.measure { sink &+= body(n) }
+      let seconds =
+        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+      best = max(best, Double(n) / seconds)
+    }
     if sink == 42 { print("") }  // keep `sink` alive
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    return Double(n) / seconds
+    return best
   }
 
   func run(report: (String) -> Void) -> [Rate] {
@@ -81,20 +110,20 @@ struct FormatBenchmark {
     }
     let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: TimerFormatter.maximumLength)
     defer { buffer.deallocate() }
-    for (name, style) in Self.styles {
+    for (name, style) in Self.styles where only.isEmpty || only.contains(name) {
       let f = TimerFormatter(style: style)
-      _ = Self.measure(count / 10) { n in Self.bufferLoop(f, values, mask, buffer, n) }  // warm up
+      _ = Self.bufferLoop(f, values, mask, buffer, count / 10)  // warm up
       record(
         "countdown \(name) (buffer)",
-        Self.measure(count) { n in Self.bufferLoop(f, values, mask, buffer, n) })
+        measure(count) { n in Self.bufferLoop(f, values, mask, buffer, n) })
       record(
         "countdown \(name) (String)",
-        Self.measure(count) { n in Self.stringLoop(f, values, mask, n) })
+        measure(count) { n in Self.stringLoop(f, values, mask, n) })
     }
     let minuteSecond = Duration.TimeFormatStyle(pattern: .minuteSecond)
     record(
       "Foundation .time(pattern: .minuteSecond)",
-      Self.measure(foundationCount) { n in
+      measure(foundationCount) { n in
         var total = 0
         for k in 0..<n {
           total &+= Duration.seconds(values[k & mask]).formatted(minuteSecond).utf8.count
@@ -105,14 +134,14 @@ struct FormatBenchmark {
       allowedUnits: [.days, .hours, .minutes, .seconds], width: .narrow, maximumUnitCount: 2)
     record(
       "Foundation .units(narrow, maximumUnitCount: 2)",
-      Self.measure(foundationCount) { n in
+      measure(foundationCount) { n in
         var total = 0
         for k in 0..<n { total &+= Duration.seconds(values[k & mask]).formatted(units).utf8.count }
         return total
       })
     record(
       "String(format: \"%d:%02d\")",
-      Self.measure(foundationCount) { n in
+      measure(foundationCount) { n in
         var total = 0
         for k in 0..<n {
           let s = values[k & mask]
@@ -129,7 +158,7 @@ struct FormatBenchmark {
       ("compact", "Foundation .units(narrow, maximumUnitCount: 2)"),
       ("units 2", "Foundation .units(narrow, maximumUnitCount: 2)"),
     ]
-    for (style, peer) in pairs {
+    for (style, peer) in pairs where only.isEmpty || only.contains(style) {
       for api in ["buffer", "String"] {
         let ratio = rate("countdown \(style) (\(api))") / rate(peer)
         rates.append(Rate(name: "ratio \(style) (\(api)) / \(peer)", perSecond: ratio))
