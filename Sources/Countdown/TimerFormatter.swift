@@ -27,23 +27,20 @@ public struct TimerFormatter: Sendable, Hashable {
   /// string and allocates nothing.
   @inlinable
   public func string(seconds: Int64) -> String {
-    let s = UInt64(max(0, seconds))
-    if s < 1_000_000_000, Self.fitsSmall(style) {
-      // Every such text is at most 13 ASCII bytes: a small string.
-      return Self.smallString(style, s)
-    }
-    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.maximumLength) { tmp in
-      let n = Self.write(style, s, tmp.baseAddress!)
-      return String(unsafeUninitializedCapacity: n) { out in
-        for k in 0..<n { out[k] = tmp[k] }
-        return n
+    #if _pointerBitWidth(_64) && _endian(little)
+      // The commonest case inline, without a stack buffer; a negative value is a huge UInt64.
+      if case .compact = style, UInt64(bitPattern: seconds) < Self.compactWordLimit {
+        let (word, n) = Self.compactWord(UInt64(bitPattern: seconds))
+        return Self.smallString(word, 0, count: n)
       }
-    }
+    #endif
+    return Self.string(style, UInt64(max(0, seconds)))
   }
 
-  /// A text of at most 15 ASCII bytes as a small string.
+  /// Every other style and value: a small string when the text fits (at most 13 bytes below
+  /// 10^9 seconds, except `units(4)`), else a heap string.
   ///
-  /// On 64-bit little-endian targets the text is written straight into the two words of a
+  /// On 64-bit little-endian targets a small text is written straight into the two words of a
   /// small `String`: the bytes in order, zero padding, and the top byte holding the
   /// small-ASCII discriminator (`0xE0`) with the count. That is the layout of the standard
   /// library's `@frozen` `_SmallString`, which its own inlined code compiles into every
@@ -51,22 +48,32 @@ public struct TimerFormatter: Sendable, Hashable {
   /// that changed it fails the tests instead of producing wrong strings. Skipping
   /// `String(unsafeUninitializedCapacity:)`, an opaque call that re-validates the bytes,
   /// halves the cost of a format. Elsewhere that initializer is used.
-  @inlinable @inline(__always)
-  static func smallString(_ style: TimerStyle, _ s: UInt64) -> String {
-    #if _pointerBitWidth(_64) && _endian(little)
-      if case .compact = style, s < compactWordLimit {
-        let (word, n) = compactWord(s)
-        return smallString(word, 0, count: n)
+  @usableFromInline
+  static func string(_ style: TimerStyle, _ s: UInt64) -> String {
+    if s < 1_000_000_000, fitsSmall(style) {
+      #if _pointerBitWidth(_64) && _endian(little)
+        var raw: (UInt64, UInt64) = (0, 0)
+        let n = withUnsafeMutableBytes(of: &raw) { bytes in
+          write(style, s, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        }
+        return smallString(raw.0, raw.1, count: n)
+      #else
+        return String(unsafeUninitializedCapacity: 15) { out in write(style, s, out.baseAddress!) }
+      #endif
+    }
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maximumLength) { tmp in
+      let n = write(style, s, tmp.baseAddress!)
+      return String(unsafeUninitializedCapacity: n) { out in
+        for k in 0..<n { out[k] = tmp[k] }
+        return n
       }
-      var raw: (UInt64, UInt64) = (0, 0)
-      let n = withUnsafeMutableBytes(of: &raw) { bytes in
-        Self.write(style, s, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
-      }
-      return smallString(raw.0, raw.1, count: n)
-    #else
-      return String(unsafeUninitializedCapacity: 15) { out in Self.write(style, s, out.baseAddress!)
-      }
-    #endif
+    }
+  }
+
+  /// Whether every text of this style below 10^9 seconds fits a small string (15 bytes).
+  static func fitsSmall(_ style: TimerStyle) -> Bool {
+    if case .units(let n) = style { return n < 4 }
+    return true
   }
 
   #if _pointerBitWidth(_64) && _endian(little)
@@ -80,13 +87,6 @@ public struct TimerFormatter: Sendable, Hashable {
       }
     }
   #endif
-
-  /// Whether every text of this style below 10^9 seconds fits a small string (15 bytes).
-  @inlinable
-  static func fitsSmall(_ style: TimerStyle) -> Bool {
-    if case .units(let n) = style { return n < 4 }
-    return true
-  }
 
   /// The text for a duration in milliseconds, rounded to whole seconds as `rounding` says.
   @inlinable
@@ -177,9 +177,10 @@ public struct TimerFormatter: Sendable, Hashable {
   /// `h m` and `d h`; each part is a number below 100 followed by its letter.
   @inlinable @inline(__always)
   static func compactWord(_ s: UInt64) -> (UInt64, Int) {
-    let minutes = s / 60
-    let hours = s / 3600
-    let days = s / 86_400
+    // Quotients by multiply and shift, exact for every s below 2^24 (> compactWordLimit).
+    let minutes = (s &* 18_325_193_797) &>> 40
+    let hours = (s &* 305_419_897) &>> 40
+    let days = (s &* 12_725_830) &>> 40
     let isDay = s >= 86_400
     let isHour = s >= 3600
     let a = isDay ? days : (isHour ? hours : minutes)
@@ -193,14 +194,16 @@ public struct TimerFormatter: Sendable, Hashable {
   }
 
   /// A number below 100 followed by a unit letter, as little-endian bytes, and its length.
+  /// Arithmetic rather than a choice, so the optimizer cannot turn it into a branch that
+  /// mispredicts on random values: below 10 the pair's leading "0" is shifted out.
   @inlinable @inline(__always)
   static func token(_ v: UInt64, _ unit: UInt64) -> (UInt64, UInt64) {
     let pair = UInt64(
       UnsafeRawPointer(digitPairs.utf8Start).loadUnaligned(
         fromByteOffset: Int(truncatingIfNeeded: v &* 2), as: UInt16.self))
-    let one = (0x30 | v) | unit &<< 8
-    let two = pair | unit &<< 16
-    return v < 10 ? (one, 2) : (two, 3)
+    let twoDigits = (9 &- v) &>> 63  // 1 when v >= 10
+    let digits = pair &>> ((twoDigits ^ 1) &* 8)
+    return (digits | unit &<< ((twoDigits &+ 1) &* 8), twoDigits &+ 2)
   }
 
   /// "00" to "99", two bytes each.
