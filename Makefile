@@ -49,6 +49,8 @@ bench-format: deps
 tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter CountdownLoopTests
 
-# AddressSanitizer with LeakSanitizer over the real-loop tests.
+# AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
+# through raw pointers and builds small strings in place.
 asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter CountdownLoopTests
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI'
+
