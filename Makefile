@@ -10,9 +10,9 @@ deps:
 	  echo "installing libuv1-dev"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libuv1-dev; }
 
-# The main job: countdown-bench's default suite (release build, about 2 minutes on 2 cores): tick
-# latency of our driver beside one uv_timer_t per activity, SwiftNIO and Dispatch, then
-# formatting and operations. Results land in bench-results/ (JSON and .hgrm files).
+# The main job: countdown-bench's default suite (release build, about 2½ minutes on 2 cores):
+# the machine's wake-up floor, tick latency of our driver beside one uv_timer_t per activity,
+# SwiftNIO and Dispatch, then formatting and operations. Results land in bench-results/ (JSON and .hgrm files).
 run: deps
 	cd Benchmarks && $(SWIFT) build -c release
 	mkdir -p bench-results

@@ -5,7 +5,9 @@ struct BenchCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "countdown-bench",
     abstract: "Measure Countdown beside what people would otherwise use.",
-    subcommands: [SuiteBench.self, TicksBench.self, FormatBench.self, OpsBench.self],
+    subcommands: [
+      SuiteBench.self, TicksBench.self, WakeBench.self, FormatBench.self, OpsBench.self,
+    ],
     defaultSubcommand: SuiteBench.self
   )
 }

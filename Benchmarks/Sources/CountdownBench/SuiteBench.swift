@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
 
-/// The default suite: tick latency for every driver at 10k and 100k activities (ours precise
-/// and at its default quantum), ours at 1M and with aligned phases, then formatting and
-/// operations; a table of each peer's ratio to ours. Each tick run is a child process, so that
-/// CPU and RSS belong to one driver.
+/// The default suite: the machine's wake-up floor (before and after the tick runs), tick
+/// latency for every driver at 10k and 100k activities (ours precise and at its default
+/// quantum), ours at 1M and with aligned phases, then formatting and operations; a table of
+/// each peer's ratio to ours. Each tick run is a child process, so that CPU and RSS belong to
+/// one driver.
 struct SuiteBench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "suite", abstract: "The default suite (about 2½ minutes), with a ratio table.")
@@ -61,7 +62,7 @@ struct SuiteBench: AsyncParsableCommand {
   func run() async throws {
     let start = monotonicNanoseconds()
     let plan = Self.plan
-    let total = plan.count + 2
+    let total = plan.count + 4
     func progress(_ k: Int, _ what: String) {
       let elapsed = Double(monotonicNanoseconds() - start) / 1e9
       printError(String(format: "[%2d/%d %5.0fs] %@", k, total, elapsed, what))
@@ -70,10 +71,25 @@ struct SuiteBench: AsyncParsableCommand {
       try FileManager.default.createDirectory(atPath: hgrm, withIntermediateDirectories: true)
     }
     let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    var wake: [WakeResult] = []
+    func probe(_ k: Int, _ when: String) throws {
+      progress(k, "wake (the machine's floor, \(when))")
+      let out = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "countdown-bench-\(getpid())-wake-\(k).json")
+      if try runChild(me, ["wake", "--seconds", "\(seconds)", "--result-json", out.path]),
+        let data = try? Data(contentsOf: out)
+      {
+        var result = try JSONDecoder().decode(WakeResult.self, from: data)
+        result.when = when
+        wake.append(result)
+      }
+      try? FileManager.default.removeItem(at: out)
+    }
+    try probe(1, "before the tick runs")
     var ticks: [TickResult] = []
     for (k, r) in plan.enumerated() {
       progress(
-        k + 1,
+        k + 2,
         "ticks --driver \(r.driver) --activities \(r.activities) --precision \(r.precision) --phases \(r.phases)"
       )
       let out = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -85,29 +101,21 @@ struct SuiteBench: AsyncParsableCommand {
         "--result-json", out.path,
       ]
       if let hgrm { args += ["--hgrm", "\(hgrm)/\(r.label).hgrm"] }
-      let p = Process()
-      p.executableURL = URL(fileURLWithPath: me)
-      p.arguments = args
-      p.standardOutput = FileHandle.nullDevice
-      try p.run()
-      p.waitUntilExit()
-      guard p.terminationStatus == 0, let data = try? Data(contentsOf: out) else {
-        printError("  run failed (status \(p.terminationStatus))")
-        continue
-      }
+      guard try runChild(me, args), let data = try? Data(contentsOf: out) else { continue }
       try? FileManager.default.removeItem(at: out)
       ticks.append(try JSONDecoder().decode(TickResult.self, from: data))
     }
-    progress(plan.count + 1, "format")
+    try probe(plan.count + 2, "after the tick runs")
+    progress(plan.count + 3, "format")
     let format = FormatBenchmark(count: 10_000_000, foundationCount: 100_000).run { _ in }
-    progress(plan.count + 2, "ops")
+    progress(plan.count + 4, "ops")
     let ops = try await OpsBenchmark(count: 200_000, submits: 200_000).run()
-    print(Self.report(ticks: ticks, format: format, ops: ops))
+    print(Self.report(wake: wake, ticks: ticks, format: format, ops: ops))
     if let json {
       let doc = SuiteResult(
         date: ISO8601DateFormatter().string(from: Date()), machine: machineDescription(),
-        ticks: ticks, format: format.map { OpsResult(name: $0.name, perSecond: $0.perSecond) },
-        ops: ops)
+        wake: wake, ticks: ticks,
+        format: format.map { OpsResult(name: $0.name, perSecond: $0.perSecond) }, ops: ops)
       let enc = JSONEncoder()
       enc.outputFormatting = [.prettyPrinted, .sortedKeys]
       try enc.encode(doc).write(to: URL(fileURLWithPath: json))
@@ -115,17 +123,42 @@ struct SuiteBench: AsyncParsableCommand {
     progress(total, "done")
   }
 
+  /// Runs this executable with `args`, its output discarded; false (and a message) when it
+  /// fails.
+  func runChild(_ me: String, _ args: [String]) throws -> Bool {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: me)
+    p.arguments = args
+    p.standardOutput = FileHandle.nullDevice
+    try p.run()
+    p.waitUntilExit()
+    if p.terminationStatus != 0 { printError("  run failed (status \(p.terminationStatus))") }
+    return p.terminationStatus == 0
+  }
+
   struct SuiteResult: Codable {
     var date: String
     var machine: String
+    /// The bare wake-up probe before and after the tick runs.
+    var wake: [WakeResult]
     var ticks: [TickResult]
     var format: [OpsResult]
     var ops: [OpsResult]
   }
 
   /// The tables, in Markdown.
-  static func report(ticks: [TickResult], format: [Rate], ops: [OpsResult]) -> String {
+  static func report(wake: [WakeResult], ticks: [TickResult], format: [Rate], ops: [OpsResult])
+    -> String
+  {
     var s = "## Tick lateness (\(machineDescription()))\n\n"
+    s +=
+      "The machine's floor, a bare thread sleeping to each millisecond (`countdown-bench wake`):\n\n"
+    s += "| when | p50 | p90 | p99 | p99.9 | max | over 1 ms |\n|---|---|---|---|---|---|---|\n"
+    for w in wake {
+      s +=
+        "| \(w.when ?? "") | \(fmt(w.p50)) | \(fmt(w.p90)) | \(fmt(w.p99)) | \(fmt(w.p999)) | \(fmt(w.max)) | \(w.overOneMs) of \(w.wakeUps) |\n"
+    }
+    s += "\n"
     s +=
       "| driver | activities | phases | p50 | p90 | p99 | p99.9 | max | early | CPU | RSS | ticks/s | p99 ÷ ours | CPU ÷ ours |\n"
     s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
