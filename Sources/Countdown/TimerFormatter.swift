@@ -20,6 +20,13 @@ public struct TimerFormatter: Sendable, Hashable {
   @inlinable
   public func write(seconds: Int64, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
     precondition(buffer.count >= Self.maximumLength, "buffer smaller than maximumLength")
+    // The commonest case inline; a negative value is a huge UInt64.
+    if case .compact = style, UInt64(bitPattern: seconds) < Self.compactWordLimit {
+      let (word, n) = Self.compactWord(UInt64(bitPattern: seconds))
+      UnsafeMutableRawPointer(buffer.baseAddress!).storeBytes(
+        of: word.littleEndian, as: UInt64.self)
+      return n
+    }
     return Self.write(style, UInt64(max(0, seconds)), buffer.baseAddress!)
   }
 
