@@ -13,7 +13,7 @@ struct FormatBench: ParsableCommand {
   var count = 20_000_000
 
   @Option(help: "Formats per measurement for Foundation and String(format:).")
-  var foundationCount = 200_000
+  var foundationCount = 100_000
 
   @Option(help: "Write the results as JSON to this file.")
   var json: String?
@@ -24,8 +24,11 @@ struct FormatBench: ParsableCommand {
       valueName: "name"))
   var style: [String] = []
 
-  @Option(help: "Runs per measurement, ours and Foundation's alike; each rate is the best.")
-  var repetitions = 3
+  @Option(
+    help:
+      "Rounds in which every measurement runs once, ours and Foundation's alike; each rate is the best of its runs."
+  )
+  var repetitions = 5
 
   func validate() throws {
     guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1") }
@@ -39,7 +42,7 @@ struct FormatBench: ParsableCommand {
   func run() throws {
     let results = FormatBenchmark(
       count: count, foundationCount: foundationCount, only: Set(style), repetitions: repetitions
-    ).run { line in print(line) }
+    ).run(progress: { printError($0) }, report: { line in print(line) })
     if let json {
       let data = try JSONSerialization.data(
         withJSONObject: results.map { ["name": $0.name, "perSecond": $0.perSecond] },
@@ -60,8 +63,8 @@ struct FormatBenchmark {
   var foundationCount: Int
   /// The styles to measure by name; empty means all.
   var only: Set<String> = []
-  /// Runs per measurement; each rate is the best of them.
-  var repetitions = 3
+  /// Rounds of runs; each rate is the best of its runs.
+  var repetitions = 5
 
   /// Values a kiosk shows: mostly under an hour, some hours, some days.
   static func values(_ n: Int) -> [Int64] {
@@ -82,48 +85,47 @@ struct FormatBenchmark {
     ("units 4", .units(maxUnits: 4)),
   ]
 
-  /// Runs `body` over `n` values `repetitions` times, returning the best formats per second.
-  /// Every rate, ours and Foundation's alike, is the best of the same number of runs, so a
-  /// stall of the shared machine during one run does not decide a ratio.
-  @inline(never)
-  func measure(_ n: Int, _ body: (Int) -> Int) -> Double {
-    var sink = 0
-    var best = 0.0
-    let clock = ContinuousClock()
-    for _ in 0..<max(1, repetitions) {
-      let elapsed = clock.measure { sink &+= body(n) }
-      let seconds =
-        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-      best = max(best, Double(n) / seconds)
-    }
-    if sink == 42 { print("") }  // keep `sink` alive
-    return best
+  /// One thing measured: its name, formats per run, and the loop, which returns a checksum.
+  struct Measurement {
+    var name: String
+    var count: Int
+    var body: (Int) -> Int
   }
 
-  func run(report: (String) -> Void) -> [Rate] {
+  /// Formats per second of one run of `m`.
+  @inline(never)
+  static func once(_ m: Measurement) -> Double {
+    var sink = 0
+    let elapsed = ContinuousClock().measure { sink = m.body(m.count) }
+    if sink == 42 { print("") }  // keep the checksum alive
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    return Double(m.count) / seconds
+  }
+
+  /// Every measurement once per round, `repetitions` rounds, each rate the best of its runs.
+  /// Ours and Foundation's alike get the same number of runs, spread over the whole benchmark
+  /// rather than back to back, so a stretch of contention on the shared machine does not decide
+  /// a ratio. `progress` hears of each round.
+  func run(progress: (String) -> Void = { _ in }, report: (String) -> Void) -> [Rate] {
     let values = Self.values(1 << 16)
     let mask = values.count - 1
-    var rates: [Rate] = []
-    func record(_ name: String, _ rate: Double) {
-      rates.append(Rate(name: name, perSecond: rate))
-      report(pad(name, 44) + String(format: "%14.0f /s", rate))
-    }
     let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: TimerFormatter.maximumLength)
     defer { buffer.deallocate() }
+    var list: [Measurement] = []
     for (name, style) in Self.styles where only.isEmpty || only.contains(name) {
       let f = TimerFormatter(style: style)
-      _ = Self.bufferLoop(f, values, mask, buffer, count / 10)  // warm up
-      record(
-        "countdown \(name) (buffer)",
-        measure(count) { n in Self.bufferLoop(f, values, mask, buffer, n) })
-      record(
-        "countdown \(name) (String)",
-        measure(count) { n in Self.stringLoop(f, values, mask, n) })
+      list.append(
+        Measurement(name: "countdown \(name) (buffer)", count: count) { n in
+          Self.bufferLoop(f, values, mask, buffer, n)
+        })
+      list.append(
+        Measurement(name: "countdown \(name) (String)", count: count) { n in
+          Self.stringLoop(f, values, mask, n)
+        })
     }
     let minuteSecond = Duration.TimeFormatStyle(pattern: .minuteSecond)
-    record(
-      "Foundation .time(pattern: .minuteSecond)",
-      measure(foundationCount) { n in
+    list.append(
+      Measurement(name: "Foundation .time(pattern: .minuteSecond)", count: foundationCount) { n in
         var total = 0
         for k in 0..<n {
           total &+= Duration.seconds(values[k & mask]).formatted(minuteSecond).utf8.count
@@ -132,16 +134,15 @@ struct FormatBenchmark {
       })
     let units = Duration.UnitsFormatStyle(
       allowedUnits: [.days, .hours, .minutes, .seconds], width: .narrow, maximumUnitCount: 2)
-    record(
-      "Foundation .units(narrow, maximumUnitCount: 2)",
-      measure(foundationCount) { n in
+    list.append(
+      Measurement(name: "Foundation .units(narrow, maximumUnitCount: 2)", count: foundationCount) {
+        n in
         var total = 0
         for k in 0..<n { total &+= Duration.seconds(values[k & mask]).formatted(units).utf8.count }
         return total
       })
-    record(
-      "String(format: \"%d:%02d\")",
-      measure(foundationCount) { n in
+    list.append(
+      Measurement(name: "String(format: \"%d:%02d\")", count: foundationCount) { n in
         var total = 0
         for k in 0..<n {
           let s = values[k & mask]
@@ -149,6 +150,17 @@ struct FormatBenchmark {
         }
         return total
       })
+    var best = [Double](repeating: 0, count: list.count)
+    let rounds = max(1, repetitions)
+    for round in 0..<rounds {
+      progress("format: round \(round + 1) of \(rounds)")
+      for (k, m) in list.enumerated() { best[k] = max(best[k], Self.once(m)) }
+    }
+    var rates: [Rate] = []
+    for (k, m) in list.enumerated() {
+      rates.append(Rate(name: m.name, perSecond: best[k]))
+      report(pad(m.name, 44) + String(format: "%14.0f /s", best[k]))
+    }
     func rate(_ name: String) -> Double { rates.first { $0.name == name }?.perSecond ?? .nan }
     report("")
     // Each style against the Foundation formatter that writes the same kind of text.
