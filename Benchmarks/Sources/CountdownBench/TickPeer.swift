@@ -30,13 +30,20 @@ final class CountdownPeer: TickPeer {
   /// Wake-ups at the barriers that open and close the measured window.
   var wakeupMarks: [UInt64] = []
 
-  init(precision: TimerPrecision) { self.precision = precision }
+  /// The precise mode's early wake, or nil for the library's default.
+  let spin: Int64?
+
+  init(precision: TimerPrecision, spin: Int64? = nil) {
+    self.precision = precision
+    self.spin = spin
+  }
 
   static func id(_ index: Int, _ generation: Int) -> String { "a\(index).\(generation)" }
 
   func start(ends: [Int64], recorder: TickRecorder) async throws {
-    let options = LoopOptions(
+    var options = LoopOptions(
       precision: precision, engine: EngineOptions(reservedActivities: ends.count))
+    if let spin { options.preciseSpinNanoseconds = spin }
     let loop = try CountdownLoop(options: options) { e in
       if e.kind == .tick { recorder.record(atMs: e.at.milliseconds) }
     }

@@ -41,16 +41,35 @@ struct TicksBench: AsyncParsableCommand {
   @Option(help: "Our driver's timer: 'precise' or a quantum such as '1ms'.")
   var precision = "1ms"
 
+  @Option(
+    name: .customLong("precise-spin-us"),
+    help:
+      "With --precision precise: how many microseconds early to wake and spin (library default 50)."
+  )
+  var preciseSpinMicroseconds: Int?
+
   @Option(help: "Write the HdrHistogram percentile distribution (.hgrm) to this file.")
   var hgrm: String?
 
   @Option(name: .customLong("result-json"), help: "Write this run's result as JSON to this file.")
   var resultJSON: String?
 
+  func validate() throws {
+    if let us = preciseSpinMicroseconds {
+      guard (0...1_000).contains(us) else {
+        throw ValidationError("--precise-spin-us must be 0…1000, not \(us)")
+      }
+      guard precision == "precise" else {
+        throw ValidationError("--precise-spin-us applies only with --precision precise")
+      }
+    }
+  }
+
   func run() async throws {
     let spec = TickRunSpec(
       activities: activities, seconds: seconds, warmup: warmup, phases: phases, churn: churn,
-      precision: try parsePrecision(precision))
+      precision: try parsePrecision(precision),
+      preciseSpinNanoseconds: preciseSpinMicroseconds.map { Int64($0) * 1_000 })
     let (result, recorder) = try await spec.run(driver)
     print(result.line)
     if let hgrm { try writeHgrm(recorder, to: hgrm) }
@@ -70,9 +89,9 @@ func parsePrecision(_ s: String) throws -> TimerPrecision {
   return .quantum(milliseconds: ms)
 }
 
-func describe(_ p: TimerPrecision) -> String {
+func describe(_ p: TimerPrecision, spin: Int64? = nil) -> String {
   switch p {
-  case .precise: "precise"
+  case .precise: spin.map { "precise, \($0 / 1_000) µs spin" } ?? "precise"
   case .quantum(let ms): "\(ms)ms quantum"
   }
 }
@@ -93,6 +112,8 @@ struct TickRunSpec {
   var phases: TicksBench.Phases
   var churn: Int
   var precision: TimerPrecision
+  /// Our precise mode's early wake, when not the library's default.
+  var preciseSpinNanoseconds: Int64? = nil
 
   func endInstants(from nowMs: Int64) -> [Int64] {
     var rng = SystemRandomNumberGenerator()
@@ -105,7 +126,7 @@ struct TickRunSpec {
 
   func makePeer(_ driver: TicksBench.Driver) -> any TickPeer {
     switch driver {
-    case .countdown: CountdownPeer(precision: precision)
+    case .countdown: CountdownPeer(precision: precision, spin: preciseSpinNanoseconds)
     case .uvTimer: UVTimerPeer()
     case .nio: NIOPeer()
     case .dispatch: DispatchPeer()
@@ -150,7 +171,8 @@ struct TickRunSpec {
       churn == 0 ? Double(recorder.expectedTicks(ends: ends)) / wall : Double(activities)
     let result = TickResult.from(
       recorder, driver: driver.rawValue,
-      precision: driver == .countdown ? describe(precision) : "-", activities: activities,
+      precision: driver == .countdown ? describe(precision, spin: preciseSpinNanoseconds) : "-",
+      activities: activities,
       phases: phases.rawValue, seconds: wall, cpuNs: cpu, rss: rss,
       expectedPerSecond: expected, note: note)
     return (result, recorder)
