@@ -20,12 +20,10 @@ public struct TimerFormatter: Sendable, Hashable {
   @inlinable
   public func write(seconds: Int64, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
     precondition(buffer.count >= Self.maximumLength, "buffer smaller than maximumLength")
-    // The commonest case inline; a negative value is a huge UInt64.
+    // The commonest case inline in the caller. A negative value is a huge UInt64, so one
+    // comparison also rules it out (clamping first measured 11% slower).
     if case .compact = style, UInt64(bitPattern: seconds) < Self.compactWordLimit {
-      let (word, n) = Self.compactWord(UInt64(bitPattern: seconds))
-      UnsafeMutableRawPointer(buffer.baseAddress!).storeBytes(
-        of: word.littleEndian, as: UInt64.self)
-      return n
+      return Self.writeCompactWord(UInt64(bitPattern: seconds), buffer.baseAddress!)
     }
     return Self.write(style, UInt64(max(0, seconds)), buffer.baseAddress!)
   }
@@ -35,7 +33,7 @@ public struct TimerFormatter: Sendable, Hashable {
   @inlinable
   public func string(seconds: Int64) -> String {
     #if _pointerBitWidth(_64) && _endian(little)
-      // The commonest case inline, without a stack buffer; a negative value is a huge UInt64.
+      // As in write(seconds:into:), without a stack buffer.
       if case .compact = style, UInt64(bitPattern: seconds) < Self.compactWordLimit {
         let (word, n) = Self.compactWord(UInt64(bitPattern: seconds))
         return Self.smallString(word, 0, count: n)
@@ -108,11 +106,7 @@ public struct TimerFormatter: Sendable, Hashable {
     var n = 0
     switch style {
     case .compact:
-      if s < compactWordLimit {
-        let (word, length) = compactWord(s)
-        UnsafeMutableRawPointer(p).storeBytes(of: word.littleEndian, as: UInt64.self)
-        return length
-      }
+      if s < compactWordLimit { return writeCompactWord(s, p) }
       if s >= 86_400 {
         put(s / 86_400, p, &n, "d")
         space(p, &n)
@@ -198,6 +192,14 @@ public struct TimerFormatter: Sendable, Hashable {
     let (second, secondLength) = token(b, units &>> 8)
     let word = first | 0x20 &<< (firstLength &* 8) | second &<< ((firstLength &+ 1) &* 8)
     return (word, Int(truncatingIfNeeded: firstLength &+ 1 &+ secondLength))
+  }
+
+  /// Stores ``compactWord(_:)`` at `p` (8 bytes, zero after the text) and returns the length.
+  @inlinable @inline(__always)
+  static func writeCompactWord(_ s: UInt64, _ p: UnsafeMutablePointer<UInt8>) -> Int {
+    let (word, length) = compactWord(s)
+    UnsafeMutableRawPointer(p).storeBytes(of: word.littleEndian, as: UInt64.self)
+    return length
   }
 
   /// A number below 100 followed by a unit letter, as little-endian bytes, and its length.

@@ -163,14 +163,10 @@ struct FormatterTests {
     // with s, so being right on both sides of every multiple of 60 (which includes every hour
     // and day change) means being right at every second of the range. The first day is
     // checked second by second too.
-    let f = TimerFormatter(style: .compact)
-    var buf = [UInt8](repeating: 0, count: TimerFormatter.maximumLength)
     var failures = 0
     func check(_ s: Int64) {
       let want = referenceText(.compact, s)
-      let n = buf.withUnsafeMutableBufferPointer { f.write(seconds: s, into: $0) }
-      let b = String(decoding: buf[0..<n], as: UTF8.self)
-      let str = f.string(seconds: s)
+      let (b, str) = texts(.compact, s)
       if b != want || str != want {
         failures += 1
         Issue.record("compact \(s): buffer \(b), string \(str), want \(want)")
