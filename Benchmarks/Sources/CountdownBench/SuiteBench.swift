@@ -74,16 +74,10 @@ struct SuiteBench: AsyncParsableCommand {
     var wake: [WakeResult] = []
     func probe(_ k: Int, _ when: String) throws {
       progress(k, "wake (the machine's floor, \(when))")
-      let out = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "countdown-bench-\(getpid())-wake-\(k).json")
-      if try runChild(me, ["wake", "--seconds", "\(seconds)", "--result-json", out.path]),
-        let data = try? Data(contentsOf: out)
-      {
-        var result = try JSONDecoder().decode(WakeResult.self, from: data)
+      if var result: WakeResult = try childResult(me, ["wake", "--seconds", "\(seconds)"]) {
         result.when = when
         wake.append(result)
       }
-      try? FileManager.default.removeItem(at: out)
     }
     try probe(1, "before the tick runs")
     var ticks: [TickResult] = []
@@ -92,18 +86,13 @@ struct SuiteBench: AsyncParsableCommand {
         k + 2,
         "ticks --driver \(r.driver) --activities \(r.activities) --precision \(r.precision) --phases \(r.phases)"
       )
-      let out = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "countdown-bench-\(getpid())-\(k).json")
       var args = [
         "ticks", "--driver", r.driver, "--activities", "\(r.activities)", "--precision",
         r.precision,
         "--phases", r.phases, "--seconds", "\(seconds)", "--warmup", "\(warmup)",
-        "--result-json", out.path,
       ]
       if let hgrm { args += ["--hgrm", "\(hgrm)/\(r.label).hgrm"] }
-      guard try runChild(me, args), let data = try? Data(contentsOf: out) else { continue }
-      try? FileManager.default.removeItem(at: out)
-      ticks.append(try JSONDecoder().decode(TickResult.self, from: data))
+      if let result: TickResult = try childResult(me, args) { ticks.append(result) }
     }
     try probe(plan.count + 2, "after the tick runs")
     progress(plan.count + 3, "format")
@@ -123,17 +112,23 @@ struct SuiteBench: AsyncParsableCommand {
     progress(total, "done")
   }
 
-  /// Runs this executable with `args`, its output discarded; false (and a message) when it
-  /// fails.
-  func runChild(_ me: String, _ args: [String]) throws -> Bool {
+  /// Runs this executable with `args` and `--result-json` into a temporary file, its output
+  /// discarded, and decodes the result it wrote; nil (and a message) when it fails.
+  func childResult<T: Decodable>(_ me: String, _ args: [String]) throws -> T? {
+    let out = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "countdown-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).json")
+    defer { try? FileManager.default.removeItem(at: out) }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: me)
-    p.arguments = args
+    p.arguments = args + ["--result-json", out.path]
     p.standardOutput = FileHandle.nullDevice
     try p.run()
     p.waitUntilExit()
-    if p.terminationStatus != 0 { printError("  run failed (status \(p.terminationStatus))") }
-    return p.terminationStatus == 0
+    guard p.terminationStatus == 0, let data = try? Data(contentsOf: out) else {
+      printError("  run failed (status \(p.terminationStatus))")
+      return nil
+    }
+    return try JSONDecoder().decode(T.self, from: data)
   }
 
   struct SuiteResult: Codable {
@@ -156,7 +151,7 @@ struct SuiteBench: AsyncParsableCommand {
     s += "| when | p50 | p90 | p99 | p99.9 | max | over 1 ms |\n|---|---|---|---|---|---|---|\n"
     for w in wake {
       s +=
-        "| \(w.when ?? "") | \(fmt(w.p50)) | \(fmt(w.p90)) | \(fmt(w.p99)) | \(fmt(w.p999)) | \(fmt(w.max)) | \(w.overOneMs) of \(w.wakeUps) |\n"
+        "| \(w.when ?? "") | \(w.latency.cells) | \(w.overOneMs) of \(w.wakeUps) |\n"
     }
     s += "\n"
     s +=
@@ -172,7 +167,7 @@ struct SuiteBench: AsyncParsableCommand {
       let p99Ratio = ours.map { String(format: "%.1f×", r.p99 / $0.p99) } ?? "–"
       let cpuRatio = ours.map { String(format: "%.1f×", r.cpuPercent / $0.cpuPercent) } ?? "–"
       s +=
-        "| \(name) | \(r.activities) | \(r.phases) | \(fmt(r.p50)) | \(fmt(r.p90)) | \(fmt(r.p99)) | \(fmt(r.p999)) | \(fmt(r.max)) | \(r.earlyTicks) | "
+        "| \(name) | \(r.activities) | \(r.phases) | \(r.latency.cells) | \(r.earlyTicks) | "
         + String(format: "%.1f%%", r.cpuPercent) + " | " + String(format: "%.0f MB", r.rssMB)
         + " | "
         + String(format: "%.0f / %.0f", r.ticksPerSecond, r.expectedPerSecond)

@@ -7,8 +7,7 @@ import Histogram
 /// The state sits behind a pointer so that recording pays no exclusivity check.
 final class TickRecorder: @unchecked Sendable {
   struct State {
-    var histogram = Histogram<UInt64>(
-      highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+    var histogram = latencyHistogram()
     var ticks: UInt64 = 0
     var early: UInt64 = 0
     var recording = false
@@ -97,27 +96,62 @@ struct TickResult: Codable {
     _ r: TickRecorder, driver: String, precision: String, activities: Int, phases: String,
     seconds: Double, cpuNs: Int64, rss: Int64, expectedPerSecond: Double, note: String = ""
   ) -> TickResult {
-    let h = r.histogram
-    let us = { (v: UInt64) in Double(v) / 1_000 }
+    let l = Latency(r.histogram)
     let perSecond = Double(r.ticks) / seconds
-    let p99 = us(h.valueAtPercentile(99))
+    let p99 = l.p99
     return TickResult(
       driver: driver, precision: precision, activities: activities, phases: phases,
-      seconds: seconds,
-      p50: us(h.valueAtPercentile(50)), p90: us(h.valueAtPercentile(90)), p99: p99,
-      p999: us(h.valueAtPercentile(99.9)), max: us(h.max), earlyTicks: r.early,
+      seconds: seconds, p50: l.p50, p90: l.p90, p99: p99, p999: l.p999, max: l.max,
+      earlyTicks: r.early,
       cpuPercent: Double(cpuNs) / (seconds * 1e9) * 100, rssMB: Double(rss) / 1_048_576,
       ticksPerSecond: perSecond, expectedPerSecond: expectedPerSecond,
       fellBehind: perSecond < expectedPerSecond * 0.98 || p99 > 1_000_000, note: note)
   }
 
+  var latency: Latency { Latency(p50: p50, p90: p90, p99: p99, p999: p999, max: max) }
+
   var line: String {
     let behind = fellBehind ? "  FALLS BEHIND" : ""
     return "\(driver) [\(precision)] \(activities) activities, \(phases) phases: "
-      + "p50 \(fmt(p50)) p90 \(fmt(p90)) p99 \(fmt(p99)) p99.9 \(fmt(p999)) max \(fmt(max)); "
-      + "early \(earlyTicks); CPU \(String(format: "%.1f", cpuPercent))%; RSS \(String(format: "%.0f", rssMB)) MB; "
+      + "\(latency.text); early \(earlyTicks); CPU \(String(format: "%.1f", cpuPercent))%; RSS \(String(format: "%.0f", rssMB)) MB; "
       + "ticks/s \(String(format: "%.0f", ticksPerSecond)) of \(String(format: "%.0f", expectedPerSecond))"
       + (note.isEmpty ? "" : "; \(note)") + behind
+  }
+}
+
+/// A histogram of lateness in nanoseconds: up to a minute, three significant digits.
+func latencyHistogram() -> Histogram<UInt64> {
+  Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+}
+
+/// The percentiles every lateness result reports, in microseconds.
+struct Latency {
+  var p50: Double
+  var p90: Double
+  var p99: Double
+  var p999: Double
+  var max: Double
+
+  init(p50: Double, p90: Double, p99: Double, p999: Double, max: Double) {
+    (self.p50, self.p90, self.p99, self.p999, self.max) = (p50, p90, p99, p999, max)
+  }
+
+  /// From a histogram in nanoseconds.
+  init(_ h: Histogram<UInt64>) {
+    let us = { (v: UInt64) in Double(v) / 1_000 }
+    self.init(
+      p50: us(h.valueAtPercentile(50)), p90: us(h.valueAtPercentile(90)),
+      p99: us(h.valueAtPercentile(99)), p999: us(h.valueAtPercentile(99.9)), max: us(h.max))
+  }
+
+  /// `p50 … p90 … p99 … p99.9 … max …`, as the one-line results print it.
+  var text: String {
+    "p50 \(fmt(p50)) p90 \(fmt(p90)) p99 \(fmt(p99)) p99.9 \(fmt(p999)) max \(fmt(max))"
+  }
+
+  /// The five as Markdown table cells, without the outer bars.
+  var cells: String {
+    "\(fmt(p50)) | \(fmt(p90)) | \(fmt(p99)) | \(fmt(p999)) | \(fmt(max))"
   }
 }
 

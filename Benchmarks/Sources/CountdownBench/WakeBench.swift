@@ -57,9 +57,10 @@ struct WakeResult: Codable {
 
   var line: String {
     "bare clock_nanosleep every \(String(format: "%.0f", periodMicroseconds)) µs, \(wakeUps) wake-ups: "
-      + "p50 \(fmt(p50)) p90 \(fmt(p90)) p99 \(fmt(p99)) p99.9 \(fmt(p999)) max \(fmt(max)); "
-      + "\(overOneMs) over 1 ms"
+      + "\(latency.text); \(overOneMs) over 1 ms"
   }
+
+  var latency: Latency { Latency(p50: p50, p90: p90, p99: p99, p999: p999, max: max) }
 }
 
 struct WakeProbe {
@@ -68,8 +69,7 @@ struct WakeProbe {
 
   func run() -> WakeResult {
     _ = cdl_set_timer_slack_ns(1)
-    var histogram = Histogram<UInt64>(
-      highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+    var histogram = latencyHistogram()
     var over = 0
     let start = cdl_monotonic_ns()
     let end = start + Int64(seconds * 1e9)
@@ -84,11 +84,9 @@ struct WakeProbe {
       wakeUps += 1
       next += periodNs
     }
-    let us = { (v: UInt64) in Double(v) / 1_000 }
+    let l = Latency(histogram)
     return WakeResult(
       seconds: seconds, periodMicroseconds: Double(periodNs) / 1_000, wakeUps: wakeUps,
-      p50: us(histogram.valueAtPercentile(50)), p90: us(histogram.valueAtPercentile(90)),
-      p99: us(histogram.valueAtPercentile(99)), p999: us(histogram.valueAtPercentile(99.9)),
-      max: us(histogram.max), overOneMs: over)
+      p50: l.p50, p90: l.p90, p99: l.p99, p999: l.p999, max: l.max, overOneMs: over)
   }
 }
