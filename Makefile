@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: run replay plot test deps lint build release tsan asan bench-format
+.PHONY: run replay plot test deps lint build release tsan asan bench-format consumer
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null || { \
@@ -54,3 +54,10 @@ tsan: deps
 asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI'
 
+
+# A package that depends on Countdown as a service would, one executable per library product,
+# each linking that product alone; both are built and run (own scratch path).
+consumer: deps
+	cd Examples/consumer && $(SWIFT) build --scratch-path ../../.build-consumer
+	.build-consumer/debug/CoreOnly
+	.build-consumer/debug/LoopOnly

@@ -7,8 +7,6 @@ let package = Package(
   products: [
     .library(name: "Countdown", targets: ["Countdown"]),
     .library(name: "CountdownLoop", targets: ["CountdownLoop"]),
-    // libuv itself, for the benchmark's one-uv_timer_t-per-activity peer.
-    .library(name: "CLibUV", targets: ["CLibUV"]),
     .executable(name: "countdown", targets: ["CountdownCLI"]),
   ],
   dependencies: [
@@ -21,7 +19,9 @@ let package = Package(
       pkgConfig: "libuv",
       providers: [.apt(["libuv1-dev"])]
     ),
-    .target(name: "Countdown"),
+    // The core rounds Doubles (trunc, ceil, …), which live in libm on Linux: link it here, so
+    // that a package depending on this product alone links (Examples/consumer checks it).
+    .target(name: "Countdown", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
     .target(name: "CountdownLoop", dependencies: ["Countdown", "CLibUV"]),
     .executableTarget(
       name: "CountdownCLI",

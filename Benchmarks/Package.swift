@@ -16,18 +16,21 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
   ],
   targets: [
+    .systemLibrary(
+      name: "CBenchUV", path: "CSupport/CBenchUV", pkgConfig: "libuv",
+      providers: [.apt(["libuv1-dev"])]),
     .executableTarget(
       name: "CountdownBench",
       dependencies: [
         .product(name: "Countdown", package: "Countdown"),
         .product(name: "CountdownLoop", package: "Countdown"),
         .product(name: "Histogram", package: "hdrhistogram-swift"),
-        .product(name: "CLibUV", package: "Countdown"),
+        "CBenchUV",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
-    )
+    ),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -127,9 +127,9 @@ public struct ActivityContent: Hashable, Sendable {
 }
 
 /// RFC 7396 JSON Merge Patch.
-public enum MergePatch {
+package enum MergePatch {
   /// Applies `patch` to the object `target`.
-  public static func apply(_ patch: [String: JSONValue], to target: inout [String: JSONValue]) {
+  package static func apply(_ patch: [String: JSONValue], to target: inout [String: JSONValue]) {
     for (key, value) in patch {
       switch value {
       case .null: target[key] = nil

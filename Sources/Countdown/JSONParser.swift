@@ -1,11 +1,11 @@
 /// A strict JSON (RFC 8259) parser over UTF-8 bytes with a nesting limit, so that no input,
 /// however hostile, can trap or exhaust the stack.
-public struct JSONParser {
+package struct JSONParser {
   /// Deepest nesting of arrays and objects accepted.
-  public static let maximumDepth = 64
+  package static let maximumDepth = 64
 
   /// Parses one JSON text (surrounding white space allowed).
-  public static func parse(_ text: some StringProtocol) throws(CountdownError) -> JSONValue {
+  package static func parse(_ text: some StringProtocol) throws(CountdownError) -> JSONValue {
     var copy = String(text)
     let result = copy.withUTF8 { buf in
       Result { () throws(CountdownError) -> JSONValue in try parse(bytes: buf) }
@@ -14,7 +14,7 @@ public struct JSONParser {
   }
 
   /// Parses one JSON text from UTF-8 bytes.
-  public static func parse(bytes: UnsafeBufferPointer<UInt8>) throws(CountdownError) -> JSONValue {
+  package static func parse(bytes: UnsafeBufferPointer<UInt8>) throws(CountdownError) -> JSONValue {
     var p = JSONParser(bytes: bytes)
     p.skipSpace()
     let v = try p.value(depth: 0)

@@ -1,22 +1,22 @@
 /// Appends compact JSON to a byte buffer. Object keys are written sorted by their UTF-8 bytes,
 /// so equal values always encode to equal bytes.
-public struct JSONWriter {
+package struct JSONWriter {
   /// The bytes written so far.
-  public var bytes: [UInt8] = []
+  package var bytes: [UInt8] = []
 
-  public init() {}
+  package init() {}
 
   /// The bytes written so far, as a string.
-  public var string: String { String(decoding: bytes, as: UTF8.self) }
+  package var string: String { String(decoding: bytes, as: UTF8.self) }
 
   /// Appends raw bytes, such as punctuation.
   @inlinable
-  public mutating func raw(_ s: StaticString) {
+  package mutating func raw(_ s: StaticString) {
     s.withUTF8Buffer { bytes.append(contentsOf: $0) }
   }
 
   /// Appends a JSON string literal with the escapes RFC 8259 requires.
-  public mutating func write(string s: String) {
+  package mutating func write(string s: String) {
     bytes.append(UInt8(ascii: "\""))
     for c in s.utf8 {
       switch c {
@@ -40,7 +40,7 @@ public struct JSONWriter {
   }
 
   /// Appends an integer in decimal.
-  public mutating func write(int v: Int64) {
+  package mutating func write(int v: Int64) {
     if v < 0 {
       bytes.append(UInt8(ascii: "-"))
       write(unsigned: v.magnitude)
@@ -64,7 +64,7 @@ public struct JSONWriter {
 
   /// Appends a number: integral values of magnitude below 2^53 without a fraction, others in
   /// Swift's shortest round-trip form. Non-finite values (never valid JSON) are written `null`.
-  public mutating func write(double d: Double) {
+  package mutating func write(double d: Double) {
     guard d.isFinite else {
       raw("null")
       return
@@ -77,7 +77,7 @@ public struct JSONWriter {
   }
 
   /// Appends any JSON value.
-  public mutating func write(_ v: JSONValue) {
+  package mutating func write(_ v: JSONValue) {
     switch v {
     case .null: raw("null")
     case .bool(let b): if b { raw("true") } else { raw("false") }

@@ -5,7 +5,7 @@ public struct WireEventWriter {
   /// Whether `tick` events are written.
   public var writesTicks: Bool
   /// The JSON Lines written so far.
-  public var out = JSONWriter()
+  package var out = JSONWriter()
 
   public init(formatter: TimerFormatter = TimerFormatter(style: .timer), writesTicks: Bool = false)
   {

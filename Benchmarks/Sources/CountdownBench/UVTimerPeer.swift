@@ -1,4 +1,4 @@
-import CLibUV
+import CBenchUV
 import Foundation
 
 /// The peer most people would write first: one `uv_timer_t` per activity, re-armed after each

@@ -1,5 +1,5 @@
 import ArgumentParser
-import CLibUV
+import CBenchUV
 import Foundation
 import Histogram
 
@@ -68,17 +68,17 @@ struct WakeProbe {
   var periodNs: Int64
 
   func run() -> WakeResult {
-    _ = cdl_set_timer_slack_ns(1)
+    _ = cbench_set_timer_slack_ns(1)
     var histogram = latencyHistogram()
     var over = 0
-    let start = cdl_monotonic_ns()
+    let start = cbench_monotonic_ns()
     let end = start + Int64(seconds * 1e9)
     var next = start + periodNs
     var wakeUps = 0
     while next <= end {
       var ts = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
       while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-      let late = cdl_monotonic_ns() - next
+      let late = cbench_monotonic_ns() - next
       _ = histogram.record(UInt64(max(0, late)))
       if late > 1_000_000 { over += 1 }
       wakeUps += 1
