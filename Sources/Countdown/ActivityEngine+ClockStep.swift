@@ -8,8 +8,10 @@ extension ActivityEngine {
   /// instant before the new time. A backward step delivers nothing twice: what has fired
   /// stays fired (an expired countdown stays at zero), and each ticking activity whose
   /// displayed value changed gets one catch-up `tick` at `t`.
+  /// - Throws: `invalidDate` when `t` is outside the wire's range; nothing changes then.
   /// - Complexity: O(n log n) plus the deadlines jumped over.
-  public mutating func stepClock(to t: Instant) {
+  public mutating func stepClock(to t: Instant) throws(CountdownError) {
+    _ = try t.validated("instant")
     let old = now.milliseconds
     let target = t.milliseconds
     guard target != old else { return }

@@ -48,7 +48,7 @@ extension ActivityEngine {
     let now = t.milliseconds
     // A bounded max-heap of (end, seq, slot): the root is the worst kept candidate.
     var kept: [(end: Int64, seq: UInt64, slot: UInt32)] = []
-    kept.reserveCapacity(k)
+    kept.reserveCapacity(min(k, count))
     func worse(
       _ a: (end: Int64, seq: UInt64, slot: UInt32), _ b: (end: Int64, seq: UInt64, slot: UInt32)
     ) -> Bool {

@@ -216,12 +216,16 @@ public struct ActivityEngine {
   }
 
   /// Delivers every event due at or before `t` and moves the clock to `t`.
-  /// - Throws: `timeWentBackwards` when `t` is before the clock.
+  /// - Throws: `invalidDate` when `t` is outside the wire's range (``Instant/wireMinimum`` to
+  ///   ``Instant/wireMaximum``), `timeWentBackwards` when it is before the clock.
   public mutating func advance(to t: Instant) throws(CountdownError) {
     try moveClock(to: t)
   }
 
+  /// The one place where commands move the clock: every instant is checked against the wire's
+  /// range first, so that no `Int64` makes the run loop walk to the end of time.
   mutating func moveClock(to t: Instant) throws(CountdownError) {
+    _ = try t.validated("instant")
     if t < now {
       throw CountdownError(
         .timeWentBackwards,

@@ -16,7 +16,7 @@ struct DeadlineHeap {
 
   private(set) var entries: [Entry] = []
   /// Index in `entries` of each slot's entry, or -1.
-  private var index: [Int32] = []
+  private(set) var index: [Int32] = []
 
   var count: Int { entries.count }
   var top: Entry? { entries.first }

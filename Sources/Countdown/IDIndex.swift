@@ -9,7 +9,7 @@ struct IDIndex {
   private var mask: Int { table.count - 1 }
 
   @inline(__always)
-  private static func home(_ id: String, _ mask: Int) -> Int { id.hashValue & mask }
+  static func home(_ id: String, _ mask: Int) -> Int { id.hashValue & mask }
 
   /// The slot of `id`.
   /// - Complexity: O(1) expected.

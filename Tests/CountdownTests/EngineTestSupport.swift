@@ -1,4 +1,5 @@
 import Countdown
+import Foundation
 
 /// 2026-11-21T08:00:00Z, a whole second.
 let t0 = Instant(milliseconds: 1_795_248_000_000)
@@ -49,4 +50,14 @@ func errorCode(_ body: () throws -> Void) -> CountdownError.Code? {
   } catch {
     return CountdownError.Code(rawValue: "unexpected \(type(of: error))")
   }
+}
+
+/// The seed of a randomized test: `COUNTDOWN_TEST_SEED` when set (to replay a failure), else
+/// a fresh one, which the test puts in its failure messages.
+func testSeed() -> UInt64 {
+  if let text = ProcessInfo.processInfo.environment["COUNTDOWN_TEST_SEED"], let seed = UInt64(text)
+  {
+    return seed
+  }
+  return UInt64.random(in: .min ... .max)
 }

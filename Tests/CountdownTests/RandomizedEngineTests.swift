@@ -102,10 +102,14 @@ struct RandomizedEngineTests {
         reference.setEnabled(on, at: t)
       }
       commands += 1
+      // The wheel, the heap and the id index stay consistent after every command (a broken
+      // invariant stops the run with its message).
+      engine.checkInvariants()
       #expect(got == want, "seed \(seed) command \(commands) at \(t - t0.milliseconds) on \(id)")
       if got != want || recorder.lines != reference.events { break }
     }
     try engine.advance(to: Instant(milliseconds: t + 30_000))
+    engine.checkInvariants()
     reference.advance(to: t + 30_000)
     let mine = recorder.lines
     let theirs = reference.events

@@ -1,0 +1,142 @@
+#if DEBUG
+  extension ActivityEngine {
+    /// Checks every structural invariant of the engine's storage, and stops with a message
+    /// naming the first one broken: the slot arrays, the phase wheel (back indices, occupancy
+    /// bits, counts, start order, the value each entry will show), the deadline heap (back
+    /// indices, heap order, nothing overdue) and the id index (every id findable, counts).
+    ///
+    /// Debug and test builds only; the randomized engine test calls it after every command.
+    /// - Complexity: O(n) for n slots, plus O(n) id look-ups.
+    package func checkInvariants() {
+      checkSlots()
+      checkWheel()
+      checkHeap()
+      checkIDIndex()
+    }
+
+    private func checkSlots() {
+      let n = generation.count
+      let counts: [(String, Int)] = [
+        ("seq", seq.count), ("kindOf", kindOf.count), ("phaseOf", phaseOf.count),
+        ("isStale", isStale.count), ("isExpired", isExpired.count), ("anchor", anchor.count),
+        ("pausedTotal", pausedTotal.count), ("frozenAt", frozenAt.count), ("idOf", idOf.count),
+        ("cold", cold.count), ("wheel.bucketOf", wheel.bucketOf.count),
+        ("wheel.position", wheel.position.count), ("heap.index", heap.index.count),
+      ]
+      for (name, count) in counts {
+        precondition(count == n, "\(name) has \(count) slots, generation has \(n)")
+      }
+      var free = [Bool](repeating: false, count: n)
+      for slot in freeSlots {
+        let s = Int(slot)
+        precondition(phaseOf[s] == .free, "slot \(s) is on the free list but \(phaseOf[s])")
+        precondition(!free[s], "slot \(s) is on the free list twice")
+        free[s] = true
+      }
+      for s in 0..<n where phaseOf[s] == .free {
+        precondition(free[s], "slot \(s) is free but not on the free list")
+      }
+    }
+
+    private func checkWheel() {
+      var total = 0
+      for b in 0..<PhaseWheel.bucketCount {
+        let bucket = wheel.buckets[b]
+        var live = 0
+        var lastSeq: UInt64?
+        for (k, e) in bucket.entries.enumerated() where e.slot != PhaseWheel.tombstone {
+          let s = Int(e.slot)
+          live += 1
+          precondition(s < phaseOf.count, "bucket \(b) holds slot \(s), past the slots")
+          precondition(
+            Int(wheel.bucketOf[s]) == b, "slot \(s) in bucket \(b) says bucket \(wheel.bucketOf[s])"
+          )
+          precondition(
+            Int(wheel.position[s]) == k,
+            "slot \(s) at \(k) in bucket \(b) says position \(wheel.position[s])")
+          precondition(
+            e.generation == generation[s], "bucket \(b) holds a stale generation of slot \(s)")
+          precondition(
+            e.id == idOf[s], "bucket \(b) entry of slot \(s) has id \(e.id), the slot \(idOf[s])")
+          precondition(phaseOf[s] == .active, "slot \(s) ticks from the wheel but is \(phaseOf[s])")
+          precondition(
+            e.isCountdown == (kindOf[s] == .countdown), "slot \(s) entry has the wrong kind")
+          // The entry's value is what the activity shows from its next tick on.
+          let t = PhaseWheel.nextOccurrence(of: Int64(b), after: now.milliseconds)
+          precondition(
+            e.value == displayedSeconds(s, t),
+            "slot \(s) will tick \(e.value) at \(t) but shows \(displayedSeconds(s, t)) then")
+          if bucket.sorted {
+            if let last = lastSeq {
+              precondition(last < seq[s], "bucket \(b) is marked sorted but is out of start order")
+            }
+            lastSeq = seq[s]
+          }
+        }
+        precondition(
+          live == bucket.live, "bucket \(b) counts \(bucket.live) live entries, holds \(live)")
+        let bit = wheel.occupied[b >> 6] >> UInt64(b & 63) & 1 == 1
+        precondition(
+          bit == (live > 0), "bucket \(b)'s occupancy bit is \(bit) with \(live) live entries")
+        precondition(
+          live > 0 || bucket.entries.isEmpty || b == wheel.walking,
+          "bucket \(b) has no live entry but keeps \(bucket.entries.count) tombstones")
+        total += live
+      }
+      precondition(total == wheel.count, "the wheel counts \(wheel.count) entries, holds \(total)")
+      let onWheel = wheel.bucketOf.filter { $0 >= 0 }.count
+      precondition(
+        onWheel == total, "\(onWheel) slots say they are on the wheel, which holds \(total)")
+    }
+
+    private func checkHeap() {
+      let entries = heap.entries
+      var indexed = 0
+      for (i, e) in entries.enumerated() {
+        let s = Int(e.slot)
+        precondition(
+          Int(heap.index[s]) == i, "heap entry \(i) of slot \(s) is indexed at \(heap.index[s])")
+        precondition(phaseOf[s] != .free, "the heap holds a deadline of free slot \(s)")
+        precondition(e.order >> 3 == seq[s], "heap entry of slot \(s) carries another start order")
+        precondition(
+          e.at > now.milliseconds,
+          "slot \(s)'s deadline \(e.at) is due but did not run (now \(now.milliseconds))")
+        if i > 0 {
+          precondition(
+            !DeadlineHeap.Entry.precedes(e, entries[(i - 1) / 2]),
+            "heap entry \(i) precedes its parent")
+        }
+      }
+      for i in heap.index where i >= 0 { indexed += 1 }
+      precondition(
+        indexed == entries.count, "\(indexed) slots are indexed, the heap holds \(entries.count)")
+      for s in 0..<phaseOf.count where phaseOf[s] == .ended {
+        precondition(heap.index[s] >= 0, "ended slot \(s) has no dismissal deadline")
+      }
+    }
+
+    private func checkIDIndex() {
+      let table = slotIndex.table
+      precondition(
+        table.count.nonzeroBitCount == 1, "the id table's size \(table.count) is not a power of two"
+      )
+      precondition(
+        slotIndex.count * 4 <= table.count * 3, "the id table is over three quarters full")
+      var seen = [Bool](repeating: false, count: phaseOf.count)
+      var filled = 0
+      for s in table where s != IDIndex.empty {
+        filled += 1
+        precondition(
+          Int(s) < phaseOf.count && phaseOf[Int(s)] != .free, "the id table holds free slot \(s)")
+        precondition(!seen[Int(s)], "the id table holds slot \(s) twice")
+        seen[Int(s)] = true
+        precondition(
+          slotIndex.find(idOf[Int(s)], in: idOf) == s, "id \(idOf[Int(s)]) cannot be found")
+      }
+      precondition(
+        filled == slotIndex.count, "the id table counts \(slotIndex.count), holds \(filled)")
+      let live = phaseOf.filter { $0 != .free }.count
+      precondition(filled == live, "\(live) activities live, \(filled) are indexed")
+    }
+  }
+#endif
