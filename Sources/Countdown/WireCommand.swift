@@ -41,6 +41,23 @@ public struct WireDecodingFailure: Error, Sendable {
 extension WireCommand {
   /// Decodes one JSON line. Unknown keys are rejected so that a misspelt optional field is
   /// reported instead of silently ignored.
+  /// Decodes one JSON line from raw bytes, as they come from a file or a socket. Bytes that
+  /// are not UTF-8 are rejected with `invalidPayload` naming the first bad byte, never
+  /// replaced: a corrupt byte must not silently change an id or a title.
+  public static func decode(
+    bytes: UnsafeBufferPointer<UInt8>
+  ) -> Result<WireCommand, WireDecodingFailure> {
+    let json: JSONValue
+    do throws(CountdownError) {
+      try UTF8Validation.check(bytes)
+      json = try JSONParser.parse(bytes: bytes)
+    } catch {
+      return .failure(WireDecodingFailure(error: error, at: nil, id: nil))
+    }
+    return decode(json)
+  }
+
+  /// Decodes one JSON line.
   public static func decode(line: some StringProtocol) -> Result<WireCommand, WireDecodingFailure> {
     let json: JSONValue
     do {

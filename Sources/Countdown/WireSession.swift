@@ -49,8 +49,23 @@ public final class WireSession {
 
   /// Handles one input line (1-based `number`). Blank lines are skipped.
   public func handle(line: some StringProtocol, number: Int) {
-    if line.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
-    switch WireCommand.decode(line: line) {
+    if Self.isBlank(line.utf8) { return }
+    handle(WireCommand.decode(line: line), number: number)
+  }
+
+  /// Handles one input line of raw bytes (1-based `number`), as read from a file or a socket:
+  /// bytes that are not UTF-8 give an `invalidPayload` error naming the first bad byte.
+  public func handle(bytes: UnsafeBufferPointer<UInt8>, number: Int) {
+    if Self.isBlank(bytes) { return }
+    handle(WireCommand.decode(bytes: bytes), number: number)
+  }
+
+  private static func isBlank(_ bytes: some Sequence<UInt8>) -> Bool {
+    bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
+  }
+
+  private func handle(_ decoded: Result<WireCommand, WireDecodingFailure>, number: Int) {
+    switch decoded {
     case .failure(let f):
       sink.writer.write(error: f.error, line: number, at: engine?.now, id: f.id)
     case .success(let c):

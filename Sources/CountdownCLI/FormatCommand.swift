@@ -17,8 +17,20 @@ struct FormatCommand: ParsableCommand {
   @Option(help: "countdown rounds up to whole seconds; elapsed (default) rounds down.")
   var mode: Mode = .elapsed
 
-  @Argument(parsing: .allUnrecognized, help: "Durations in milliseconds (default: standard input).")
+  @Argument(
+    parsing: .allUnrecognized,
+    help: "Durations in milliseconds (default: standard input); -- ends the options.")
   var values: [String] = []
+
+  /// `values`, with the first `--` taken as the end of the options (POSIX): values are
+  /// collected with `.allUnrecognized` so that negative numbers need no `--`, and that keeps
+  /// the terminator among them.
+  var operands: [String] {
+    guard let k = values.firstIndex(of: "--") else { return values }
+    var v = values
+    v.remove(at: k)
+    return v
+  }
 
   enum Mode: String, ExpressibleByArgument, CaseIterable {
     case countdown, elapsed
@@ -50,7 +62,8 @@ struct FormatCommand: ParsableCommand {
       out.bytes.append(0x0A)
       out.flushIfFull()
     }
-    if values.isEmpty {
+    let operands = self.operands
+    if operands.isEmpty {
       var reader = LineReader(fd: 0)
       do {
         try reader.forEachLine(handle)
@@ -60,7 +73,7 @@ struct FormatCommand: ParsableCommand {
         throw ExitCode.failure
       }
     } else {
-      for v in values {
+      for v in operands {
         var v = v
         v.withUTF8 { handle($0) }
       }

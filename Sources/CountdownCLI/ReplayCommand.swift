@@ -57,7 +57,7 @@ struct ReplayCommand: ParsableCommand {
     do {
       try reader.forEachLine { line in
         number += 1
-        session.handle(line: String(decoding: line, as: UTF8.self), number: number)
+        session.handle(bytes: line, number: number)
         if session.pendingOutput >= OutputBuffer.flushThreshold { out.append(session.takeOutput()) }
       }
     } catch {

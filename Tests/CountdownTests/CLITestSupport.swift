@@ -26,10 +26,17 @@ enum CLI {
   /// waits happen on a thread of their own, so that a long run never holds one of the few
   /// threads of Swift's cooperative pool (which the real-loop tests need meanwhile).
   static func run(_ arguments: [String], input: Data? = nil) async throws -> Result {
+    try await runIn(nil, arguments, input: input)
+  }
+
+  /// `run` in the working directory `directory` (nil: this process's).
+  static func runIn(_ directory: URL?, _ arguments: [String], input: Data? = nil) async throws
+    -> Result
+  {
     let box = ResultBox()
     await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
       Thread {
-        box.result = Swift.Result { try runBlocking(arguments, input: input) }
+        box.result = Swift.Result { try runBlocking(directory, arguments, input: input) }
         c.resume()
       }.start()
     }
@@ -41,9 +48,12 @@ enum CLI {
     var result: Swift.Result<Result, any Error>?
   }
 
-  private static func runBlocking(_ arguments: [String], input: Data?) throws -> Result {
+  private static func runBlocking(_ directory: URL?, _ arguments: [String], input: Data?) throws
+    -> Result
+  {
     let p = Process()
     p.executableURL = executable
+    if let directory { p.currentDirectoryURL = directory }
     p.arguments = arguments
     let inPipe = Pipe()
     let outPipe = Pipe()

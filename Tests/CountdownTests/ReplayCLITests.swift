@@ -62,6 +62,32 @@ struct ReplayCLITests {
     #expect(r.stderr.contains("cannot open /nonexistent/commands.jsonl"))
   }
 
+  @Test("replay takes -- before a file name that starts with -, and rejects bad UTF-8 lines")
+  func replayDoubleDashAndBytes() async throws {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cd-\(UUID())")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    var bytes = Data(
+      #"{"at":1795248000000,"op":"start","id":"a","kind":"elapsed","title":"A"}"#.utf8)
+    bytes.append(0x0A)
+    // 69 bytes, then the bad byte: byte 70.
+    bytes.append(
+      Data(#"{"at":1795248000000,"op":"start","id":"b","kind":"elapsed","title":"B"#.utf8))
+    bytes.append(contentsOf: [0xC3, 0x28])  // an invalid two-byte sequence
+    bytes.append(Data("\"}\n".utf8))
+    let file = dir.appendingPathComponent("-scenario.jsonl")
+    try bytes.write(to: file)
+    let r = try await CLI.runIn(dir, ["replay", "--", "-scenario.jsonl"])
+    #expect(r.status == 0, "\(r.stderr)")
+    let lines = r.stdout.split(separator: "\n")
+    #expect(lines.count == 2)
+    #expect(lines.first?.contains(#""event":"started","id":"a""#) == true)
+    #expect(
+      lines.last?.contains(
+        #""line":2,"code":"invalidPayload","message":"invalid UTF-8 at byte 70 (0xC3)"#) == true,
+      "\(r.stdout)")
+  }
+
   @Test("Unknown styles are refused with the list of styles")
   func badStyle() async throws {
     let r = try await CLI.run(["replay", "--style", "fancy"], input: Data())
@@ -111,6 +137,22 @@ struct FormatCLITests {
     #expect(r.status == 2)
     #expect(r.stdout == "1d 1h\n\n")
     #expect(r.stderr.contains("line 2:"))
+  }
+
+  @Test("-- ends the options, as in POSIX tools: values after it are values, never options")
+  func doubleDash() async throws {
+    let r = try await CLI.run(["format", "--style", "timer", "--", "999", "-5", "61000"])
+    #expect(r.status == 0 && r.stderr.isEmpty, "\(r.stderr)")
+    #expect(r.stdout == "0:00\n0:00\n1:01\n")
+    // After --, an option's name is a value (and not an integer), and a second -- too.
+    let o = try await CLI.run(["format", "--", "--style", "--", "5000"])
+    #expect(o.status == 2)
+    #expect(o.stdout == "\n\n0:05\n")
+    #expect(o.stderr.contains("line 1: \"--style\"") && o.stderr.contains("line 2: \"--\""))
+    // -- alone: no operands, so standard input.
+    let i = try await CLI.run(
+      ["format", "--style", "compact", "--"], input: Data("3725000\n".utf8))
+    #expect(i.status == 0 && i.stdout == "1h 2m\n")
   }
 
   @Test("The largest wire value formats in every style")
