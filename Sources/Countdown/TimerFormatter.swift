@@ -11,8 +11,18 @@ public struct TimerFormatter: Sendable, Hashable {
 
   /// The style this formatter writes.
   public var style: TimerStyle
+  /// ``smallStringLayoutHolds``, read once here so that each format tests a field instead of
+  /// calling the lazy global's accessor (measured: a third of the String API's speed).
+  @usableFromInline let buildsSmallStrings: Bool
 
-  public init(style: TimerStyle) { self.style = style }
+  public init(style: TimerStyle) {
+    self.style = style
+    #if _pointerBitWidth(_64) && _endian(little)
+      buildsSmallStrings = Self.smallStringLayoutHolds
+    #else
+      buildsSmallStrings = false
+    #endif
+  }
 
   /// Writes the text for `seconds` (negative clamps to 0) into `buffer` and returns its length.
   /// No allocation. `buffer` must hold at least ``maximumLength`` bytes; the bytes after the
@@ -36,10 +46,10 @@ public struct TimerFormatter: Sendable, Hashable {
       // As in write(seconds:into:), without a stack buffer.
       if case .compact = style, UInt64(bitPattern: seconds) < Self.compactWordLimit {
         let (word, n) = Self.compactWord(UInt64(bitPattern: seconds))
-        return Self.smallString(word, 0, count: n)
+        return Self.smallString(word, 0, count: n, inPlace: buildsSmallStrings)
       }
     #endif
-    return Self.string(style, UInt64(max(0, seconds)))
+    return Self.string(style, UInt64(max(0, seconds)), inPlace: buildsSmallStrings)
   }
 
   /// Every other style and value: a small string when the text fits (at most 13 bytes below
@@ -54,14 +64,14 @@ public struct TimerFormatter: Sendable, Hashable {
   /// `String(unsafeUninitializedCapacity:)`, an opaque call that re-validates the bytes,
   /// halves the cost of a format. Elsewhere that initializer is used.
   @usableFromInline
-  static func string(_ style: TimerStyle, _ s: UInt64) -> String {
+  static func string(_ style: TimerStyle, _ s: UInt64, inPlace: Bool) -> String {
     if s < 1_000_000_000, fitsSmall(style) {
       #if _pointerBitWidth(_64) && _endian(little)
         var raw: (UInt64, UInt64) = (0, 0)
         let n = withUnsafeMutableBytes(of: &raw) { bytes in
           write(style, s, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
-        return smallString(raw.0, raw.1, count: n)
+        return smallString(raw.0, raw.1, count: n, inPlace: inPlace)
       #else
         return String(unsafeUninitializedCapacity: 15) { out in write(style, s, out.baseAddress!) }
       #endif
@@ -84,13 +94,52 @@ public struct TimerFormatter: Sendable, Hashable {
   #if _pointerBitWidth(_64) && _endian(little)
     /// The small string whose ASCII bytes are `low` then `high` (little-endian, zero after
     /// the `count` ≤ 15 bytes). The words are taken over, not copied, so no retain is made.
+    ///
+    /// That layout is the standard library's, not a promised ABI on Linux, so it is used only
+    /// when `inPlace` says ``smallStringLayoutHolds`` found it in strings the standard library
+    /// built itself; otherwise the same bytes go through the public initializer. A count over 15
+    /// would not be a small string at all, so it stops the process rather than build one.
     @inlinable @inline(__always)
-    static func smallString(_ low: UInt64, _ high: UInt64, count: Int) -> String {
+    static func smallString(_ low: UInt64, _ high: UInt64, count: Int, inPlace: Bool) -> String {
+      precondition(count >= 0 && count <= 15, "a small string holds at most 15 bytes")
+      guard inPlace else { return publicString(low, high, count: count) }
       var raw = (low, high | (0xE0 | UInt64(truncatingIfNeeded: count)) &<< 56)
       return withUnsafeMutablePointer(to: &raw) {
         $0.withMemoryRebound(to: String.self, capacity: 1) { $0.move() }
       }
     }
+
+    /// The same text as ``smallString(_:_:count:inPlace:)``, through the public API.
+    @usableFromInline
+    static func publicString(_ low: UInt64, _ high: UInt64, count: Int) -> String {
+      var raw = (low, high)
+      return withUnsafeBytes(of: &raw) { bytes in
+        String(unsafeUninitializedCapacity: count) { out in
+          for k in 0..<count { out[k] = bytes[k] }
+          return count
+        }
+      }
+    }
+
+    /// Whether `String`'s small form is laid out as ``smallString(_:_:count:inPlace:)`` writes it:
+    /// checked once per process, by reading back the two words of strings of every length
+    /// from 0 to 15 that the standard library built itself. Nothing is built by hand to check
+    /// it, so a toolchain with another layout costs speed, never memory safety.
+    @usableFromInline
+    static let smallStringLayoutHolds: Bool = {
+      let probe = Array("0123456789:dhms".utf8)
+      for n in 0...15 {
+        let text = String(decoding: probe[0..<n], as: UTF8.self)
+        var expected: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &expected) { for k in 0..<n { $0[k] = probe[k] } }
+        expected.1 |= (0xE0 | UInt64(n)) << 56
+        let actual = withUnsafeBytes(of: text) {
+          ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self))
+        }
+        guard actual == expected, MemoryLayout<String>.size == 16 else { return false }
+      }
+      return true
+    }()
   #endif
 
   /// The text for a duration in milliseconds, rounded to whole seconds as `rounding` says.
