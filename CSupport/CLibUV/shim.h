@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #if defined(__linux__)
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
 #define CDL_HAVE_TIMERFD 1
@@ -77,5 +78,27 @@ static inline int cdl_timerfd_drain(int fd) {
 }
 
 static inline int cdl_close(int fd) { return close(fd) == 0 ? 0 : -errno; }
+
+/// 0 when `n` (at most 8) more descriptors can be opened now, else -errno (-EMFILE at the
+/// limit). Opens them and closes them again.
+static inline int cdl_descriptors_available(int n) {
+#if CDL_HAVE_TIMERFD
+  int fds[8];
+  int opened = 0;
+  int err = 0;
+  for (; opened < n && opened < 8; opened++) {
+    fds[opened] = eventfd(0, EFD_CLOEXEC);
+    if (fds[opened] < 0) {
+      err = -errno;
+      break;
+    }
+  }
+  for (int k = 0; k < opened; k++) close(fds[k]);
+  return err;
+#else
+  (void)n;
+  return 0;
+#endif
+}
 
 #endif

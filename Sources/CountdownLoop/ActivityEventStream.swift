@@ -8,7 +8,11 @@ import Countdown
 /// is full, a tick with nothing to replace is dropped (counted in ``droppedTicks``); lifecycle
 /// events (everything but `tick`) are never dropped and may exceed the bound.
 ///
-/// One consumer at a time; the sequence ends when the loop shuts down.
+/// One consumer at a time: a second task waiting in `next()` while another already waits is a
+/// programming error and stops the process with a message saying so (two consumers would
+/// each see an arbitrary half of the events). Iterating again after a first loop ended is
+/// fine. A consumer whose task is cancelled gets `nil` from `next()` at once; events stay
+/// buffered for the next consumer. The sequence ends when the loop shuts down.
 public struct ActivityEventStream: AsyncSequence, Sendable {
   public typealias Element = ActivityEvent
   let buffer: EventStreamBuffer
@@ -37,7 +41,9 @@ final class EventStreamBuffer: Sendable {
     var base = 0
     /// Absolute position of each activity's waiting tick.
     var pendingTick: [ActivityHandle: Int] = [:]
-    var waiter: CheckedContinuation<ActivityEvent?, Never>?
+    /// The one consumer waiting in `next()`, with the token that tells its cancellation apart.
+    var waiter: (token: UInt64, continuation: CheckedContinuation<ActivityEvent?, Never>)?
+    var nextToken: UInt64 = 0
     var finished = false
     var droppedTicks = 0
   }
@@ -69,7 +75,7 @@ final class EventStreamBuffer: Sendable {
       }
       if let w = s.waiter, s.head < s.events.count {
         s.waiter = nil
-        w.resume(returning: Self.pop(&s))
+        w.continuation.resume(returning: Self.pop(&s))
       }
     }
   }
@@ -95,20 +101,39 @@ final class EventStreamBuffer: Sendable {
       s.finished = true
       if let w = s.waiter, s.head == s.events.count {
         s.waiter = nil
-        w.resume(returning: nil)
+        w.continuation.resume(returning: nil)
       }
     }
   }
 
   func next() async -> ActivityEvent? {
-    await withCheckedContinuation { (c: CheckedContinuation<ActivityEvent?, Never>) in
+    let token = state.withLock { s in
+      s.nextToken &+= 1
+      return s.nextToken
+    }
+    return await withTaskCancellationHandler {
+      await withCheckedContinuation { (c: CheckedContinuation<ActivityEvent?, Never>) in
+        state.withLock { s in
+          if s.head < s.events.count {
+            c.resume(returning: Self.pop(&s))
+          } else if s.finished || Task.isCancelled {
+            // Checked under the lock: a cancellation that came before this registration
+            // finds no waiter, so it is seen here instead.
+            c.resume(returning: nil)
+          } else {
+            precondition(
+              s.waiter == nil,
+              "ActivityEventStream has one consumer: a second task called next() while another waits"
+            )
+            s.waiter = (token, c)
+          }
+        }
+      }
+    } onCancel: {
       state.withLock { s in
-        if s.head < s.events.count {
-          c.resume(returning: Self.pop(&s))
-        } else if s.finished {
-          c.resume(returning: nil)
-        } else {
-          s.waiter = c
+        if let w = s.waiter, w.token == token {
+          s.waiter = nil
+          w.continuation.resume(returning: nil)
         }
       }
     }

@@ -1,9 +1,5 @@
 import Countdown
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// A libuv event loop on its own thread that runs a Countdown engine and delivers every
 /// event at (never before) its instant.
 ///
@@ -31,8 +27,11 @@ public final class CountdownLoop: Sendable {
   public init(
     options: LoopOptions = LoopOptions(), onEvent: (@Sendable (ActivityEvent) -> Void)? = nil
   ) throws(CountdownError) {
-    core = try LoopCore(options: options, onEvent: onEvent)
+    let core = try LoopCore(options: options, onEvent: onEvent)
+    // Started before `self` is whole: if the thread cannot start, no deinit runs on a loop
+    // whose handles creation has already closed.
     try core.startThread()
+    self.core = core
   }
 
   /// Releasing the loop without ``shutdown()`` stops it without waiting: the thread closes
@@ -44,7 +43,7 @@ public final class CountdownLoop: Sendable {
     }
     if !wasJoined {
       core.requestShutdown()
-      pthread_detach(core.thread)
+      LibUV.detach(core.thread)
     }
   }
 
@@ -62,30 +61,37 @@ public final class CountdownLoop: Sendable {
       return !j
     }
     guard first else { return }
-    precondition(pthread_equal(pthread_self(), core.thread) == 0, "shutdown() on the loop thread")
+    precondition(!LibUV.isCurrent(core.thread), "shutdown() on the loop thread")
     core.requestShutdown()
-    pthread_join(core.thread, nil)
+    LibUV.join(core.thread)
   }
 
-  /// Runs `body` on the loop thread with the engine and the command's instant, then calls
-  /// `completion` there with its result (or with `shutdown` if the loop closes first). For
-  /// callers on plain threads; `completion` must not block.
+  /// Runs `body` on the loop thread with the engine, then calls `completion` there with its
+  /// result (or with `shutdown` if the loop closes first). For callers on plain threads;
+  /// `completion` must not block.
+  ///
+  /// `body` gets a ``LoopEngine``: commands and queries at the command's instant (the loop's
+  /// now), and nothing that moves the clock, so no command can make the loop tick early.
   public func submit<T>(
-    _ body: @escaping @Sendable (inout ActivityEngine, Instant) throws(CountdownError) -> T,
+    _ body: @escaping @Sendable (borrowing LoopEngine) throws(CountdownError) -> T,
     completion: @escaping @Sendable (Result<T, CountdownError>) -> Void
   ) {
     core.submit(
       LoopCommand(
-        run: { engine, now in
-          completion(Result { () throws(CountdownError) -> T in try body(&engine, now) })
+        run: { engine in
+          let result = withUnsafeMutablePointer(to: &engine) { pointer in
+            let view = LoopEngine(pointer)
+            return Result { () throws(CountdownError) -> T in try body(view) }
+          }
+          completion(result)
         },
         fail: { error in completion(.failure(error)) }))
   }
 
-  /// Runs `body` on the loop thread with the engine and the command's instant.
+  /// Runs `body` on the loop thread with the engine (see ``submit(_:completion:)``).
   @discardableResult
   public func submit<T: Sendable>(
-    _ body: @escaping @Sendable (inout ActivityEngine, Instant) throws(CountdownError) -> T
+    _ body: @escaping @Sendable (borrowing LoopEngine) throws(CountdownError) -> T
   ) async throws(CountdownError) -> T {
     let result = await withCheckedContinuation {
       (c: CheckedContinuation<Result<T, CountdownError>, Never>) in
@@ -97,67 +103,69 @@ public final class CountdownLoop: Sendable {
   /// Starts an activity now and returns its id.
   @discardableResult
   public func start(_ r: ActivityRequest) async throws(CountdownError) -> String {
-    try await submit { (engine, now) throws(CountdownError) in try engine.start(r, at: now) }
+    try await submit { engine throws(CountdownError) in try engine.start(r) }
   }
 
   /// Updates an activity now (see ``ActivityEngine/update(_:_:at:)``).
   public func update(_ id: String, _ u: ActivityUpdate) async throws(CountdownError) {
-    try await submit { (engine, now) throws(CountdownError) in try engine.update(id, u, at: now) }
+    try await submit { engine throws(CountdownError) in try engine.update(id, u) }
   }
 
   /// Pauses an activity now, freezing its value.
   public func pause(_ id: String, timestamp: Instant? = nil) async throws(CountdownError) {
-    try await submit { (engine, now) throws(CountdownError) in
-      try engine.pause(id, at: now, timestamp: timestamp)
+    try await submit { engine throws(CountdownError) in
+      try engine.pause(id, timestamp: timestamp)
     }
   }
 
   /// Resumes a paused activity now.
   public func resume(_ id: String, timestamp: Instant? = nil) async throws(CountdownError) {
-    try await submit { (engine, now) throws(CountdownError) in
-      try engine.resume(id, at: now, timestamp: timestamp)
+    try await submit { engine throws(CountdownError) in
+      try engine.resume(id, timestamp: timestamp)
     }
   }
 
   /// Ends an activity now.
   public func end(_ id: String, _ e: ActivityEnding = ActivityEnding()) async throws(CountdownError)
   {
-    try await submit { (engine, now) throws(CountdownError) in try engine.end(id, e, at: now) }
+    try await submit { engine throws(CountdownError) in try engine.end(id, e) }
   }
 
   /// The activity as seen now.
   public func state(of id: String) async throws(CountdownError) -> ActivityState {
-    try await submit { (engine, now) throws(CountdownError) in try engine.state(of: id, at: now) }
+    try await submit { engine throws(CountdownError) in try engine.state(of: id) }
   }
 
   /// The `k` active countdowns that end soonest.
   public func soonestEnding(_ k: Int) async throws(CountdownError) -> [ActivityState] {
-    try await submit { (engine, now) throws(CountdownError) in try engine.soonestEnding(k, at: now)
-    }
+    try await submit { engine throws(CountdownError) in try engine.soonestEnding(k) }
   }
 
   /// The activities that ended within `window` and are not yet dismissed.
   public func ended(within window: ClosedRange<Instant>) async throws(CountdownError)
     -> [ActivityState]
   {
-    try await submit { (engine, _) in engine.ended(within: window) }
+    try await submit { engine in engine.ended(within: window) }
   }
 
   /// Turns the engine on or off now.
   public func setEnabled(_ enabled: Bool) async throws(CountdownError) {
-    try await submit { (engine, now) throws(CountdownError) in
-      try engine.setEnabled(enabled, at: now)
-    }
+    try await submit { engine throws(CountdownError) in try engine.setEnabled(enabled) }
   }
 
   /// Activities not yet dismissed.
   public func count() async throws(CountdownError) -> Int {
-    try await submit { (engine, _) in engine.count }
+    try await submit { engine in engine.count }
   }
 
   /// How many times the OS timer has woken the loop.
   public func wakeups() async throws(CountdownError) -> UInt64 {
+    try await statistics().wakeups
+  }
+
+  /// The loop's counters: wake-ups, and how its OS timer has fared.
+  public func statistics() async throws(CountdownError) -> LoopStatistics {
     let core = self.core
-    return try await submit { (_, _) in core.wakeups }
+    return try await submit { _ in core.statistics }
   }
 }

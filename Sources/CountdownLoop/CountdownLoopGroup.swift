@@ -1,9 +1,5 @@
 import Countdown
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// N loops (default: one per core) sharding activities by id, behind the API of
 /// ``CountdownLoop``. An activity lives on the loop its id hashes to (FNV-1a, stable across
 /// runs), so commands for one activity are ordered; events of different loops interleave in
@@ -18,7 +14,7 @@ public final class CountdownLoopGroup: Sendable {
     count: Int? = nil, options: LoopOptions = LoopOptions(),
     onEvent: (@Sendable (ActivityEvent) -> Void)? = nil
   ) throws(CountdownError) {
-    let n = max(1, count ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    let n = max(1, count ?? LibUV.onlineCores())
     var loops: [CountdownLoop] = []
     for _ in 0..<n { loops.append(try CountdownLoop(options: options, onEvent: onEvent)) }
     self.loops = loops

@@ -3,8 +3,8 @@ import Countdown
 /// A command on its way to the loop thread: what to run there, and how to fail it if the
 /// loop shuts down first.
 struct LoopCommand: Sendable {
-  /// Runs on the loop thread with the engine and the command's instant.
-  var run: @Sendable (inout ActivityEngine, Instant) -> Void
+  /// Runs on the loop thread with the engine, whose clock is the command's instant.
+  var run: @Sendable (inout ActivityEngine) -> Void
   /// Completes the command with an error instead.
   var fail: @Sendable (CountdownError) -> Void
 }

@@ -46,9 +46,15 @@ final class LoopCore: @unchecked Sendable {
       onEvent?(event)
       batch?.events.append(event)
     }
-    handles = try LoopHandles(
-      usesTimerfd: options.usesTimerfd, watchesClockSteps: options.wallClock.isSystemClock)
-    handles.attach(self)
+    handles = try LoopHandles(LibUV(faults: options.faults))
+    do {
+      try handles.open(
+        usesTimerfd: options.usesTimerfd, watchesClockSteps: options.wallClock.isSystemClock)
+      try handles.attach(self)
+    } catch {
+      handles.abandon()
+      throw error
+    }
   }
 
   static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
@@ -88,7 +94,9 @@ final class LoopCore: @unchecked Sendable {
     let ms = Instant(milliseconds: Self.floorDiv(wall, 1_000_000))
     if abs(offset - lastOffset) > Self.stepThresholdNs {
       lastOffset = offset
-      engine.stepClock(to: ms)
+      // A wall clock set outside the wire's range (before 1973, after 9999) is not followed:
+      // the engine keeps its clock until the system's comes back.
+      try? engine.stepClock(to: ms)
       return
     }
     lastOffset = offset
@@ -122,10 +130,7 @@ final class LoopCore: @unchecked Sendable {
       return
     }
     syncClock()
-    for c in commands {
-      let now = engine.now
-      c.run(&engine, now)
-    }
+    for c in commands { c.run(&engine) }
     afterWork()
   }
 
@@ -179,19 +184,21 @@ final class LoopCore: @unchecked Sendable {
     }
   }
 
+  /// Starts the loop thread; when it cannot, closes everything the loop opened and throws.
   func startThread() throws(CountdownError) {
-    let unmanaged = Unmanaged.passRetained(self)
-    let rc = pthread_create(
-      &thread, nil,
-      { arg in
-        let core = Unmanaged<LoopCore>.fromOpaque(arg!).takeRetainedValue()
-        core.run()
-        return nil
-      }, unmanaged.toOpaque())
-    if rc != 0 {
-      unmanaged.release()
-      throw CountdownError(.shutdown, "cannot start the loop thread (pthread_create: \(rc))")
+    do {
+      thread = try handles.sys.startThread { self.run() }
+    } catch {
+      handles.abandon()
+      throw error
     }
+  }
+
+  /// The loop's counters; loop thread only.
+  var statistics: LoopStatistics {
+    LoopStatistics(
+      wakeups: wakeups, usesTimerfd: handles.usesTimerfd, timerFallbacks: handles.timerFallbacks,
+      armFailures: handles.armFailures)
   }
 }
 

@@ -55,6 +55,8 @@ public struct LoopOptions: Sendable {
   /// CPU: there 150 µs gave p99 16–54 µs at ~14.6% of a core, against 77–136 µs at ~5.4% with
   /// 50 µs. 0 turns it off.
   public var preciseSpinNanoseconds: Int64
+  /// C calls that tests make fail on purpose (see `LibUVFaults`); none in real use.
+  var faults = LibUVFaults()
 
   public init(
     precision: TimerPrecision = .default, engine: EngineOptions = EngineOptions(),
@@ -69,4 +71,17 @@ public struct LoopOptions: Sendable {
     self.maximumSleepMs = maximumSleepMs
     self.preciseSpinNanoseconds = preciseSpinNanoseconds
   }
+}
+
+/// A loop's counters, read with ``CountdownLoop/statistics()``.
+public struct LoopStatistics: Sendable, Hashable {
+  /// How many times the OS timer woke the loop.
+  public var wakeups: UInt64
+  /// Whether the loop's timer is the timerfd (false: the `uv_timer_t`, where timerfd is
+  /// missing or after a fallback).
+  public var usesTimerfd: Bool
+  /// Times arming the timerfd failed and the loop moved to the `uv_timer_t` (0 or 1).
+  public var timerFallbacks: Int
+  /// Times a timer or the clock-step watch could not be armed at all.
+  public var armFailures: Int
 }

@@ -14,11 +14,11 @@ struct RealLoopTests {
       base.advanced(by: 2_000 + Int64.random(in: 0..<1_000) + Int64(k % 7) * 1_000)
     }
     // All in one command, so that they share one start instant however busy the machine is.
-    let started = try await h.loop.submit { (engine, now) throws(CountdownError) -> Instant in
+    let started = try await h.loop.submit { engine throws(CountdownError) -> Instant in
       for (k, end) in ends.enumerated() {
-        try engine.start(.countdown(id: "a\(k)", to: end, title: "A"), at: now)
+        try engine.start(.countdown(id: "a\(k)", to: end, title: "A"))
       }
-      return now
+      return engine.now
     }
     let until = started.advanced(by: 3_000)
     try await h.wait(until: until)
@@ -48,7 +48,7 @@ struct RealLoopTests {
         for k in 0..<250 {
           let r = ActivityRequest.elapsed(id: "t\(t)-\(k)", title: "x")
           loop.submit(
-            { (e, now) throws(CountdownError) in try e.start(r, at: now) },
+            { e throws(CountdownError) in try e.start(r) },
             completion: { result in
               done.withLock { if case .success = result { $0.ok += 1 } else { $0.failed += 1 } }
               if k == 249 { finished.signal() }
@@ -69,16 +69,14 @@ struct RealLoopTests {
   @Test("Shutdown with commands pending completes each of them with an error")
   func shutdownPending() async throws {
     let loop = try CountdownLoop()
-    let blocker = Task { try await loop.submit { (_, _) in _ = usleep(300_000) } }
+    let blocker = Task { try await loop.submit { _ in _ = usleep(300_000) } }
     try await Task.sleep(for: .milliseconds(50))
     let codes = Locked<[CountdownError.Code?]>([])
     let all = DispatchGroup()
     for k in 0..<100 {
       all.enter()
       loop.submit(
-        { (e, now) throws(CountdownError) in
-          try e.start(.elapsed(id: "p\(k)", title: "p"), at: now)
-        },
+        { e throws(CountdownError) in try e.start(.elapsed(id: "p\(k)", title: "p")) },
         completion: { result in
           codes.withLock {
             if case .failure(let e) = result { $0.append(e.code) } else { $0.append(nil) }
@@ -154,8 +152,8 @@ struct RealLoopTests {
   func stream() async throws {
     let loop = try CountdownLoop(options: LoopOptions(eventStreamCapacity: 64))
     // Ends 1.5 s after the command's own instant, however late the command runs.
-    try await loop.submit { (engine, now) throws(CountdownError) in
-      try engine.start(.countdown(id: "s", to: now.advanced(by: 1_500), title: "S"), at: now)
+    try await loop.submit { engine throws(CountdownError) in
+      try engine.start(.countdown(id: "s", to: engine.now.advanced(by: 1_500), title: "S"))
     }
     var kinds: [String] = []
     for await e in loop.events! {

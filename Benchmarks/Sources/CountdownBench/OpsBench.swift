@@ -71,7 +71,7 @@ struct OpsBenchmark {
       Thread {
         for _ in 0..<(submits / threads) {
           loop.submit(
-            { (_, _) in }, completion: { _ in if remaining.decrement() == 0 { done.signal() } })
+            { _ in }, completion: { _ in if remaining.decrement() == 0 { done.signal() } })
         }
       }.start()
     }

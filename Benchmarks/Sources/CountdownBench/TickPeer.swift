@@ -49,16 +49,15 @@ final class CountdownPeer: TickPeer {
     }
     self.loop = loop
     generations = Array(repeating: 0, count: ends.count)
-    try await loop.submit { (engine, now) throws(CountdownError) in
+    try await loop.submit { engine throws(CountdownError) in
       for (k, end) in ends.enumerated() {
-        try engine.start(
-          .countdown(id: Self.id(k, 0), to: Instant(milliseconds: end), title: "A"), at: now)
+        try engine.start(.countdown(id: Self.id(k, 0), to: Instant(milliseconds: end), title: "A"))
       }
     }
   }
 
   func barrier(_ body: @escaping @Sendable () -> Void) async throws {
-    try await loop!.submit { (_, _) in body() }
+    try await loop!.submit { _ in body() }
     wakeupMarks.append(try await loop!.wakeups())
   }
 
@@ -70,11 +69,10 @@ final class CountdownPeer: TickPeer {
       changes.append((old, Self.id(index, generations[index]), end))
     }
     let batch = changes
-    try await loop!.submit { (engine, now) throws(CountdownError) in
+    try await loop!.submit { engine throws(CountdownError) in
       for c in batch {
-        try engine.end(c.old, ActivityEnding(dismissal: .immediate), at: now)
-        try engine.start(
-          .countdown(id: c.new, to: Instant(milliseconds: c.end), title: "A"), at: now)
+        try engine.end(c.old, ActivityEnding(dismissal: .immediate))
+        try engine.start(.countdown(id: c.new, to: Instant(milliseconds: c.end), title: "A"))
       }
     }
   }

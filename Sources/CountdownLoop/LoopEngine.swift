@@ -1,0 +1,102 @@
+import Countdown
+
+/// The loop's engine as seen by one command: the commands and queries of ``ActivityEngine``,
+/// each stamped with the command's instant, and no way to move the clock.
+///
+/// ``CountdownLoop/submit(_:)`` hands one to its closure. It cannot be copied or kept, and it
+/// has no `advance`, `stepClock` or explicit instants, so nothing run through the loop can put
+/// the engine ahead of the wall clock: every tick the loop delivers is at or after its instant.
+///
+/// ```swift
+/// try await loop.submit { engine throws(CountdownError) in
+///   for gate in gates { try engine.start(.countdown(id: gate.id, to: gate.departs, title: gate.name)) }
+/// }
+/// ```
+public struct LoopEngine: ~Copyable {
+  private let engine: UnsafeMutablePointer<ActivityEngine>
+
+  /// Only the loop thread makes one, around its own engine, for the length of one command.
+  init(_ engine: UnsafeMutablePointer<ActivityEngine>) { self.engine = engine }
+
+  /// The command's instant: the loop's wall-clock now, in whole milliseconds.
+  public var now: Instant { engine.pointee.now }
+
+  /// The engine-wide settings.
+  public var options: EngineOptions { engine.pointee.options }
+
+  /// Activities not yet dismissed.
+  public var count: Int { engine.pointee.count }
+
+  /// Starts an activity now and returns its id (see ``ActivityEngine/start(_:at:)``).
+  @discardableResult
+  public func start(_ r: ActivityRequest) throws(CountdownError) -> String {
+    try engine.pointee.start(r, at: now)
+  }
+
+  /// Updates an activity now (see ``ActivityEngine/update(_:_:at:)``).
+  public func update(_ id: String, _ u: ActivityUpdate) throws(CountdownError) {
+    try engine.pointee.update(id, u, at: now)
+  }
+
+  /// Pauses an activity now, freezing its value.
+  public func pause(_ id: String, timestamp: Instant? = nil) throws(CountdownError) {
+    try engine.pointee.pause(id, at: now, timestamp: timestamp)
+  }
+
+  /// Resumes a paused activity now.
+  public func resume(_ id: String, timestamp: Instant? = nil) throws(CountdownError) {
+    try engine.pointee.resume(id, at: now, timestamp: timestamp)
+  }
+
+  /// Ends an activity now.
+  public func end(_ id: String, _ e: ActivityEnding = ActivityEnding()) throws(CountdownError) {
+    try engine.pointee.end(id, e, at: now)
+  }
+
+  /// Turns the engine on or off now.
+  public func setEnabled(_ enabled: Bool) throws(CountdownError) {
+    try engine.pointee.setEnabled(enabled, at: now)
+  }
+
+  /// Sets the most activities that may exist at once (nil: no limit).
+  public func setMaxActivities(_ limit: Int?) { engine.pointee.setMaxActivities(limit) }
+
+  /// Sets the maximum active duration now (nil: off).
+  public func setMaxActiveDuration(_ ms: Int64?) throws(CountdownError) {
+    try engine.pointee.setMaxActiveDuration(ms, at: now)
+  }
+
+  /// The activity as seen now.
+  public func state(of id: String) throws(CountdownError) -> ActivityState {
+    try engine.pointee.state(of: id, at: now)
+  }
+
+  /// The activity behind `handle` as seen now, or nil once it is dismissed.
+  public func state(of handle: ActivityHandle) -> ActivityState? {
+    engine.pointee.state(of: handle)
+  }
+
+  /// The activity's content.
+  public func content(of id: String) throws(CountdownError) -> ActivityContent {
+    try engine.pointee.content(of: id)
+  }
+
+  /// The `k` active countdowns that end soonest.
+  public func soonestEnding(_ k: Int) throws(CountdownError) -> [ActivityState] {
+    try engine.pointee.soonestEnding(k, at: now)
+  }
+
+  /// The activities that ended within `window` and are not yet dismissed.
+  public func ended(within window: ClosedRange<Instant>) -> [ActivityState] {
+    engine.pointee.ended(within: window)
+  }
+
+  /// The handle of the activity `id`, if it exists.
+  public func handle(for id: String) -> ActivityHandle? { engine.pointee.handle(for: id) }
+
+  /// The id of the activity behind `handle`, or nil once it is dismissed.
+  public func id(of handle: ActivityHandle) -> String? { engine.pointee.id(of: handle) }
+}
+
+@available(*, unavailable)
+extension LoopEngine: Sendable {}
