@@ -28,6 +28,9 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
     public static let timeWentBackwards = Code(rawValue: "timeWentBackwards")
     /// The driver was shut down before the command ran.
     public static let shutdown = Code(rawValue: "shutdown")
+    /// The operating system refused what the driver needs (a descriptor, a thread, a timer);
+    /// the message names the call and the error.
+    public static let systemError = Code(rawValue: "systemError")
 
     public var description: String { rawValue }
   }
