@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: run replay plot test deps lint build release tsan asan bench-format consumer
+.PHONY: run replay plot test deps lint build release tsan asan bench-format consumer fuzz
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null || { \
@@ -33,7 +33,7 @@ test: deps
 	$(SWIFT) test
 
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Package.swift Benchmarks/Sources Benchmarks/Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests Fuzz Examples/consumer Package.swift Benchmarks/Sources Benchmarks/Package.swift
 
 build: deps
 	$(SWIFT) build
@@ -61,3 +61,22 @@ consumer: deps
 	cd Examples/consumer && $(SWIFT) build --scratch-path ../../.build-consumer
 	.build-consumer/debug/CoreOnly
 	.build-consumer/debug/LoopOnly
+
+# libFuzzer over the wire decoder and a replay session (Fuzz/FuzzWire.swift), with
+# AddressSanitizer and the engine's invariant checks, for FUZZ_SECONDS (default 60). The
+# Countdown sources and the target are compiled as one module; the corpus starts from the
+# replay fixtures and grows in .build-fuzz/corpus; a crash is saved as .build-fuzz/crash-*.
+FUZZ_SECONDS ?= 60
+FUZZ_SOURCES := $(wildcard Sources/Countdown/*.swift) Fuzz/FuzzWire.swift
+
+.build-fuzz/fuzz-wire: $(FUZZ_SOURCES)
+	mkdir -p .build-fuzz
+	$(SWIFT)c -sanitize=fuzzer,address -O -g -D DEBUG -parse-as-library -use-ld=lld \
+	  -module-name CountdownFuzz -package-name countdown $(FUZZ_SOURCES) -o $@
+
+fuzz: .build-fuzz/fuzz-wire
+	mkdir -p .build-fuzz/corpus
+	cp Tests/CountdownTests/Fixtures/*.jsonl .build-fuzz/corpus/
+	cp Examples/kiosk.jsonl .build-fuzz/corpus/example-kiosk.jsonl
+	.build-fuzz/fuzz-wire -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
+	  -dict=Fuzz/wire.dict -artifact_prefix=.build-fuzz/ -print_final_stats=1 .build-fuzz/corpus
