@@ -7,10 +7,14 @@ let package = Package(
   products: [
     .library(name: "Countdown", targets: ["Countdown"]),
     .library(name: "CountdownLoop", targets: ["CountdownLoop"]),
+    .library(name: "CountdownServer", targets: ["CountdownServer"]),
     .executable(name: "countdown", targets: ["CountdownCLI"]),
   ],
   dependencies: [
-    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
   ],
   targets: [
     .systemLibrary(
@@ -23,11 +27,25 @@ let package = Package(
     // that a package depending on this product alone links (Examples/consumer checks it).
     .target(name: "Countdown", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
     .target(name: "CountdownLoop", dependencies: ["Countdown", "CLibUV"]),
+    // The service (SPEC §6): sockets on SwiftNIO, the engine on CountdownLoop's thread.
+    .target(
+      name: "CountdownServer",
+      dependencies: [
+        "Countdown", "CountdownLoop",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+      ]
+    ),
     .executableTarget(
       name: "CountdownCLI",
       dependencies: [
-        "Countdown",
+        "Countdown", "CountdownServer",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]
     ),
     .testTarget(
@@ -36,6 +54,8 @@ let package = Package(
       exclude: ["Fixtures"]
     ),
     .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
+    .testTarget(
+      name: "CountdownServerTests", dependencies: ["CountdownServer", "Countdown", "CountdownCLI"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -28,13 +28,34 @@ extension ActivityEngine {
       case .ended: .ended
       }
     let ended = phaseOf[s] == .ended
+    let milestones = cold[s].milestones
+    let next = cold[s].nextMilestone
+    var upcoming: ActivityState.NextMilestone?
+    if !ended, next < milestones.count {
+      // A paused activity's milestone moves later by the time it stays paused.
+      let shift = phaseOf[s] == .paused ? now - frozenAt[s] : 0
+      upcoming = .init(
+        name: milestones[next].name, at: Instant(milliseconds: milestoneInstant(s, next) + shift))
+    }
+    let startDate: Int64? =
+      kindOf[s] == .countdown ? cold[s].countdownStart : anchor[s] + pausedTotal[s]
     return ActivityState(
       id: idOf[s], kind: kindOf[s], phase: phase, value: displayedSeconds(s, now),
       milliseconds: exactMilliseconds(s, now), progress: progress(s, now), stale: isStale[s],
       expired: isExpired[s],
       endDate: kindOf[s] == .countdown ? Instant(milliseconds: anchor[s]) : nil,
       endedAt: ended ? Instant(milliseconds: cold[s].endedAt) : nil,
-      endReason: ended ? cold[s].endReason : nil)
+      endReason: ended ? cold[s].endReason : nil,
+      startDate: startDate.map(Instant.init(milliseconds:)),
+      pausedAt: phaseOf[s] == .paused ? Instant(milliseconds: frozenAt[s]) : nil,
+      lastMilestone: next > 0 ? milestones[next - 1].name : nil, nextMilestone: upcoming,
+      contentJSON: cold[s].content)
+  }
+
+  /// Every activity not yet dismissed, as seen at the engine's clock, in start order.
+  /// - Complexity: O(n log n).
+  public func activities() -> [ActivityState] {
+    liveSlots().sorted { seq[Int($0)] < seq[Int($1)] }.map(snapshot)
   }
 
   /// The `k` active countdowns that end soonest after `t` (not paused, not yet at zero), the

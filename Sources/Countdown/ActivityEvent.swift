@@ -67,4 +67,22 @@ public struct ActivityState: Sendable, Hashable {
   /// When it ended, and why.
   public var endedAt: Instant?
   public var endReason: EndReason?
+  /// A countdown's `startDate` (for progress), or an elapsed timer's origin moved by pauses,
+  /// so that elapsed = now − startDate while it runs.
+  public var startDate: Instant?
+  /// When it was paused, while it is.
+  public var pausedAt: Instant?
+  /// The name of the last milestone passed, if any.
+  public var lastMilestone: String?
+  /// The next milestone and when it passes at the current pace (a paused activity's as if it
+  /// resumed now); nil when none is left or the activity has ended.
+  public var nextMilestone: NextMilestone?
+  /// The content as canonical JSON (compact, keys sorted).
+  public var contentJSON: String
+
+  /// A milestone still to come.
+  public struct NextMilestone: Sendable, Hashable {
+    public var name: String
+    public var at: Instant
+  }
 }

@@ -26,6 +26,12 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
     public static let disabled = Code(rawValue: "disabled")
     /// A command's instant is earlier than the clock.
     public static let timeWentBackwards = Code(rawValue: "timeWentBackwards")
+    /// A line of the service protocol is over 65536 bytes (SPEC §6); it was skipped.
+    public static let lineTooLong = Code(rawValue: "lineTooLong")
+    /// The connection must authenticate first, or the token is wrong (SPEC §6).
+    public static let unauthorized = Code(rawValue: "unauthorized")
+    /// A subscriber stayed over its output bound too long and is disconnected (SPEC §6).
+    public static let slowConsumer = Code(rawValue: "slowConsumer")
     /// The driver was shut down before the command ran.
     public static let shutdown = Code(rawValue: "shutdown")
     /// The operating system refused what the driver needs (a descriptor, a thread, a timer);
@@ -47,5 +53,7 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
 
   public var description: String { "\(code.rawValue): \(message)" }
 
-  static func payload(_ message: String) -> CountdownError { .init(.invalidPayload, message) }
+  package static func payload(_ message: String) -> CountdownError {
+    .init(.invalidPayload, message)
+  }
 }

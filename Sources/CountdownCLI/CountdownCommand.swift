@@ -1,10 +1,10 @@
 import ArgumentParser
 
 @main
-struct CountdownCommand: ParsableCommand {
+struct CountdownCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "countdown",
-    abstract: "Live Activity timers for Linux: replay scenarios, format durations.",
-    subcommands: [ReplayCommand.self, FormatCommand.self]
+    abstract: "Live Activity timers for Linux: replay scenarios, format durations, serve them.",
+    subcommands: [ReplayCommand.self, FormatCommand.self, ServeCommand.self, SendCommand.self]
   )
 }

@@ -24,10 +24,17 @@ public final class CountdownLoop: Sendable {
   private let joined = Locked(false)
 
   /// Starts a loop thread. `onEvent` runs on that thread, in event order; it must not block.
+  ///
+  /// `onBatch`, when given, also runs there once at the end of each wake that produced events,
+  /// with those events and the sequence number of the first (events are numbered from 0 in the
+  /// order they happen; ``LoopEngine/eventSequence`` is the number the next one will get). It
+  /// suits handing a wake's events to other threads in one hop: it allocates one array per
+  /// wake, never per event.
   public init(
-    options: LoopOptions = LoopOptions(), onEvent: (@Sendable (ActivityEvent) -> Void)? = nil
+    options: LoopOptions = LoopOptions(), onEvent: (@Sendable (ActivityEvent) -> Void)? = nil,
+    onBatch: (@Sendable (_ firstSequence: UInt64, _ events: [ActivityEvent]) -> Void)? = nil
   ) throws(CountdownError) {
-    let core = try LoopCore(options: options, onEvent: onEvent)
+    let core = try LoopCore(options: options, onEvent: onEvent, onBatch: onBatch)
     // Started before `self` is whole: if the thread cannot start, no deinit runs on a loop
     // whose handles creation has already closed.
     try core.startThread()
@@ -76,11 +83,12 @@ public final class CountdownLoop: Sendable {
     _ body: @escaping @Sendable (borrowing LoopEngine) throws(CountdownError) -> T,
     completion: @escaping @Sendable (Result<T, CountdownError>) -> Void
   ) {
+    let core = self.core
     core.submit(
       LoopCommand(
         run: { engine in
           let result = withUnsafeMutablePointer(to: &engine) { pointer in
-            let view = LoopEngine(pointer)
+            let view = LoopEngine(pointer, core.batch)
             return Result { () throws(CountdownError) -> T in try body(view) }
           }
           completion(result)

@@ -14,8 +14,11 @@ final class LoopCore: @unchecked Sendable {
   let queue = Locked(CommandQueueState())
   let stream: EventStreamBuffer?
   var engine: ActivityEngine
-  /// The events of one wake, handed to `stream` under one lock.
-  let batch: EventBatch?
+  /// The events of one wake, handed to `stream` under one lock and to `onBatch` at once, and
+  /// the count of every event so far.
+  let batch: EventBatch
+  /// Receives each wake's events, with the sequence number of the first.
+  let onBatch: (@Sendable (UInt64, [ActivityEvent]) -> Void)?
   let handles: LoopHandles
   /// The timer's armed instant (monotonic ns), so that it is re-armed only when it changes.
   var armedAt: Int64 = -1
@@ -30,12 +33,16 @@ final class LoopCore: @unchecked Sendable {
   /// Steps smaller than this are clock-reading jitter, not steps.
   static let stepThresholdNs: Int64 = 2_000_000
 
-  init(options: LoopOptions, onEvent: (@Sendable (ActivityEvent) -> Void)?) throws(CountdownError) {
+  init(
+    options: LoopOptions, onEvent: (@Sendable (ActivityEvent) -> Void)?,
+    onBatch: (@Sendable (UInt64, [ActivityEvent]) -> Void)? = nil
+  ) throws(CountdownError) {
     self.options = options
     let stream = options.eventStreamCapacity.map { EventStreamBuffer(capacity: max(1, $0)) }
     self.stream = stream
-    let batch = stream.map { _ in EventBatch() }
+    let batch = EventBatch(collecting: stream != nil || onBatch != nil)
     self.batch = batch
+    self.onBatch = onBatch
     var engineOptions = options.engine
     engineOptions.idSeed = UInt64.random(in: .min ... .max)
     let (wall, mono) = Self.readClocks(options.wallClock)
@@ -44,7 +51,8 @@ final class LoopCore: @unchecked Sendable {
       now: Instant(milliseconds: Self.floorDiv(wall, 1_000_000)), options: engineOptions
     ) { event in
       onEvent?(event)
-      batch?.events.append(event)
+      batch.count &+= 1
+      if batch.collecting { batch.events.append(event) }
     }
     handles = try LoopHandles(LibUV(faults: options.faults))
     do {
@@ -136,8 +144,9 @@ final class LoopCore: @unchecked Sendable {
 
   /// Hands the wake's events to the stream and re-arms the timer.
   func afterWork() {
-    if let stream, let batch, !batch.events.isEmpty {
-      stream.push(batch.events)
+    if !batch.events.isEmpty {
+      stream?.push(batch.events)
+      onBatch?(batch.count - UInt64(batch.events.count), batch.events)
       batch.events.removeAll(keepingCapacity: true)
     }
     rearm()
@@ -202,8 +211,15 @@ final class LoopCore: @unchecked Sendable {
   }
 }
 
-/// Events collected during one wake; loop-thread only.
+/// Events collected during one wake, and the number of events ever emitted; loop-thread only.
 final class EventBatch {
   var events: [ActivityEvent] = []
-  init() { events.reserveCapacity(1024) }
+  /// Events emitted so far: the sequence number of the next one.
+  var count: UInt64 = 0
+  /// Whether `events` collects the wake's events (for a stream or a batch callback).
+  let collecting: Bool
+  init(collecting: Bool) {
+    self.collecting = collecting
+    if collecting { events.reserveCapacity(1024) }
+  }
 }

@@ -14,9 +14,18 @@ import Countdown
 /// ```
 public struct LoopEngine: ~Copyable {
   private let engine: UnsafeMutablePointer<ActivityEngine>
+  private unowned(unsafe) let batch: EventBatch
 
   /// Only the loop thread makes one, around its own engine, for the length of one command.
-  init(_ engine: UnsafeMutablePointer<ActivityEngine>) { self.engine = engine }
+  init(_ engine: UnsafeMutablePointer<ActivityEngine>, _ batch: EventBatch) {
+    self.engine = engine
+    self.batch = batch
+  }
+
+  /// The sequence number the next event will get (see the `onBatch` callback of
+  /// ``CountdownLoop/init(options:onEvent:onBatch:)``): what a subscriber registered now
+  /// should receive starts there.
+  public var eventSequence: UInt64 { batch.count }
 
   /// The command's instant: the loop's wall-clock now, in whole milliseconds.
   public var now: Instant { engine.pointee.now }
@@ -75,6 +84,9 @@ public struct LoopEngine: ~Copyable {
   public func state(of handle: ActivityHandle) -> ActivityState? {
     engine.pointee.state(of: handle)
   }
+
+  /// Every activity not yet dismissed, as seen now, in start order.
+  public func activities() -> [ActivityState] { engine.pointee.activities() }
 
   /// The activity's content.
   public func content(of id: String) throws(CountdownError) -> ActivityContent {

@@ -1,0 +1,124 @@
+import ArgumentParser
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+struct SendCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "send",
+    abstract:
+      "Send requests to countdown serve and print the replies (and, with --follow, events).",
+    discussion: """
+      Requests come from the arguments, one JSON object each, or one per line on standard \
+      input. They are sent at once (pipelined) and each reply is printed as it comes, in \
+      order. Without --follow, send exits after the last reply: 0 when every reply was \
+      "ok":true, 1 otherwise. With --follow it also subscribes and prints events until the \
+      server closes the connection (--ticks includes ticks).
+      """
+  )
+
+  @Option(help: "The server's Unix domain socket.")
+  var socket = "countdown.sock"
+
+  @Flag(help: "Subscribe after the requests and print events until the connection closes.")
+  var follow = false
+
+  @Flag(help: "With --follow, include tick events.")
+  var ticks = false
+
+  @Argument(help: "Requests, each a JSON object (default: one per line on standard input).")
+  var requests: [String] = []
+
+  func run() throws {
+    var lines = requests
+    if lines.isEmpty && !follow {
+      var reader = LineReader(fd: 0)
+      try reader.forEachLine { lines.append(String(decoding: $0, as: UTF8.self)) }
+    }
+    lines = lines.filter { !$0.allSatisfy { $0 == " " || $0 == "\t" || $0 == "\r" } }
+    if follow { lines.append("{\"rid\":\"follow\",\"op\":\"subscribe\",\"ticks\":\(ticks)}") }
+    let fd = try connectUnix(socket)
+    defer { close(fd) }
+    var out = Array(lines.joined(separator: "\n").utf8)
+    out.append(0x0A)
+    // Written from a thread of its own while replies are read here: a long stdin would
+    // otherwise fill both directions of the socket and wait forever.
+    let payload = out
+    let writer = Thread { _ = Self.writeAll(fd, payload) }
+    writer.start()
+    var replies = 0
+    var failed = false
+    var reader = LineReader(fd: fd)
+    struct Done: Error {}
+    do {
+      try reader.forEachLine { line in
+        let text = String(decoding: line, as: UTF8.self)
+        print(text)
+        fflush(nil)
+        if text.hasPrefix("{\"rid\":") {
+          replies += 1
+          if text.contains("\"ok\":false") { failed = true }
+        }
+        if !follow && replies == lines.count { throw Done() }
+      }
+    } catch is Done {
+    }
+    if replies < lines.count {
+      printError(
+        "countdown send: the server closed the connection after \(replies) of \(lines.count) replies"
+      )
+      throw ExitCode.failure
+    }
+    if failed { throw ExitCode.failure }
+  }
+
+  /// A connected Unix socket, or a message saying why not.
+  private func connectUnix(_ path: String) throws -> Int32 {
+    let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else {
+      printError("countdown send: cannot make a socket: \(String(cString: strerror(errno)))")
+      throw ExitCode.failure
+    }
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+      close(fd)
+      printError("countdown send: the socket path \(path) is too long")
+      throw ExitCode.failure
+    }
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+      for (k, b) in bytes.enumerated() { raw[k] = b }
+    }
+    let rc = withUnsafePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard rc == 0 else {
+      let reason = String(cString: strerror(errno))
+      close(fd)
+      printError(
+        "countdown send: cannot connect to \(path): \(reason); is countdown serve running there?")
+      throw ExitCode.failure
+    }
+    return fd
+  }
+
+  private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    var sent = 0
+    while sent < bytes.count {
+      let n = bytes.withUnsafeBufferPointer {
+        send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
+      }
+      if n < 0 {
+        if errno == EINTR { continue }
+        return false
+      }
+      sent += n
+    }
+    return true
+  }
+}

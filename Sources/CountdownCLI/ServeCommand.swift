@@ -1,0 +1,99 @@
+import ArgumentParser
+import Countdown
+import CountdownServer
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+struct ServeCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "serve",
+    abstract: "Run the engine on the real clock as a service on a Unix socket (and TCP).",
+    discussion: """
+      Requests are JSON lines: the commands of replay without "at" (the server stamps them), \
+      plus subscribe, unsubscribe, list and ping; each gets one reply line, in order. Runs \
+      until SIGTERM or SIGINT, then answers what it has read, removes the socket file and \
+      exits 0. State is kept in memory only for now.
+      """
+  )
+
+  @Option(help: "The Unix domain socket (mode 0600).")
+  var socket = "countdown.sock"
+
+  @Option(help: "Where state is kept; only :memory: for now (nothing is kept across restarts).")
+  var state = ":memory:"
+
+  @Option(help: "Also listen on TCP, HOST:PORT. Anything but loopback needs --token.")
+  var listen: String?
+
+  @Option(help: "The token each TCP connection sends first: {\"op\":\"auth\",\"token\":…}.")
+  var token: String?
+
+  @OptionGroup var styleOptions: StyleOptions
+
+  @Option(name: .customLong("max-activities"), help: "Engine limit on activities at once.")
+  var maxActivities: Int?
+
+  @Option(
+    name: .customLong("max-active-duration"),
+    help: "End activities this many milliseconds after their start (reason maxDuration).")
+  var maxActiveDuration: Int64?
+
+  @Option(name: .customLong("max-connections"), help: "Connections at once.")
+  var maxConnections = 1024
+
+  @Option(
+    name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+  var logLevel = "info"
+
+  func validate() throws {
+    guard Logger.Level(rawValue: logLevel) != nil else {
+      throw ValidationError(
+        "--log-level must be one of trace, debug, info, notice, warning, error, critical")
+    }
+    if let maxActivities, maxActivities < 0 {
+      throw ValidationError("--max-activities must be ≥ 0")
+    }
+    if let maxActiveDuration, maxActiveDuration < 0 {
+      throw ValidationError("--max-active-duration must be ≥ 0")
+    }
+    guard maxConnections > 0 else { throw ValidationError("--max-connections must be ≥ 1") }
+    guard state == ":memory:" else {
+      throw ValidationError(
+        "--state \(state): durable state is not in this version yet; only :memory: is accepted")
+    }
+  }
+
+  func run() async throws {
+    let level = Logger.Level(rawValue: logLevel)!
+    LoggingSystem.bootstrap { label in
+      var handler = StreamLogHandler.standardError(label: label)
+      handler.logLevel = level
+      return handler
+    }
+    let logger = Logger(label: "countdown.serve")
+    let options = ServerOptions(
+      socketPath: socket, listen: listen, token: token, style: styleOptions.timerStyle,
+      engine: EngineOptions(maxActivities: maxActivities, maxActiveDurationMs: maxActiveDuration),
+      maxConnections: maxConnections)
+    let server = CountdownServer(options: options, logger: logger)
+    do {
+      try server.start()
+    } catch {
+      printError("countdown serve: \(error)")
+      throw ExitCode.failure
+    }
+    var line = "countdown serve: pid \(getpid()), socket \(socket) (mode 0600)"
+    if let address = server.tcpAddress { line += ", tcp \(address)" }
+    line += ", state in memory only (activities are lost when the server stops)"
+    print(line)
+    fflush(nil)
+    logger.info("serving", metadata: ["socket": "\(socket)", "pid": "\(getpid())"])
+    let group = ServiceGroup(
+      services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+    try await group.run()
+  }
+}

@@ -1,0 +1,284 @@
+import Countdown
+import CountdownLoop
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What the connections of one server share.
+///
+/// `@unchecked Sendable`: its fields are immutable but `connections`, which is locked.
+final class ServerCore: @unchecked Sendable {
+  let options: ServerOptions
+  let formatter: TimerFormatter
+  let loop: CountdownLoop
+  let hub: Hub
+  let logger: Logger
+  let connections = NIOLockedValueBox([ObjectIdentifier: Channel]())
+
+  init(options: ServerOptions, loop: CountdownLoop, hub: Hub, logger: Logger) {
+    self.options = options
+    self.formatter = TimerFormatter(style: options.style)
+    self.loop = loop
+    self.hub = hub
+    self.logger = logger
+  }
+
+  /// Counts a new connection in; false when the server is at `maxConnections`.
+  func connectionOpened(_ channel: Channel) -> Bool {
+    connections.withLockedValue { c in
+      guard c.count < options.maxConnections else { return false }
+      c[ObjectIdentifier(channel)] = channel
+      return true
+    }
+  }
+
+  func connectionClosed(_ channel: Channel) {
+    _ = connections.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+  }
+}
+
+/// `countdown serve`: the engine as a service on a Unix socket and, optionally, TCP (SPEC §6).
+///
+/// Three kinds of thread: the loop thread (``CountdownLoop``) runs the engine and nothing else;
+/// SwiftNIO's threads frame and decode lines, send each read's requests to the loop as one
+/// batch, encode replies and events, and hold each subscriber's bounded output. State is kept
+/// in memory only: activities are lost when the server stops.
+///
+/// Run it under a `ServiceGroup` (SIGTERM and SIGINT shut it down gracefully), or call
+/// ``start()`` and ``stop()``.
+public final class CountdownServer: Service, @unchecked Sendable {
+  // @unchecked Sendable: `state` is locked; everything else is immutable.
+  public let options: ServerOptions
+  private let logger: Logger
+  private let state = NIOLockedValueBox(RunState())
+
+  private struct RunState {
+    var group: MultiThreadedEventLoopGroup?
+    var core: ServerCore?
+    var listeners: [Channel] = []
+    var socketBound = false
+  }
+
+  public init(options: ServerOptions, logger: Logger = Logger(label: "countdown.serve")) {
+    self.options = options
+    self.logger = logger
+  }
+
+  /// The TCP address actually bound (its port when `listen` asked for port 0), once started.
+  public var tcpAddress: SocketAddress? {
+    state.withLockedValue { $0.listeners.dropFirst().first?.localAddress }
+  }
+
+  /// Binds the socket (and TCP), starts the loop thread and the network threads.
+  /// - Throws: ``ServerStartError`` when another server is live on the socket, an address
+  ///   cannot be bound, or `listen` is not loopback and there is no token.
+  public func start() throws {
+    let tcp = try options.listen.map { text in try Self.parseHostPort(text) }
+    if let tcp, !Self.isLoopback(tcp.host), options.token == nil {
+      throw ServerStartError(
+        "--listen \(options.listen!) is not a loopback address: give a --token, which each TCP connection must send first"
+      )
+    }
+    try Self.clearStaleSocket(options.socketPath)
+
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.networkThreads))
+    let hub = Hub(
+      eventLoop: group.next(), formatter: TimerFormatter(style: options.style),
+      bound: options.subscriberBufferBytes,
+      slowConsumerAfter: .milliseconds(options.slowConsumerMilliseconds))
+    let loop: CountdownLoop
+    do {
+      loop = try CountdownLoop(
+        options: LoopOptions(precision: options.precision, engine: options.engine),
+        onBatch: { first, events in hub.eventLoop.execute { hub.publish(first: first, events) } })
+    } catch {
+      try? group.syncShutdownGracefully()
+      throw ServerStartError("cannot start the timer loop: \(error)")
+    }
+    let core = ServerCore(options: options, loop: loop, hub: hub, logger: logger)
+    state.withLockedValue {
+      $0.group = group
+      $0.core = core
+    }
+    do {
+      // Mode 0600 from the start: the socket file is created under umask 0177.
+      let old = umask(0o177)
+      let unix = try bootstrap(group, core, tcp: false)
+        .bind(unixDomainSocketPath: options.socketPath).wait()
+      umask(old)
+      state.withLockedValue {
+        $0.listeners.append(unix)
+        $0.socketBound = true
+      }
+      if let tcp {
+        let channel = try bootstrap(group, core, tcp: true).bind(host: tcp.host, port: tcp.port)
+          .wait()
+        state.withLockedValue { $0.listeners.append(channel) }
+      }
+    } catch {
+      stop()
+      throw ServerStartError("cannot listen: \(error)")
+    }
+  }
+
+  private func bootstrap(_ group: EventLoopGroup, _ core: ServerCore, tcp: Bool) -> ServerBootstrap
+  {
+    let needsAuth = tcp && options.token != nil
+    let limit = options.maxConnections
+    return ServerBootstrap(group: group)
+      .serverChannelOption(.backlog, value: 256)
+      .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+      .childChannelOption(.maxMessagesPerRead, value: 16)
+      .childChannelOption(
+        .writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024)
+      )
+      .childChannelInitializer { channel in
+        channel.eventLoop.makeCompletedFuture {
+          if core.connectionOpened(channel) {
+            try channel.pipeline.syncOperations.addHandler(
+              ConnectionHandler(core: core, needsAuth: needsAuth))
+          } else {
+            var w = ReplyWriter(formatter: core.formatter)
+            w.failure(
+              nil,
+              CountdownError(
+                .limitReached,
+                "the server has \(limit) connections, its limit (--max-connections); close one or try again later"
+              ), at: wallClockNow())
+            try channel.pipeline.syncOperations.addHandler(RefusingHandler(message: w.take()))
+          }
+        }
+      }
+  }
+
+  /// Stops accepting, answers every request already read, closes the connections, stops the
+  /// loop and removes the socket file. Safe to call more than once.
+  public func stop() {
+    let (group, core, listeners, socketBound) = state.withLockedValue { s in
+      defer {
+        s.group = nil
+        s.core = nil
+        s.listeners = []
+        s.socketBound = false
+      }
+      return (s.group, s.core, s.listeners, s.socketBound)
+    }
+    for l in listeners { try? l.close().wait() }
+    if let core {
+      // Every batch read so far is ahead of this one in the loop's queue; once it is done, their
+      // replies are queued on the connections' event loops, ahead of the closes below.
+      let done = NIOLockedValueBox(false)
+      let semaphore = DispatchSemaphoreLike()
+      core.loop.submit({ _ in }) { _ in
+        done.withLockedValue { $0 = true }
+        semaphore.signal()
+      }
+      semaphore.wait()
+      let channels = core.connections.withLockedValue { Array($0.values) }
+      for c in channels {
+        try? c.eventLoop.submit {}.wait()
+        try? c.close().wait()
+      }
+      core.loop.shutdown()
+    }
+    if socketBound { unlink(options.socketPath) }
+    try? group?.syncShutdownGracefully()
+  }
+
+  /// Starts (unless ``start()`` was called already), runs until graceful shutdown (SIGTERM or
+  /// SIGINT in a `ServiceGroup`), then stops.
+  public func run() async throws {
+    if state.withLockedValue({ $0.core == nil }) { try start() }
+    try? await gracefulShutdown()
+    stop()
+  }
+
+  // MARK: - Addresses
+
+  static func parseHostPort(_ text: String) throws -> (host: String, port: Int) {
+    guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+      (0...65535).contains(port)
+    else {
+      throw ServerStartError(
+        "--listen \(text) is not HOST:PORT (like 127.0.0.1:7000 or [::1]:7000)")
+    }
+    var host = String(text[..<colon])
+    if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    guard !host.isEmpty else { throw ServerStartError("--listen \(text) has no host") }
+    return (host, port)
+  }
+
+  static func isLoopback(_ host: String) -> Bool {
+    host == "localhost" || host == "::1" || host.hasPrefix("127.")
+  }
+
+  /// Replaces a stale socket file; a live server on it is an error.
+  static func clearStaleSocket(_ path: String) throws {
+    var st = stat()
+    guard lstat(path, &st) == 0 else { return }
+    guard (st.st_mode & S_IFMT) == S_IFSOCK else {
+      throw ServerStartError(
+        "\(path) exists and is not a socket; remove it or choose another --socket")
+    }
+    if SocketProbe.accepts(path) {
+      throw ServerStartError(
+        "another server is listening on \(path); stop it first or choose another --socket")
+    }
+    unlink(path)
+  }
+}
+
+/// A counting semaphore on a pthread condition, for `stop()`, which blocks by design.
+final class DispatchSemaphoreLike: @unchecked Sendable {
+  // @unchecked Sendable: `count` is read and written only under `mutex`.
+  private var mutex = pthread_mutex_t()
+  private var condition = pthread_cond_t()
+  private var count = 0
+
+  init() {
+    pthread_mutex_init(&mutex, nil)
+    pthread_cond_init(&condition, nil)
+  }
+
+  func signal() {
+    pthread_mutex_lock(&mutex)
+    count += 1
+    pthread_cond_signal(&condition)
+    pthread_mutex_unlock(&mutex)
+  }
+
+  func wait() {
+    pthread_mutex_lock(&mutex)
+    while count == 0 { pthread_cond_wait(&condition, &mutex) }
+    count -= 1
+    pthread_mutex_unlock(&mutex)
+  }
+}
+
+/// Connects to a Unix socket to see whether a server accepts on it.
+enum SocketProbe {
+  static func accepts(_ path: String) -> Bool {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return false }
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+      for (k, b) in bytes.enumerated() { raw[k] = b }
+    }
+    let rc = withUnsafePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    return rc == 0
+  }
+}

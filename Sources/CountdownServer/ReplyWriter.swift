@@ -1,0 +1,132 @@
+import Countdown
+
+/// Writes the service's JSON lines: replies (`"ok"`), activity objects, and the connection
+/// errors that are not replies. Runs on network threads.
+struct ReplyWriter {
+  let formatter: TimerFormatter
+  var out = JSONWriter()
+
+  init(formatter: TimerFormatter) { self.formatter = formatter }
+
+  private mutating func head(_ rid: RequestID?, ok: Bool, at: Instant) {
+    out.raw("{\"rid\":")
+    switch rid {
+    case nil: out.raw("null")
+    case .string(let s)?: out.write(string: s)
+    case .int(let n)?: out.write(int: n)
+    }
+    out.raw(ok ? ",\"ok\":true,\"at\":" : ",\"ok\":false,\"at\":")
+    out.write(int: at.milliseconds)
+  }
+
+  /// Appends the reply to one request.
+  mutating func reply(_ rid: RequestID?, _ outcome: Outcome, at: Instant) {
+    switch outcome {
+    case .failed(let e):
+      failure(rid, e, at: at)
+      return
+    case .ok, .unsubscribed:
+      head(rid, ok: true, at: at)
+    case .started(let id):
+      head(rid, ok: true, at: at)
+      out.raw(",\"id\":")
+      out.write(string: id)
+    case .activity(let s):
+      head(rid, ok: true, at: at)
+      out.raw(",\"activity\":")
+      activity(s)
+    case .activities(let list):
+      head(rid, ok: true, at: at)
+      out.raw(",\"activities\":")
+      activities(list)
+    case .subscribed(let snapshot, _, _, _):
+      head(rid, ok: true, at: at)
+      out.raw(",\"snapshot\":")
+      activities(snapshot)
+    }
+    out.raw("}\n")
+  }
+
+  /// Appends an error reply.
+  mutating func failure(_ rid: RequestID?, _ e: CountdownError, at: Instant) {
+    head(rid, ok: false, at: at)
+    out.raw(",\"code\":")
+    out.write(string: e.code.rawValue)
+    out.raw(",\"message\":")
+    out.write(string: e.message)
+    out.raw("}\n")
+  }
+
+  /// Appends `{"event":"error",…}`: a connection error that answers no request
+  /// (`slowConsumer`).
+  mutating func eventError(_ e: CountdownError, at: Instant) {
+    out.raw("{\"at\":")
+    out.write(int: at.milliseconds)
+    out.raw(",\"event\":\"error\",\"id\":null,\"code\":")
+    out.write(string: e.code.rawValue)
+    out.raw(",\"message\":")
+    out.write(string: e.message)
+    out.raw("}\n")
+  }
+
+  mutating func activities(_ list: [ActivityState]) {
+    out.raw("[")
+    for (k, s) in list.enumerated() {
+      if k > 0 { out.raw(",") }
+      activity(s)
+    }
+    out.raw("]")
+  }
+
+  /// An activity object (SPEC §6): id, kind, phase, value, text, progress, stale, content,
+  /// endDate, startDate, pausedAt, milestone, nextMilestone.
+  mutating func activity(_ s: ActivityState) {
+    out.raw("{\"id\":")
+    out.write(string: s.id)
+    out.raw(
+      s.kind == .countdown
+        ? ",\"kind\":\"countdown\",\"phase\":\"" : ",\"kind\":\"elapsed\",\"phase\":\"")
+    out.bytes.append(contentsOf: s.phase.rawValue.utf8)
+    out.raw("\",\"value\":")
+    out.write(int: s.value)
+    out.raw(",\"text\":\"")
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: TimerFormatter.maximumLength) { buf in
+      let n = formatter.write(seconds: s.value, into: buf)
+      out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[0..<n]))
+    }
+    out.raw("\",\"progress\":")
+    if let p = s.progress { out.write(double: p) } else { out.raw("null") }
+    out.raw(s.stale ? ",\"stale\":true,\"content\":" : ",\"stale\":false,\"content\":")
+    out.bytes.append(contentsOf: s.contentJSON.utf8)
+    instant("endDate", s.endDate)
+    instant("startDate", s.startDate)
+    instant("pausedAt", s.pausedAt)
+    out.raw(",\"milestone\":")
+    if let m = s.lastMilestone { out.write(string: m) } else { out.raw("null") }
+    out.raw(",\"nextMilestone\":")
+    if let m = s.nextMilestone {
+      out.raw("{\"name\":")
+      out.write(string: m.name)
+      out.raw(",\"at\":")
+      out.write(int: m.at.milliseconds)
+      out.raw("}")
+    } else {
+      out.raw("null")
+    }
+    out.raw("}")
+  }
+
+  private mutating func instant(_ key: StaticString, _ t: Instant?) {
+    out.raw(",\"")
+    out.raw(key)
+    out.raw("\":")
+    if let t { out.write(int: t.milliseconds) } else { out.raw("null") }
+  }
+
+  /// Hands over the bytes written and starts afresh.
+  mutating func take() -> [UInt8] {
+    let b = out.bytes
+    out.bytes.removeAll(keepingCapacity: true)
+    return b
+  }
+}

@@ -1,0 +1,104 @@
+import Countdown
+import CountdownLoop
+
+/// What running one request on the loop gave: values only, encoded to JSON later on a network
+/// thread (the loop thread runs the engine and nothing else).
+enum Outcome: Sendable {
+  case ok
+  case started(id: String)
+  case activity(ActivityState)
+  case activities([ActivityState])
+  /// A subscription: its snapshot, and the sequence number of the first event it receives.
+  case subscribed(snapshot: [ActivityState], fromSequence: UInt64, ids: [String]?, ticks: Bool)
+  case unsubscribed
+  case failed(CountdownError)
+}
+
+/// One request of a batch: its `rid`, and what to run (or the error decoding gave it).
+struct BatchItem: Sendable {
+  var rid: RequestID?
+  var request: Result<ServerRequest, CountdownError>
+}
+
+/// A batch's results, in request order, with the loop's instant.
+struct BatchResult: Sendable {
+  var at: Instant
+  var items: [(rid: RequestID?, outcome: Outcome)]
+}
+
+extension LoopEngine {
+  /// Runs a connection's batch of requests in order, at the loop's now.
+  func run(_ batch: [BatchItem]) -> BatchResult {
+    var items: [(rid: RequestID?, outcome: Outcome)] = []
+    items.reserveCapacity(batch.count)
+    for item in batch {
+      let outcome: Outcome
+      switch item.request {
+      case .failure(let e): outcome = .failed(e)
+      case .success(let request):
+        do throws(CountdownError) {
+          outcome = try run(request)
+        } catch {
+          outcome = .failed(error)
+        }
+      }
+      items.append((item.rid, outcome))
+    }
+    return BatchResult(at: now, items: items)
+  }
+
+  private func run(_ request: ServerRequest) throws(CountdownError) -> Outcome {
+    switch request {
+    case .command(let operation, let id):
+      return try run(operation, id: id)
+    case .subscribe(let ids, let ticks):
+      let snapshot: [ActivityState]
+      if let ids {
+        snapshot = ids.compactMap { id in handle(for: id).flatMap { state(of: $0) } }
+      } else {
+        snapshot = activities()
+      }
+      return .subscribed(snapshot: snapshot, fromSequence: eventSequence, ids: ids, ticks: ticks)
+    case .unsubscribe:
+      return .unsubscribed
+    case .list(.all):
+      return .activities(activities())
+    case .list(.soonest(let k)):
+      return .activities(try soonestEnding(k))
+    case .list(.endedWithin(let w)):
+      let from = Instant(milliseconds: max(Instant.wireMinimum.milliseconds, now.milliseconds - w))
+      return .activities(ended(within: from...now))
+    case .ping, .auth:
+      return .ok
+    }
+  }
+
+  private func run(_ operation: WireCommand.Operation, id: String?) throws(CountdownError)
+    -> Outcome
+  {
+    switch operation {
+    case .start(var r):
+      r.id = id
+      return .started(id: try start(r))
+    case .update(let u): try update(id!, u)
+    case .pause(let ts): try pause(id!, timestamp: ts)
+    case .resume(let ts): try resume(id!, timestamp: ts)
+    case .end(let e): try end(id!, e)
+    case .get: return .activity(try state(of: id!))
+    case .advance: break  // refused while decoding
+    case .configure(let enabled, let maxActivities, let maxDuration):
+      switch maxActivities {
+      case .keep: break
+      case .set(let n): setMaxActivities(n)
+      case .remove: setMaxActivities(nil)
+      }
+      switch maxDuration {
+      case .keep: break
+      case .set(let ms): try setMaxActiveDuration(ms)
+      case .remove: try setMaxActiveDuration(nil)
+      }
+      if let enabled { try setEnabled(enabled) }
+    }
+    return .ok
+  }
+}

@@ -1,0 +1,56 @@
+import Countdown
+import CountdownLoop
+
+/// Settings of a ``CountdownServer``.
+public struct ServerOptions: Sendable {
+  /// The Unix domain socket (mode 0600). Default `countdown.sock` in the working directory.
+  public var socketPath: String
+  /// TCP as `HOST:PORT` (`127.0.0.1:7000`, `[::1]:7000`, `0.0.0.0:7000`), or nil for none.
+  public var listen: String?
+  /// The token a TCP connection sends first (`{"op":"auth","token":…}`). Required when
+  /// `listen` is not a loopback address.
+  public var token: String?
+  /// The text style of `text` in events and activity objects.
+  public var style: TimerStyle
+  /// The engine's limits (`maxActivities`, `maxActiveDurationMs`).
+  public var engine: EngineOptions
+  /// The loop's timer precision.
+  public var precision: TimerPrecision
+  /// Connections at once; past it a new one gets `limitReached` and is closed.
+  public var maxConnections: Int
+  /// Bytes of events that may wait for one subscriber (SPEC §6: 8 MiB).
+  public var subscriberBufferBytes: Int
+  /// How long a subscriber may stay over its bound before `slowConsumer` (SPEC §6: 10 s).
+  public var slowConsumerMilliseconds: Int64
+  /// The longest request line (SPEC §6: 65536 bytes); longer ones get `lineTooLong`.
+  public var maxLineBytes: Int
+  /// NIO threads for the sockets (default 1: the loop thread has the other core).
+  public var networkThreads: Int
+
+  public init(
+    socketPath: String = "countdown.sock", listen: String? = nil, token: String? = nil,
+    style: TimerStyle = .timer, engine: EngineOptions = EngineOptions(),
+    precision: TimerPrecision = .default, maxConnections: Int = 1024,
+    subscriberBufferBytes: Int = 8 << 20, slowConsumerMilliseconds: Int64 = 10_000,
+    maxLineBytes: Int = 65536, networkThreads: Int = 1
+  ) {
+    self.socketPath = socketPath
+    self.listen = listen
+    self.token = token
+    self.style = style
+    self.engine = engine
+    self.precision = precision
+    self.maxConnections = maxConnections
+    self.subscriberBufferBytes = subscriberBufferBytes
+    self.slowConsumerMilliseconds = slowConsumerMilliseconds
+    self.maxLineBytes = maxLineBytes
+    self.networkThreads = networkThreads
+  }
+}
+
+/// Why a server could not start: a message a person can act on.
+public struct ServerStartError: Error, CustomStringConvertible, Sendable {
+  public var message: String
+  public var description: String { message }
+  init(_ message: String) { self.message = message }
+}

@@ -1,0 +1,147 @@
+import Countdown
+
+/// A request's `rid`, copied verbatim into its reply: a string of at most 128 bytes, or an
+/// integer.
+enum RequestID: Sendable, Hashable {
+  case string(String)
+  case int(Int64)
+}
+
+/// What a `list` request asks for.
+enum ListQuery: Sendable, Hashable {
+  case all
+  case soonest(Int)
+  case endedWithin(milliseconds: Int64)
+}
+
+/// One request line of the service protocol (SPEC §6), decoded on a network thread.
+enum ServerRequest: Sendable {
+  /// A §5 command, run at the loop's now.
+  case command(WireCommand.Operation, id: String?)
+  case subscribe(ids: [String]?, ticks: Bool)
+  case unsubscribe
+  case list(ListQuery)
+  case ping
+  case auth(token: String)
+
+  /// A request line's `rid` (when it was readable) and what it asks, or why it cannot be run.
+  struct Decoded: Sendable {
+    var rid: RequestID?
+    var request: Result<ServerRequest, CountdownError>
+  }
+
+  /// The ops a request may name.
+  static let operations = [
+    "start", "update", "pause", "resume", "end", "get", "configure", "subscribe", "unsubscribe",
+    "list", "ping", "auth",
+  ]
+
+  /// Decodes one line (without its newline). Never throws: a bad line is a `Decoded` whose
+  /// request is the error to reply with.
+  static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> Decoded {
+    let json: JSONValue
+    do throws(CountdownError) {
+      try UTF8Validation.check(bytes)
+      json = try JSONParser.parse(bytes: bytes)
+    } catch {
+      return Decoded(rid: nil, request: .failure(error))
+    }
+    guard case .object(var o) = json else {
+      return Decoded(
+        rid: nil,
+        request: .failure(.payload("a request must be a JSON object, not \(json.typeName)")))
+    }
+    var rid: RequestID?
+    if let raw = o.removeValue(forKey: "rid") {
+      switch raw {
+      case .string(let s) where s.utf8.count <= 128: rid = .string(s)
+      case .int(let n): rid = .int(n)
+      default:
+        return Decoded(
+          rid: nil,
+          request: .failure(
+            .payload("rid must be a string of at most 128 bytes or an integer, not \(raw)")))
+      }
+    }
+    return Decoded(rid: rid, request: Result { () throws(CountdownError) in try request(o) })
+  }
+
+  private static func request(_ o: [String: JSONValue]) throws(CountdownError) -> ServerRequest {
+    if o["at"] != nil {
+      throw .payload("a request has no \"at\": the server stamps each request with its own clock")
+    }
+    guard case .string(let op)? = o["op"] else {
+      throw .payload("op is required: one of \(operations.joined(separator: ", "))")
+    }
+    func only(_ keys: Set<String>) throws(CountdownError) {
+      for key in o.keys.sorted() where key != "op" && !keys.contains(key) {
+        throw .payload("unknown field \(JSONValue.string(key)) for op \(op)")
+      }
+    }
+    func count(_ field: String) throws(CountdownError) -> Int64 {
+      guard case .int(let n)? = o[field], n >= 0 else {
+        throw .payload("\(field) must be a whole number ≥ 0")
+      }
+      return n
+    }
+    switch op {
+    case "start", "update", "pause", "resume", "end", "get", "configure":
+      // The §5 decoder, at a placeholder instant: the loop runs the command at its own now.
+      var stamped = o
+      stamped["at"] = .int(Instant.wireMinimum.milliseconds)
+      switch WireCommand.decode(.object(stamped)) {
+      case .success(let c): return .command(c.operation, id: c.id)
+      case .failure(let f): throw f.error
+      }
+    case "advance":
+      throw .payload(
+        "advance moves replay's virtual clock; the server runs on the real clock, so there is nothing to advance"
+      )
+    case "subscribe":
+      try only(["ids", "ticks"])
+      var ids: [String]?
+      switch o["ids"] {
+      case nil, .null?: ids = nil
+      case .array(let items)?:
+        ids = []
+        for item in items {
+          guard case .string(let s) = item else {
+            throw .payload("ids must be an array of strings")
+          }
+          ids!.append(s)
+        }
+      default: throw .payload("ids must be an array of strings")
+      }
+      var ticks = false
+      switch o["ticks"] {
+      case nil, .null?: break
+      case .bool(let b)?: ticks = b
+      default: throw .payload("ticks must be true or false")
+      }
+      return .subscribe(ids: ids, ticks: ticks)
+    case "unsubscribe":
+      try only([])
+      return .unsubscribe
+    case "ping":
+      try only([])
+      return .ping
+    case "list":
+      try only(["soonest", "endedWithinMs"])
+      switch (o["soonest"], o["endedWithinMs"]) {
+      case (nil, nil): return .list(.all)
+      case (_?, nil): return .list(.soonest(Int(clamping: try count("soonest"))))
+      case (nil, _?): return .list(.endedWithin(milliseconds: try count("endedWithinMs")))
+      default: throw .payload("list takes soonest or endedWithinMs, not both")
+      }
+    case "auth":
+      try only(["token"])
+      guard case .string(let token)? = o["token"] else {
+        throw .payload("auth needs a token string")
+      }
+      return .auth(token: token)
+    default:
+      throw .payload(
+        "unknown op \(JSONValue.string(op)); expected one of \(operations.joined(separator: ", "))")
+    }
+  }
+}
