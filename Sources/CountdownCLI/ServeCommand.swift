@@ -46,6 +46,16 @@ struct ServeCommand: AsyncParsableCommand {
   var maxConnections = 1024
 
   @Option(
+    name: .customLong("subscriber-buffer-bytes"),
+    help: "Bytes of events that may wait for one subscriber before ticks coalesce.")
+  var subscriberBufferBytes = 8 << 20
+
+  @Option(
+    name: .customLong("slow-consumer-ms"),
+    help: "How long a subscriber may stay over its buffer before slowConsumer and a disconnect.")
+  var slowConsumerMs: Int64 = 10_000
+
+  @Option(
     name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
   var logLevel = "info"
 
@@ -61,6 +71,10 @@ struct ServeCommand: AsyncParsableCommand {
       throw ValidationError("--max-active-duration must be ≥ 0")
     }
     guard maxConnections > 0 else { throw ValidationError("--max-connections must be ≥ 1") }
+    guard subscriberBufferBytes > 0 else {
+      throw ValidationError("--subscriber-buffer-bytes must be ≥ 1")
+    }
+    guard slowConsumerMs > 0 else { throw ValidationError("--slow-consumer-ms must be ≥ 1") }
     guard state == ":memory:" else {
       throw ValidationError(
         "--state \(state): durable state is not in this version yet; only :memory: is accepted")
@@ -78,7 +92,8 @@ struct ServeCommand: AsyncParsableCommand {
     let options = ServerOptions(
       socketPath: socket, listen: listen, token: token, style: styleOptions.timerStyle,
       engine: EngineOptions(maxActivities: maxActivities, maxActiveDurationMs: maxActiveDuration),
-      maxConnections: maxConnections)
+      maxConnections: maxConnections, subscriberBufferBytes: subscriberBufferBytes,
+      slowConsumerMilliseconds: slowConsumerMs)
     let server = CountdownServer(options: options, logger: logger)
     do {
       try server.start()

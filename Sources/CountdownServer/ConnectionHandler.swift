@@ -120,23 +120,25 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
     let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
     let hub = core.hub
-    core.loop.submit({ engine in engine.run(items) }) { result in
-      // On the loop thread: the replies go to this connection's event loop first, then the
-      // subscriptions to the hub, so that they are in place before this wake's events.
-      channel.eventLoop.execute { handler.value.answer(result, items, bound.value) }
-      guard case .success(let r) = result else { return }
-      for item in r.items {
-        switch item.outcome {
-        case .subscribed(_, let from, let ids, let ticks):
-          hub.eventLoop.execute {
-            hub.subscribe(channel, ids: ids, ticks: ticks, fromSequence: from)
+    core.loop.submit(
+      { engine in engine.run(items) },
+      completion: { result in
+        // On the loop thread: the replies go to this connection's event loop first, then the
+        // subscriptions to the hub, so that they are in place before this wake's events.
+        channel.eventLoop.execute { handler.value.answer(result, items, bound.value) }
+        guard case .success(let r) = result else { return }
+        for item in r.items {
+          switch item.outcome {
+          case .subscribed(_, let from, let ids, let ticks):
+            hub.eventLoop.execute {
+              hub.subscribe(channel, ids: ids, ticks: ticks, fromSequence: from)
+            }
+          case .unsubscribed:
+            hub.eventLoop.execute { hub.unsubscribe(channel) }
+          default: break
           }
-        case .unsubscribed:
-          hub.eventLoop.execute { hub.unsubscribe(channel) }
-        default: break
         }
-      }
-    }
+      })
   }
 
   private func answer(

@@ -173,12 +173,8 @@ public final class CountdownServer: Service, @unchecked Sendable {
     if let core {
       // Every batch read so far is ahead of this one in the loop's queue; once it is done, their
       // replies are queued on the connections' event loops, ahead of the closes below.
-      let done = NIOLockedValueBox(false)
       let semaphore = DispatchSemaphoreLike()
-      core.loop.submit({ _ in }) { _ in
-        done.withLockedValue { $0 = true }
-        semaphore.signal()
-      }
+      core.loop.submit({ _ in }, completion: { _ in semaphore.signal() })
       semaphore.wait()
       let channels = core.connections.withLockedValue { Array($0.values) }
       for c in channels {

@@ -1,0 +1,229 @@
+import Foundation
+import Testing
+
+@testable import CountdownServer
+
+/// A real client socket (Unix or TCP) with line reads bounded in time.
+final class TestClient {
+  let fd: Int32
+  private var buffer: [UInt8] = []
+
+  init(unix path: String) throws {
+    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+      for (k, b) in path.utf8.enumerated() { raw[k] = b }
+    }
+    let rc = withUnsafePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    if rc != 0 {
+      close(fd)
+      throw TestFailure("cannot connect to \(path): \(String(cString: strerror(errno)))")
+    }
+  }
+
+  init(tcpPort port: Int) throws {
+    fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = in_port_t(UInt16(port).bigEndian)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let rc = withUnsafePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    if rc != 0 {
+      close(fd)
+      throw TestFailure("cannot connect to port \(port)")
+    }
+  }
+
+  deinit { close(fd) }
+
+  func send(_ text: String) { sendBytes(Array(text.utf8)) }
+
+  func sendBytes(_ bytes: [UInt8]) {
+    var sent = 0
+    while sent < bytes.count {
+      let n = bytes.withUnsafeBufferPointer {
+        Foundation.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
+      }
+      if n <= 0 { return }
+      sent += n
+    }
+  }
+
+  /// Where the unread bytes of `buffer` start (lines are not shifted out one by one: that
+  /// would cost a copy of the whole buffer per line).
+  private var head = 0
+
+  /// The next line, or nil when the connection closed or `timeout` passed first.
+  func line(timeout: Double = 5) -> String? {
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+      if let k = buffer[head...].firstIndex(of: 0x0A) {
+        let text = String(decoding: buffer[head..<k], as: UTF8.self)
+        head = k + 1
+        return text
+      }
+      buffer.removeSubrange(..<head)
+      head = 0
+      let left = deadline.timeIntervalSinceNow
+      if left <= 0 { return nil }
+      var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      if poll(&p, 1, Int32(left * 1000) + 1) <= 0 { continue }
+      var chunk = [UInt8](repeating: 0, count: 65536)
+      let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, 0) }
+      if n <= 0 { return nil }
+      buffer.append(contentsOf: chunk[0..<n])
+    }
+  }
+
+  /// The next line as a JSON object.
+  func json(timeout: Double = 5) throws -> [String: Any] {
+    guard let text = line(timeout: timeout) else {
+      throw TestFailure("no line within \(timeout) s")
+    }
+    guard let o = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+      throw TestFailure("not an object: \(text)")
+    }
+    return o
+  }
+
+  /// Sends `request` and returns its reply.
+  func request(_ request: String) throws -> [String: Any] {
+    send(request + "\n")
+    return try json()
+  }
+
+  /// Whether the server closed the connection within `timeout`.
+  func closed(within timeout: Double) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while deadline.timeIntervalSinceNow > 0 {
+      if line(timeout: deadline.timeIntervalSinceNow) == nil {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        if poll(&p, 1, 0) > 0 {
+          var b: UInt8 = 0
+          if recv(fd, &b, 1, Int32(MSG_PEEK)) == 0 { return true }
+        }
+      }
+    }
+    return false
+  }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+  var description: String
+  init(_ d: String) { description = d }
+}
+
+/// A fresh temporary directory, removed by `cleanup()`.
+func temporaryDirectory() -> URL {
+  // Short: a Unix socket path must fit in 108 bytes.
+  let dir = URL(fileURLWithPath: "/tmp/cd-\(UInt32.random(in: 0...UInt32.max))")
+  try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+  return dir
+}
+
+/// A server in this process on a socket in a temporary directory.
+final class RunningServer {
+  let dir: URL
+  let server: CountdownServer
+  var socket: String { server.options.socketPath }
+
+  init(_ configure: (inout ServerOptions) -> Void = { _ in }) throws {
+    dir = temporaryDirectory()
+    var options = ServerOptions(socketPath: dir.appendingPathComponent("c.sock").path)
+    configure(&options)
+    server = CountdownServer(options: options)
+    try server.start()
+  }
+
+  func client() throws -> TestClient { try TestClient(unix: socket) }
+
+  deinit {
+    server.stop()
+    try? FileManager.default.removeItem(at: dir)
+  }
+}
+
+/// Milliseconds since 1970 by the wall clock.
+func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+/// The built `countdown` executable, beside the test bundle.
+var countdownExecutable: URL {
+  var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+  while dir.pathExtension == "xctest" { dir.deleteLastPathComponent() }
+  return dir.appendingPathComponent("countdown")
+}
+
+/// `countdown serve` as a child process; waits for its start-up line.
+final class ServerProcess {
+  let process = Process()
+  let output = Pipe()
+  let errors = Pipe()
+  let startLine: String
+
+  init(_ arguments: [String], in dir: URL) throws {
+    process.executableURL = countdownExecutable
+    process.arguments = ["serve"] + arguments
+    process.currentDirectoryURL = dir
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    var line = [UInt8]()
+    let handle = output.fileHandleForReading
+    while true {
+      let b = handle.readData(ofLength: 1)
+      if b.isEmpty || b.first == 0x0A { break }
+      line.append(b.first!)
+    }
+    startLine = String(decoding: line, as: UTF8.self)
+  }
+
+  var pid: Int32 { process.processIdentifier }
+
+  /// Resident memory of the server, in KiB.
+  var rssKiB: Int {
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+  }
+
+  /// Waits for the process to exit, up to `timeout` seconds; its status or nil.
+  func exitStatus(within timeout: Double) -> Int32? {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && deadline.timeIntervalSinceNow > 0 { usleep(10_000) }
+    return process.isRunning ? nil : process.terminationStatus
+  }
+
+  deinit {
+    if process.isRunning {
+      process.terminate()
+      _ = exitStatus(within: 5)
+    }
+  }
+}
+
+/// Runs a blocking test body on a thread of its own, so that socket waits never hold one of
+/// the few threads of Swift's cooperative pool (the real-loop tests need them meanwhile).
+func onThread(_ body: @escaping @Sendable () throws -> Void) async throws {
+  final class Box: @unchecked Sendable {  // written by the thread, read after it resumed us
+    var error: (any Error)?
+  }
+  let box = Box()
+  await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+    let thread = Thread {
+      do { try body() } catch { box.error = error }
+      c.resume()
+    }
+    thread.stackSize = 8 << 20
+    thread.start()
+  }
+  if let error = box.error { throw error }
+}
