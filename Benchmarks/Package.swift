@@ -14,6 +14,8 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
   ],
   targets: [
     .systemLibrary(
@@ -24,6 +26,9 @@ let package = Package(
       dependencies: [
         .product(name: "Countdown", package: "Countdown"),
         .product(name: "CountdownLoop", package: "Countdown"),
+        .product(name: "CountdownServer", package: "Countdown"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "Histogram", package: "hdrhistogram-swift"),
         "CBenchUV",
         .product(name: "NIOCore", package: "swift-nio"),

@@ -318,7 +318,12 @@ public struct ActivityEngine {
     guard (1...128).contains(n) else {
       throw .payload("id must be 1 to 128 bytes of UTF-8, not \(n)")
     }
-    if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+    // ASCII ids (nearly all) are checked by byte: controls are 0x00-0x1F and 0x7F.
+    let ascii = id.utf8.allSatisfy { $0 < 0x80 }
+    if ascii
+      ? id.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F })
+      : id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+    {
       throw .payload("id \(JSONValue.string(id)) contains a control character")
     }
   }

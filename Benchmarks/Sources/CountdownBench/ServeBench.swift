@@ -1,0 +1,334 @@
+import ArgumentParser
+import Countdown
+import CountdownServer
+import Foundation
+import Histogram
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `countdown-bench serve-child`: the server alone in this process, for `serve` to measure
+/// from outside. Runs until SIGTERM.
+struct ServeChild: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "serve-child", abstract: "Run a Countdown server for `serve` (internal).",
+    shouldDisplay: false)
+
+  @Option var socket: String
+
+  func run() async throws {
+    let server = CountdownServer(
+      options: ServerOptions(socketPath: socket), logger: Logger(label: "bench"))
+    try server.start()
+    print("ready")
+    fflush(nil)
+    try await ServiceGroup(
+      services: [server], gracefulShutdownSignals: [.sigterm], logger: Logger(label: "bench")
+    ).run()
+  }
+}
+
+/// `countdown-bench serve`: a real `CountdownServer` in a child process, measured over its
+/// Unix socket: end-to-end tick lateness at subscribers (receipt time − `at`), the server's
+/// CPU, pipelined commands per second, fan-out, and a stalled subscriber beside a reading one.
+struct ServeBench: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "serve",
+    abstract:
+      "countdown serve end to end: tick lateness, commands/s, fan-out, a stalled subscriber.")
+
+  @Option(help: "Seconds measured per lateness run.")
+  var seconds: Double = 5
+
+  @Option(help: "Commands per throughput run.")
+  var commands = 200_000
+
+  @Flag(help: "Only the commands-per-second runs.")
+  var commandsOnly = false
+
+  func run() throws {
+    if !commandsOnly { try latenessRuns() }
+    print("\n| commands | connections | per second |")
+    print("|---|---|---|")
+    for connections in [1, 8] {
+      for op in ["start", "get"] {
+        let rate = try throughput(op: op, connections: connections)
+        print("| \(op) | \(connections) | \(Int(rate)) |")
+      }
+    }
+  }
+
+  func latenessRuns() throws {
+    print("| run | p50 | p99 | max | server CPU | events/s |")
+    print("|---|---|---|---|---|---|")
+    for n in [10_000, 100_000] {
+      let r = try lateness(activities: n, subscribers: 1, stalled: false)
+      print("| \(n / 1000)k activities, ticks, 1 subscriber | \(r.row) |")
+    }
+    let quiet = try lateness(activities: 10_000, subscribers: 1, stalled: false)
+    let stalled = try lateness(activities: 10_000, subscribers: 1, stalled: true)
+    print("| 10k, beside a subscriber that never reads | \(stalled.row) |")
+    print("| 10k, the same without it (this run) | \(quiet.row) |")
+    let fan = try lateness(activities: 10_000, subscribers: 100, stalled: false)
+    print("| fan-out: 10k activities × 100 subscribers | \(fan.row) |")
+    print(
+      "\nstalled subscriber moves the other's p99 by \(String(format: "%+.1f", (stalled.latency.p99 / quiet.latency.p99 - 1) * 100))%"
+    )
+  }
+
+  struct LatenessResult {
+    var latency: Latency
+    var cpu: Double
+    var eventsPerSecond: Double
+    var row: String {
+      "\(fmt(latency.p50)) | \(fmt(latency.p99)) | \(fmt(latency.max)) | \(String(format: "%.1f%%", cpu * 100)) | \(Int(eventsPerSecond))"
+    }
+  }
+
+  /// Starts a server child with `activities` countdowns ticking at random phases, subscribes
+  /// `subscribers` reading clients (and one that never reads, when `stalled`), and records the
+  /// lateness of every tick received for `seconds` after a warm-up.
+  func lateness(activities: Int, subscribers: Int, stalled: Bool) throws -> LatenessResult {
+    let child = try Child()
+    defer { child.stop() }
+    let control = try Client(child.socket)
+    var batch = [UInt8]()
+    let base = wallNanoseconds() / 1_000_000 + 3_600_000
+    for k in 0..<activities {
+      batch += Array(
+        #"{"op":"start","id":"a\#(k)","kind":"countdown","endDate":\#(base + Int64.random(in: 0..<1000)),"title":"A"}"#
+          .utf8)
+      batch.append(0x0A)
+    }
+    control.sendWhileReading(batch, replies: activities)
+    var idle: Client?
+    if stalled {
+      let c = try Client(child.socket)
+      var small: Int32 = 4096
+      setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+      c.send(Array(#"{"op":"subscribe","ticks":true}"#.utf8) + [0x0A])
+      idle = c
+    }
+    let readers = try (0..<subscribers).map { _ in try Client(child.socket) }
+    for r in readers {
+      r.send(Array(#"{"op":"subscribe","ticks":true}"#.utf8) + [0x0A])
+      r.awaitReplies(1)
+    }
+    let recorder = LatencyBox()
+    let stop = StopFlag()
+    // One reader thread per 25 subscribers, each polling its sockets.
+    let groups = stride(from: 0, to: readers.count, by: 25).map {
+      Array(readers[$0..<min($0 + 25, readers.count)])
+    }
+    var threads: [Thread] = []
+    let warmUpUntil = monotonicNanoseconds() + 1_500_000_000
+    for group in groups {
+      let t = Thread { Client.readTicks(group, recorder: recorder, stop: stop, after: warmUpUntil) }
+      t.start()
+      threads.append(t)
+    }
+    usleep(1_500_000)
+    let cpu0 = child.cpuNanoseconds()
+    let t0 = monotonicNanoseconds()
+    usleep(UInt32(seconds * 1_000_000))
+    let cpu1 = child.cpuNanoseconds()
+    let wall = Double(monotonicNanoseconds() - t0)
+    stop.set()
+    while threads.contains(where: { !$0.isFinished }) { usleep(10_000) }
+    _ = idle
+    let h = recorder.histogram()
+    return LatenessResult(
+      latency: Latency(h), cpu: Double(cpu1 - cpu0) / wall,
+      eventsPerSecond: Double(h.totalCount) / (Double(seconds) + 0))
+  }
+
+  /// Pipelines `commands` requests over `connections` connections and times the replies.
+  func throughput(op: String, connections: Int) throws -> Double {
+    let child = try Child()
+    defer { child.stop() }
+    let clients = try (0..<connections).map { _ in try Client(child.socket) }
+    // gets need activities to get.
+    if op == "get" {
+      var batch = [UInt8]()
+      for k in 0..<1000 {
+        batch += Array(#"{"op":"start","id":"g\#(k)","kind":"elapsed","title":"G"}"#.utf8) + [0x0A]
+      }
+      clients[0].sendWhileReading(batch, replies: 1000)
+    }
+    let per = commands / connections
+    let payloads: [[UInt8]] = (0..<connections).map { c in
+      var batch = [UInt8]()
+      batch.reserveCapacity(per * 80)
+      for k in 0..<per {
+        let line =
+          op == "start"
+          ? #"{"rid":\#(k),"op":"start","id":"s\#(c).\#(k)","kind":"elapsed","title":"S"}"#
+          : #"{"rid":\#(k),"op":"get","id":"g\#(k % 1000)"}"#
+        batch += Array(line.utf8)
+        batch.append(0x0A)
+      }
+      return batch
+    }
+    let t0 = monotonicNanoseconds()
+    var threads: [Thread] = []
+    for (c, client) in clients.enumerated() {
+      let payload = payloads[c]
+      let writer = Thread { client.send(payload) }
+      let reader = Thread { client.awaitReplies(per) }
+      writer.start()
+      reader.start()
+      threads += [writer, reader]
+    }
+    while threads.contains(where: { !$0.isFinished }) { usleep(1_000) }
+    return Double(per * connections) / (Double(monotonicNanoseconds() - t0) / 1e9)
+  }
+}
+
+/// The server child process.
+final class Child {
+  let process = Process()
+  let socket: String
+
+  init() throws {
+    socket = "/tmp/cdb-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = ["serve-child", "--socket", socket]
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    _ = out.fileHandleForReading.readData(ofLength: 6)  // "ready\n"
+  }
+
+  /// The child's CPU time (user + system) from /proc, in nanoseconds.
+  func cpuNanoseconds() -> Int64 {
+    guard
+      let text = try? String(
+        contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+      let close = text.lastIndex(of: ")")
+    else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // After the command: state is field 3, utime 14 and stime 15 (1-based over the whole line).
+    let ticks = (Int64(fields[11]) ?? 0) + (Int64(fields[12]) ?? 0)
+    return ticks * 1_000_000_000 / Int64(sysconf(Int32(_SC_CLK_TCK)))
+  }
+
+  func stop() {
+    process.terminate()
+    process.waitUntilExit()
+    unlink(socket)
+  }
+}
+
+/// A blocking client socket.
+final class Client: @unchecked Sendable {
+  // @unchecked Sendable: one writer thread and one reader thread, each on its own direction.
+  let fd: Int32
+
+  init(_ path: String) throws {
+    fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+      for (k, b) in path.utf8.enumerated() { raw[k] = b }
+    }
+    let rc = withUnsafePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    if rc != 0 { throw ValidationError("cannot connect to \(path)") }
+  }
+
+  deinit { close(fd) }
+
+  func send(_ bytes: [UInt8]) {
+    var sent = 0
+    while sent < bytes.count {
+      let n = bytes.withUnsafeBufferPointer {
+        Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
+      }
+      if n <= 0 { return }
+      sent += n
+    }
+  }
+
+  /// Sends `bytes` from a thread of its own while reading `replies` lines here: the server
+  /// stops reading a client that does not read its replies, so a large batch must not be sent
+  /// first and read after.
+  func sendWhileReading(_ bytes: [UInt8], replies: Int) {
+    let writer = Thread { self.send(bytes) }
+    writer.start()
+    awaitReplies(replies)
+    while !writer.isFinished { usleep(1_000) }
+  }
+
+  /// Reads until `count` lines have come.
+  func awaitReplies(_ count: Int) {
+    var lines = 0
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while lines < count {
+      let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 1 << 16, 0) }
+      if n <= 0 { return }
+      for i in 0..<n where chunk[i] == 0x0A { lines += 1 }
+    }
+  }
+
+  /// Records the lateness of every event line received on `clients` after `after` (monotonic
+  /// ns), until `stop`.
+  static func readTicks(_ clients: [Client], recorder: LatencyBox, stop: StopFlag, after: Int64) {
+    var local = Histogram<UInt64>(
+      highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+    var polls = clients.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+    var partial = clients.map { _ in [UInt8]() }
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    let atKey = Array(#""at":"#.utf8)
+    while !stop.isSet {
+      guard poll(&polls, nfds_t(polls.count), 100) > 0 else { continue }
+      let now = wallNanoseconds()
+      let counting = monotonicNanoseconds() >= after
+      for k in polls.indices where polls[k].revents & Int16(POLLIN) != 0 {
+        let n = chunk.withUnsafeMutableBytes { recv(polls[k].fd, $0.baseAddress, 1 << 16, 0) }
+        if n <= 0 { continue }
+        var data = partial[k]
+        data += chunk[0..<n]
+        var start = 0
+        for i in 0..<data.count where data[i] == 0x0A {
+          defer { start = i + 1 }
+          guard counting, i - start > 8, data[start + 2] == UInt8(ascii: "a") else { continue }
+          // {"at":1795…,"event":… : the digits after "at":
+          var j = start + 1 + atKey.count
+          var at: Int64 = 0
+          while j < i, data[j] >= 48, data[j] <= 57 {
+            at = at * 10 + Int64(data[j] - 48)
+            j += 1
+          }
+          local.record(UInt64(max(0, now - at * 1_000_000)))
+        }
+        partial[k] = Array(data[start...])
+      }
+    }
+    recorder.merge(local)
+  }
+}
+
+/// Histograms merged from reader threads.
+final class LatencyBox: @unchecked Sendable {
+  // @unchecked Sendable: `h` is touched only under `lock`.
+  private let lock = NSLock()
+  private var h = Histogram<UInt64>(
+    highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+  func merge(_ other: Histogram<UInt64>) { lock.withLock { h.add(other) } }
+  func histogram() -> Histogram<UInt64> { lock.withLock { h } }
+}
+
+/// A flag set by one thread and read by others.
+final class StopFlag: @unchecked Sendable {
+  // @unchecked Sendable: `value` is touched only under `lock`.
+  private let lock = NSLock()
+  private var value = false
+  func set() { lock.withLock { value = true } }
+  var isSet: Bool { lock.withLock { value } }
+}
