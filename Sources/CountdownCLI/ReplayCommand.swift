@@ -21,22 +21,7 @@ struct ReplayCommand: ParsableCommand {
 
   @OptionGroup var styleOptions: StyleOptions
 
-  @Option(name: .customLong("max-activities"), help: "Engine limit on activities at once.")
-  var maxActivities: Int?
-
-  @Option(
-    name: .customLong("max-active-duration"),
-    help: "End activities this many milliseconds after their start (reason maxDuration).")
-  var maxActiveDuration: Int64?
-
-  func validate() throws {
-    if let maxActivities, maxActivities < 0 {
-      throw ValidationError("--max-activities must be ≥ 0")
-    }
-    if let maxActiveDuration, maxActiveDuration < 0 {
-      throw ValidationError("--max-active-duration must be ≥ 0")
-    }
-  }
+  @OptionGroup var limits: EngineLimitOptions
 
   func run() throws {
     let fd: Int32
@@ -50,7 +35,7 @@ struct ReplayCommand: ParsableCommand {
     let out = OutputBuffer(fd: 1)
     let session = WireSession(
       formatter: TimerFormatter(style: styleOptions.timerStyle), writesTicks: ticks,
-      options: EngineOptions(maxActivities: maxActivities, maxActiveDurationMs: maxActiveDuration),
+      options: limits.engineOptions,
       outputThreshold: OutputBuffer.flushThreshold, output: { out.append($0) })
     var reader = LineReader(fd: fd)
     var number = 0

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CountdownServer
 import Foundation
 
 #if canImport(Glibc)
@@ -76,35 +77,12 @@ struct SendCommand: ParsableCommand {
 
   /// A connected Unix socket, or a message saying why not.
   private func connectUnix(_ path: String) throws -> Int32 {
-    let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else {
-      printError("countdown send: cannot make a socket: \(String(cString: strerror(errno)))")
+    do {
+      return try UnixSocket.connect(path)
+    } catch {
+      printError("countdown send: \(error); is countdown serve running there?")
       throw ExitCode.failure
     }
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
-      close(fd)
-      printError("countdown send: the socket path \(path) is too long")
-      throw ExitCode.failure
-    }
-    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-      for (k, b) in bytes.enumerated() { raw[k] = b }
-    }
-    let rc = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    guard rc == 0 else {
-      let reason = String(cString: strerror(errno))
-      close(fd)
-      printError(
-        "countdown send: cannot connect to \(path): \(reason); is countdown serve running there?")
-      throw ExitCode.failure
-    }
-    return fd
   }
 
   private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {

@@ -34,13 +34,7 @@ struct ServeCommand: AsyncParsableCommand {
 
   @OptionGroup var styleOptions: StyleOptions
 
-  @Option(name: .customLong("max-activities"), help: "Engine limit on activities at once.")
-  var maxActivities: Int?
-
-  @Option(
-    name: .customLong("max-active-duration"),
-    help: "End activities this many milliseconds after their start (reason maxDuration).")
-  var maxActiveDuration: Int64?
+  @OptionGroup var limits: EngineLimitOptions
 
   @Option(name: .customLong("max-connections"), help: "Connections at once.")
   var maxConnections = 1024
@@ -64,12 +58,6 @@ struct ServeCommand: AsyncParsableCommand {
       throw ValidationError(
         "--log-level must be one of trace, debug, info, notice, warning, error, critical")
     }
-    if let maxActivities, maxActivities < 0 {
-      throw ValidationError("--max-activities must be ≥ 0")
-    }
-    if let maxActiveDuration, maxActiveDuration < 0 {
-      throw ValidationError("--max-active-duration must be ≥ 0")
-    }
     guard maxConnections > 0 else { throw ValidationError("--max-connections must be ≥ 1") }
     guard subscriberBufferBytes > 0 else {
       throw ValidationError("--subscriber-buffer-bytes must be ≥ 1")
@@ -91,7 +79,7 @@ struct ServeCommand: AsyncParsableCommand {
     let logger = Logger(label: "countdown.serve")
     let options = ServerOptions(
       socketPath: socket, listen: listen, token: token, style: styleOptions.timerStyle,
-      engine: EngineOptions(maxActivities: maxActivities, maxActiveDurationMs: maxActiveDuration),
+      engine: limits.engineOptions,
       maxConnections: maxConnections, subscriberBufferBytes: subscriberBufferBytes,
       slowConsumerMilliseconds: slowConsumerMs)
     let server = CountdownServer(options: options, logger: logger)

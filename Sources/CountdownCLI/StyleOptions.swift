@@ -26,3 +26,27 @@ struct StyleOptions: ParsableArguments {
     TimerStyle(name: style, maxUnits: maxUnits, showsHours: !noHours) ?? .timer
   }
 }
+
+/// `--max-activities` and `--max-active-duration`, shared by replay and serve.
+struct EngineLimitOptions: ParsableArguments {
+  @Option(name: .customLong("max-activities"), help: "Engine limit on activities at once.")
+  var maxActivities: Int?
+
+  @Option(
+    name: .customLong("max-active-duration"),
+    help: "End activities this many milliseconds after their start (reason maxDuration).")
+  var maxActiveDuration: Int64?
+
+  func validate() throws {
+    if let maxActivities, maxActivities < 0 {
+      throw ValidationError("--max-activities must be ≥ 0")
+    }
+    if let maxActiveDuration, maxActiveDuration < 0 {
+      throw ValidationError("--max-active-duration must be ≥ 0")
+    }
+  }
+
+  var engineOptions: EngineOptions {
+    EngineOptions(maxActivities: maxActivities, maxActiveDurationMs: maxActiveDuration)
+  }
+}

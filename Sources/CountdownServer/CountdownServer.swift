@@ -260,21 +260,8 @@ final class DispatchSemaphoreLike: @unchecked Sendable {
 /// Connects to a Unix socket to see whether a server accepts on it.
 enum SocketProbe {
   static func accepts(_ path: String) -> Bool {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return false }
-    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-      for (k, b) in bytes.enumerated() { raw[k] = b }
-    }
-    let rc = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    return rc == 0
+    guard let fd = try? UnixSocket.connect(path) else { return false }
+    close(fd)
+    return true
   }
 }

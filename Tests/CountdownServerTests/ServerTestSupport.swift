@@ -8,23 +8,7 @@ final class TestClient {
   let fd: Int32
   private var buffer: [UInt8] = []
 
-  init(unix path: String) throws {
-    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-      for (k, b) in path.utf8.enumerated() { raw[k] = b }
-    }
-    let rc = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    if rc != 0 {
-      close(fd)
-      throw TestFailure("cannot connect to \(path): \(String(cString: strerror(errno)))")
-    }
-  }
+  init(unix path: String) throws { fd = try UnixSocket.connect(path) }
 
   init(tcpPort port: Int) throws {
     fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -227,20 +227,7 @@ final class Client: @unchecked Sendable {
   // @unchecked Sendable: one writer thread and one reader thread, each on its own direction.
   let fd: Int32
 
-  init(_ path: String) throws {
-    fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-      for (k, b) in path.utf8.enumerated() { raw[k] = b }
-    }
-    let rc = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    if rc != 0 { throw ValidationError("cannot connect to \(path)") }
-  }
+  init(_ path: String) throws { fd = try UnixSocket.connect(path) }
 
   deinit { close(fd) }
 
