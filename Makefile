@@ -45,14 +45,15 @@ release: deps
 bench-format: deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/countdown-bench format
 
-# ThreadSanitizer over the real-loop tests (own scratch path, so the debug build stays).
+# ThreadSanitizer over the real-loop tests and the service's socket tests (own scratch path,
+# so the debug build stays).
 tsan: deps
-	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter CountdownLoopTests
+	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests'
 
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
 asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests'
 
 
 # A package that depends on Countdown as a service would, one executable per library product,
