@@ -133,6 +133,25 @@ struct ServerProtocolTests {
     }
   }
 
+  @Test("After unsubscribe no more events come, and replies still do")
+  func unsubscribe() async throws {
+    try await onThread {
+      let s = try RunningServer()
+      let c = try s.client()
+      _ = try c.request(#"{"op":"subscribe"}"#)
+      let control = try s.client()
+      _ = try control.request(#"{"op":"start","id":"x","kind":"elapsed","title":"X"}"#)
+      #expect(try c.json()["event"] as? String == "started")
+      #expect(try c.request(#"{"rid":"u","op":"unsubscribe"}"#)["rid"] as? String == "u")
+      _ = try control.request(#"{"op":"start","id":"y","kind":"elapsed","title":"Y"}"#)
+      _ = try control.request(#"{"op":"end","id":"x"}"#)
+      // Nothing but the reply to the next request.
+      let next = try c.request(#"{"rid":"p","op":"ping"}"#)
+      #expect(next["rid"] as? String == "p", "\(next)")
+      #expect(c.line(timeout: 0.5) == nil)
+    }
+  }
+
   @Test("No event reaches a subscriber before its at by the wall clock")
   func neverEarly() async throws {
     try await onThread {
