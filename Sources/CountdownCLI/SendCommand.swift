@@ -47,7 +47,7 @@ struct SendCommand: ParsableCommand {
     // Written from a thread of its own while replies are read here: a long stdin would
     // otherwise fill both directions of the socket and wait forever.
     let payload = out
-    let writer = Thread { _ = Self.writeAll(fd, payload) }
+    let writer = Thread { UnixSocket.sendAll(fd, payload) }
     writer.start()
     var replies = 0
     var failed = false
@@ -83,20 +83,5 @@ struct SendCommand: ParsableCommand {
       printError("countdown send: \(error); is countdown serve running there?")
       throw ExitCode.failure
     }
-  }
-
-  private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-    var sent = 0
-    while sent < bytes.count {
-      let n = bytes.withUnsafeBufferPointer {
-        send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
-      }
-      if n < 0 {
-        if errno == EINTR { continue }
-        return false
-      }
-      sent += n
-    }
-    return true
   }
 }

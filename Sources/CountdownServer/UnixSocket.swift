@@ -34,6 +34,22 @@ public enum UnixSocket {
     }
     return fd
   }
+
+  /// Writes all of `bytes` to the socket `fd`, retrying short writes and EINTR; false when the
+  /// peer closed or the write failed (no SIGPIPE is raised).
+  @discardableResult
+  public static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    var sent = 0
+    while sent < bytes.count {
+      let n = bytes.withUnsafeBufferPointer {
+        Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
+      }
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { return false }
+      sent += n
+    }
+    return true
+  }
 }
 
 /// A socket that could not be made or connected: a message a person can act on.

@@ -31,16 +31,7 @@ final class TestClient {
 
   func send(_ text: String) { sendBytes(Array(text.utf8)) }
 
-  func sendBytes(_ bytes: [UInt8]) {
-    var sent = 0
-    while sent < bytes.count {
-      let n = bytes.withUnsafeBufferPointer {
-        Foundation.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
-      }
-      if n <= 0 { return }
-      sent += n
-    }
-  }
+  func sendBytes(_ bytes: [UInt8]) { UnixSocket.sendAll(fd, bytes) }
 
   /// Where the unread bytes of `buffer` start (lines are not shifted out one by one: that
   /// would cost a copy of the whole buffer per line).

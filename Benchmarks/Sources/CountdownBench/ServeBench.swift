@@ -231,16 +231,7 @@ final class Client: @unchecked Sendable {
 
   deinit { close(fd) }
 
-  func send(_ bytes: [UInt8]) {
-    var sent = 0
-    while sent < bytes.count {
-      let n = bytes.withUnsafeBufferPointer {
-        Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
-      }
-      if n <= 0 { return }
-      sent += n
-    }
-  }
+  func send(_ bytes: [UInt8]) { UnixSocket.sendAll(fd, bytes) }
 
   /// Sends `bytes` from a thread of its own while reading `replies` lines here: the server
   /// stops reading a client that does not read its replies, so a large batch must not be sent
