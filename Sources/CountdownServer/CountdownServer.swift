@@ -1,5 +1,6 @@
 import Countdown
 import CountdownLoop
+import Dispatch
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -173,7 +174,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
     if let core {
       // Every batch read so far is ahead of this one in the loop's queue; once it is done, their
       // replies are queued on the connections' event loops, ahead of the closes below.
-      let semaphore = DispatchSemaphoreLike()
+      let semaphore = DispatchSemaphore(value: 0)
       core.loop.submit({ _ in }, completion: { _ in semaphore.signal() })
       semaphore.wait()
       let channels = core.connections.withLockedValue { Array($0.values) }
@@ -227,33 +228,6 @@ public final class CountdownServer: Service, @unchecked Sendable {
         "another server is listening on \(path); stop it first or choose another --socket")
     }
     unlink(path)
-  }
-}
-
-/// A counting semaphore on a pthread condition, for `stop()`, which blocks by design.
-final class DispatchSemaphoreLike: @unchecked Sendable {
-  // @unchecked Sendable: `count` is read and written only under `mutex`.
-  private var mutex = pthread_mutex_t()
-  private var condition = pthread_cond_t()
-  private var count = 0
-
-  init() {
-    pthread_mutex_init(&mutex, nil)
-    pthread_cond_init(&condition, nil)
-  }
-
-  func signal() {
-    pthread_mutex_lock(&mutex)
-    count += 1
-    pthread_cond_signal(&condition)
-    pthread_mutex_unlock(&mutex)
-  }
-
-  func wait() {
-    pthread_mutex_lock(&mutex)
-    while count == 0 { pthread_cond_wait(&condition, &mutex) }
-    count -= 1
-    pthread_mutex_unlock(&mutex)
   }
 }
 

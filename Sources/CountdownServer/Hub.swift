@@ -82,7 +82,8 @@ final class Hub: @unchecked Sendable {
     guard !subscribers.isEmpty else { return }
     // Encode each event once.
     offsets.removeAll(keepingCapacity: true)
-    _ = writer.take()
+    // Emptied in place: `take()` would hand out the bytes and so make the next wake allocate.
+    writer.out.bytes.removeAll(keepingCapacity: true)
     for e in events {
       offsets.append(writer.out.bytes.count)
       writer.write(e)
