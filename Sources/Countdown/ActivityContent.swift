@@ -45,7 +45,12 @@ public struct ActivityContent: Hashable, Sendable {
 
   /// Reads and checks content from a JSON object (unknown keys are not looked at).
   public init(json o: [String: JSONValue]) throws(CountdownError) {
-    guard let t = o["title"] else { throw .payload("title is required") }
+    try self.init { o[$0] }
+  }
+
+  /// Reads and checks content from whatever answers for each key (nil when absent).
+  init(_ o: (String) -> JSONValue?) throws(CountdownError) {
+    guard let t = o("title") else { throw .payload("title is required") }
     guard case .string(let title) = t else {
       throw .payload("title must be a string, not \(t.typeName)")
     }
@@ -56,21 +61,14 @@ public struct ActivityContent: Hashable, Sendable {
     if let color, !Self.isColor(color) {
       throw .payload("color \(JSONValue.string(color)) must be #RRGGBB or #RRGGBBAA")
     }
-    switch o["fields"] {
+    switch o("fields") {
     case nil, .null?: self.fields = [:]
     case .object(let f)?:
-      for (k, v) in f {
-        switch v {
-        case .string, .int, .bool: break
-        case .double(let d) where d.isFinite: break
-        default:
-          throw .payload("fields.\(k) must be a string, number or boolean, not \(v.typeName)")
-        }
-      }
+      try Self.checkFields(f)
       self.fields = f
     case let v?: throw .payload("fields must be an object, not \(v.typeName)")
     }
-    switch o["relevance"] {
+    switch o("relevance") {
     case nil, .null?: self.relevance = nil
     case .int(let i)?: self.relevance = Double(i)
     case .double(let d)? where d.isFinite: self.relevance = d
@@ -79,9 +77,9 @@ public struct ActivityContent: Hashable, Sendable {
   }
 
   private static func optionalString(
-    _ o: [String: JSONValue], _ key: String
+    _ o: (String) -> JSONValue?, _ key: String
   ) throws(CountdownError) -> String? {
-    switch o[key] {
+    switch o(key) {
     case nil, .null?: return nil
     case .string(let s)?: return s
     case let v?: throw .payload("\(key) must be a string, not \(v.typeName)")
@@ -98,19 +96,69 @@ public struct ActivityContent: Hashable, Sendable {
     }
   }
 
-  /// The canonical encoding, checked against the size limit.
-  func encodedChecked() throws(CountdownError) -> String { try Self.checkedText(json) }
+  /// Every value of `fields` must be a string, a finite number or a boolean. The first bad
+  /// key in byte order is named, so the message does not depend on hashing.
+  private static func checkFields(_ f: [String: JSONValue]) throws(CountdownError) {
+    func bad(_ v: JSONValue) -> Bool {
+      switch v {
+      case .string, .int, .bool: false
+      case .double(let d): !d.isFinite
+      default: true
+      }
+    }
+    guard f.values.contains(where: bad) else { return }
+    let k = f.filter { bad($0.value) }.keys.min { $0.utf8.lexicographicallyPrecedes($1.utf8) }!
+    throw .payload("fields.\(k) must be a string, number or boolean, not \(f[k]!.typeName)")
+  }
 
-  /// The canonical encoding of a content object, checked against the size limit.
-  static func checkedText(_ object: JSONValue) throws(CountdownError) -> String {
-    let text = object.canonicalText
-    let size = text.utf8.count
+  /// The checks `init(json:)` makes that the type itself cannot: the color's form, the fields'
+  /// value types and a finite relevance.
+  func check() throws(CountdownError) {
+    if let color, !Self.isColor(color) {
+      throw .payload("color \(JSONValue.string(color)) must be #RRGGBB or #RRGGBBAA")
+    }
+    try Self.checkFields(fields)
+    if let relevance, !relevance.isFinite {
+      throw .payload("relevance must be a finite number, not \(relevance)")
+    }
+  }
+
+  /// The canonical encoding (compact, keys in byte order: alertMessage, color, fields,
+  /// relevance, subtitle, title), written straight from the fields without building a
+  /// `JSONValue`, and checked against the size limit. Equal to `json.canonicalText`.
+  func encodedChecked() throws(CountdownError) -> String {
+    var w = JSONWriter()
+    w.bytes.reserveCapacity(32 + title.utf8.count)
+    w.raw("{")
+    func text(_ key: StaticString, _ value: String?) {
+      guard let value else { return }
+      w.raw(key)
+      w.write(string: value)
+      w.raw(",")
+    }
+    text("\"alertMessage\":", alertMessage)
+    text("\"color\":", color)
+    if !fields.isEmpty {
+      w.raw("\"fields\":")
+      w.write(.object(fields))
+      w.raw(",")
+    }
+    if let relevance {
+      w.raw("\"relevance\":")
+      w.write(double: relevance)
+      w.raw(",")
+    }
+    text("\"subtitle\":", subtitle)
+    w.raw("\"title\":")
+    w.write(string: title)
+    w.raw("}")
+    let size = w.bytes.count
     if size > Self.maximumEncodedSize {
       throw CountdownError(
         .attributesTooLarge,
         "content is \(size) bytes of JSON; the limit is \(Self.maximumEncodedSize)")
     }
-    return text
+    return w.string
   }
 
   /// This content with an RFC 7396 JSON Merge Patch applied. `null` removes a key; `title`

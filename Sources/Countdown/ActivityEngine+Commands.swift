@@ -8,10 +8,9 @@ extension ActivityEngine {
   public mutating func start(_ r: ActivityRequest, at t: Instant) throws(CountdownError) -> String {
     // Check the request before anything moves.
     if let id = r.id { try Self.validateID(id) }
-    // One JSON object, checked as the wire would check it, then encoded.
-    let object = r.content.json
-    _ = try ActivityContent(json: object.objectValue ?? [:])
-    let content = try ActivityContent.checkedText(object)
+    // Checked as the wire would check it, then encoded.
+    try r.content.check()
+    let content = try r.content.encodedChecked()
     switch r.kind {
     case .countdown:
       guard let end = r.endDate else { throw .payload("a countdown needs endDate") }

@@ -23,10 +23,41 @@ package struct JSONParser {
     return v
   }
 
+  /// Parses one JSON text from UTF-8 bytes, reading a top-level object as ``JSONMembers``
+  /// (nested objects stay dictionaries).
+  package static func parseTopLevel(
+    bytes: UnsafeBufferPointer<UInt8>
+  ) throws(CountdownError) -> JSONTopLevel {
+    var p = JSONParser(bytes: bytes)
+    p.skipSpace()
+    let top: JSONTopLevel
+    if p.i < bytes.count, bytes[p.i] == UInt8(ascii: "{") {
+      var members = JSONMembers()
+      try p.object(depth: 1) { (key, value) in members[key] = value }
+      top = .object(members)
+    } else {
+      top = .other(try p.value(depth: 0))
+    }
+    p.skipSpace()
+    if p.i != bytes.count { throw p.fail("unexpected text after the JSON value") }
+    return top
+  }
+
   private let b: UnsafeBufferPointer<UInt8>
   private var i = 0
 
-  private init(bytes: UnsafeBufferPointer<UInt8>) { self.b = bytes }
+  /// Whether short ASCII strings may be built as small strings in place (see
+  /// ``TimerFormatter/smallStringLayoutHolds``), read once per parse.
+  private let smallInPlace: Bool
+
+  private init(bytes: UnsafeBufferPointer<UInt8>) {
+    self.b = bytes
+    #if _pointerBitWidth(_64) && _endian(little)
+      smallInPlace = TimerFormatter.smallStringLayoutHolds
+    #else
+      smallInPlace = false
+    #endif
+  }
 
   private func fail(_ what: String) -> CountdownError {
     .payload("invalid JSON at byte \(i + 1): \(what)")
@@ -66,13 +97,21 @@ package struct JSONParser {
   }
 
   private mutating func object(depth: Int) throws(CountdownError) -> JSONValue {
+    var members: [String: JSONValue] = [:]
+    try object(depth: depth) { (key, value) in members[key] = value }
+    return .object(members)
+  }
+
+  /// Reads one object, handing each member to `add` in order.
+  private mutating func object(
+    depth: Int, _ add: (String, JSONValue) -> Void
+  ) throws(CountdownError) {
     if depth > Self.maximumDepth { throw fail("nested deeper than \(Self.maximumDepth)") }
     i += 1
-    var members: [String: JSONValue] = [:]
     skipSpace()
     if i < b.count, b[i] == UInt8(ascii: "}") {
       i += 1
-      return .object(members)
+      return
     }
     while true {
       skipSpace()
@@ -82,7 +121,7 @@ package struct JSONParser {
       guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
       i += 1
       skipSpace()
-      members[key] = try value(depth: depth)
+      add(key, try value(depth: depth))
       skipSpace()
       guard i < b.count else { throw fail("unexpected end of input") }
       if b[i] == UInt8(ascii: ",") {
@@ -91,7 +130,7 @@ package struct JSONParser {
       }
       if b[i] == UInt8(ascii: "}") {
         i += 1
-        return .object(members)
+        return
       }
       throw fail("expected ',' or '}'")
     }
@@ -148,6 +187,20 @@ package struct JSONParser {
     while i < b.count {
       let c = b[i]
       if c == UInt8(ascii: "\"") {
+        #if _pointerBitWidth(_64) && _endian(little)
+          // Keys, ids and enum values are mostly short ASCII: built as a small string from
+          // two words, without validating again or allocating.
+          let n = i - start
+          if n <= 15 {
+            var raw: (UInt64, UInt64) = (0, 0)
+            let source = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: b[start..<i]))
+            withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: source) }
+            if (raw.0 | raw.1) & 0x8080_8080_8080_8080 == 0 {
+              i += 1
+              return TimerFormatter.smallString(raw.0, raw.1, count: n, inPlace: smallInPlace)
+            }
+          }
+        #endif
         let s = String(validating: UnsafeBufferPointer(rebasing: b[start..<i]), as: UTF8.self)
         guard let s else { throw fail("string is not valid UTF-8") }
         i += 1

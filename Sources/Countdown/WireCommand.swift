@@ -47,14 +47,17 @@ extension WireCommand {
   public static func decode(
     bytes: UnsafeBufferPointer<UInt8>
   ) -> Result<WireCommand, WireDecodingFailure> {
-    let json: JSONValue
+    let top: JSONTopLevel
     do throws(CountdownError) {
       try UTF8Validation.check(bytes)
-      json = try JSONParser.parse(bytes: bytes)
+      top = try JSONParser.parseTopLevel(bytes: bytes)
     } catch {
       return .failure(WireDecodingFailure(error: error, at: nil, id: nil))
     }
-    return decode(json)
+    switch top {
+    case .object(let members): return decode(members)
+    case .other(let json): return decode(json)
+    }
   }
 
   /// Decodes one JSON line.
@@ -76,6 +79,11 @@ extension WireCommand {
           error: .payload("a command must be a JSON object, not \(json.typeName)"), at: nil, id: nil
         ))
     }
+    return decode(JSONMembers(o))
+  }
+
+  /// Decodes a command from the members of its object, checking `at` like any other field.
+  private static func decode(_ o: JSONMembers) -> Result<WireCommand, WireDecodingFailure> {
     var id: String?
     if case .string(let s)? = o["id"] { id = s }
     var at: Instant?
@@ -89,8 +97,16 @@ extension WireCommand {
     }
   }
 
+  /// Decodes a command whose instant is given rather than read: the service runs each
+  /// command at its own clock and rejects a request's `at` before it gets here.
+  package static func decode(
+    members o: JSONMembers, at: Instant
+  ) throws(CountdownError) -> WireCommand {
+    try decodeBody(o, at: at)
+  }
+
   private static func decodeBody(
-    _ o: [String: JSONValue], at: Instant
+    _ o: JSONMembers, at: Instant
   ) throws(CountdownError) -> WireCommand {
     guard let opValue = o["op"] else {
       throw .payload("op is required: one of \(operations.joined(separator: ", "))")

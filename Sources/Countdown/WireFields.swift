@@ -1,40 +1,45 @@
 /// Reads the fields of one command object, remembering which were used so that unknown ones
 /// can be reported.
 struct WireFields {
-  private let o: [String: JSONValue]
-  /// The keys of `o` read so far. A command has a handful, so a small array searched linearly
-  /// beats a `Set` that hashes every key the decoder asks about, present or not (measured:
-  /// hashing was the largest cost of decoding a start).
-  private var used: [String] = []
+  private let o: JSONMembers
+  /// The members read so far, one bit per position (see ``JSONMembers/lookup(_:)``): a command
+  /// has a handful of keys, so no string is compared or hashed again to remember them.
+  private var usedBits: UInt32 = 0
+  /// The keys read so far when the members are in a dictionary (more than
+  /// ``JSONMembers/linearLimit``, which only a bad line has).
+  private var usedNames: [String] = []
 
-  init(_ o: [String: JSONValue]) { self.o = o }
+  init(_ o: JSONMembers) { self.o = o }
 
-  private mutating func markUsed(_ key: String) {
-    if !used.contains(key) { used.append(key) }
+  /// The raw value of `key` (JSON `null` included), marked as read.
+  private mutating func raw(_ key: String) -> JSONValue? {
+    guard let (v, bit) = o.lookup(key) else { return nil }
+    if bit != 0 {
+      usedBits |= bit
+    } else if !usedNames.contains(key) {
+      usedNames.append(key)
+    }
+    return v
   }
 
-  mutating func take(_ key: String) {
-    if o[key] != nil { markUsed(key) }
-  }
+  mutating func take(_ key: String) { _ = raw(key) }
 
   /// The value of `key`, treating JSON `null` as absent.
   mutating func value(_ key: String) -> JSONValue? {
-    guard let v = o[key] else { return nil }
-    markUsed(key)
+    guard let v = raw(key) else { return nil }
     if case .null = v { return nil }
     return v
   }
 
   /// Whether `key` is present with the value `null` (a removal in an update).
   func isNull(_ key: String) -> Bool {
-    if case .null? = o[key] { return true }
+    if case .null? = o.lookup(key)?.value { return true }
     return false
   }
 
   func rejectUnknown(op: String) throws(CountdownError) {
-    guard used.count != o.count else { return }
-    let unknown = o.keys.filter { !used.contains($0) }.sorted()
-    if let first = unknown.first {
+    guard usedBits.nonzeroBitCount + usedNames.count != o.count else { return }
+    if let first = o.keys(notIn: usedBits, or: usedNames).first {
       throw .payload("\(first) is not a field of \(op)")
     }
   }
@@ -129,10 +134,7 @@ struct WireFields {
   mutating func contentPatch() -> [String: JSONValue] {
     var patch: [String: JSONValue] = [:]
     for key in ActivityContent.keys {
-      if let v = o[key] {
-        markUsed(key)
-        patch[key] = v
-      }
+      if let v = raw(key) { patch[key] = v }
     }
     return patch
   }
@@ -146,9 +148,10 @@ struct WireFields {
     guard case .string(let kindName) = kindValue, let kind = ActivityKind(rawValue: kindName) else {
       throw .payload("kind must be \"countdown\" or \"elapsed\", not \(kindValue.canonicalText)")
     }
-    var contentJSON = contentPatch()
-    contentJSON = contentJSON.filter { if case .null = $0.value { false } else { true } }
-    let content = try ActivityContent(json: contentJSON)
+    // Read straight from the members: no patch dictionary for a start.
+    var fields = self
+    let content = try ActivityContent { fields.value($0) }
+    self = fields
     return ActivityRequest(
       id: id, kind: kind, endDate: try optionalInstant("endDate"),
       startDate: try optionalInstant("startDate"), goalMs: try optionalDuration("goalMs"),
@@ -165,7 +168,7 @@ struct WireFields {
     _ key: String, _ read: (JSONValue) throws(CountdownError) -> T
   ) throws(CountdownError) -> Change<T> {
     if isNull(key) {
-      markUsed(key)
+      take(key)
       return .remove
     }
     guard let v = value(key) else { return .keep }

@@ -39,14 +39,17 @@ enum ServerRequest: Sendable {
   /// Decodes one line (without its newline). Never throws: a bad line is a `Decoded` whose
   /// request is the error to reply with.
   static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> Decoded {
-    let json: JSONValue
+    let top: JSONTopLevel
     do throws(CountdownError) {
       try UTF8Validation.check(bytes)
-      json = try JSONParser.parse(bytes: bytes)
+      top = try JSONParser.parseTopLevel(bytes: bytes)
     } catch {
       return Decoded(rid: nil, request: .failure(error))
     }
-    guard case .object(var o) = json else {
+    var o: JSONMembers
+    switch top {
+    case .object(let members): o = members
+    case .other(let json):
       return Decoded(
         rid: nil,
         request: .failure(.payload("a request must be a JSON object, not \(json.typeName)")))
@@ -66,7 +69,7 @@ enum ServerRequest: Sendable {
     return Decoded(rid: rid, request: Result { () throws(CountdownError) in try request(o) })
   }
 
-  private static func request(_ o: [String: JSONValue]) throws(CountdownError) -> ServerRequest {
+  private static func request(_ o: JSONMembers) throws(CountdownError) -> ServerRequest {
     if o["at"] != nil {
       throw .payload("a request has no \"at\": the server stamps each request with its own clock")
     }
@@ -74,7 +77,7 @@ enum ServerRequest: Sendable {
       throw .payload("op is required: one of \(operations.joined(separator: ", "))")
     }
     func only(_ keys: Set<String>) throws(CountdownError) {
-      for key in o.keys.sorted() where key != "op" && !keys.contains(key) {
+      for key in o.allKeys.sorted() where key != "op" && !keys.contains(key) {
         throw .payload("unknown field \(JSONValue.string(key)) for op \(op)")
       }
     }
@@ -87,12 +90,8 @@ enum ServerRequest: Sendable {
     switch op {
     case "start", "update", "pause", "resume", "end", "get", "configure":
       // The §5 decoder, at a placeholder instant: the loop runs the command at its own now.
-      var stamped = o
-      stamped["at"] = .int(Instant.wireMinimum.milliseconds)
-      switch WireCommand.decode(.object(stamped)) {
-      case .success(let c): return .command(c.operation, id: c.id)
-      case .failure(let f): throw f.error
-      }
+      let c = try WireCommand.decode(members: o, at: Instant.wireMinimum)
+      return .command(c.operation, id: c.id)
     case "advance":
       throw .payload(
         "advance moves replay's virtual clock; the server runs on the real clock, so there is nothing to advance"
