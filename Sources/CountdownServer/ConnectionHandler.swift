@@ -2,6 +2,10 @@ import Countdown
 import CountdownLoop
 import NIOCore
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// One client connection: frames lines, decodes requests, sends each read's requests to the
 /// loop as one batch, and writes the replies in request order.
 ///
@@ -192,8 +196,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
   }
 
   func errorCaught(context: ChannelHandlerContext, error: any Error) {
-    // One line per connection error, not one per request.
-    core.logger.warning("connection closed after an error: \(error)")
+    // One line per connection error, not one per request. A client that closes with replies
+    // or events still unread resets the connection: that is how clients leave, not a fault.
+    if let io = error as? IOError, io.errnoCode == ECONNRESET || io.errnoCode == EPIPE {
+      core.logger.debug("connection reset by the client")
+    } else {
+      core.logger.warning("connection closed after an error: \(error)")
+    }
     context.close(promise: nil)
   }
 }

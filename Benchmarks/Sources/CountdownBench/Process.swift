@@ -11,9 +11,10 @@ func cpuNanoseconds() -> Int64 {
   return user + sys
 }
 
-/// Resident set size now, in bytes (from /proc/self/status).
-func residentBytes() -> Int64 {
-  guard let f = fopen("/proc/self/status", "r") else { return 0 }
+/// Resident set size now, in bytes (from /proc/self/status, or another process's status).
+func residentBytes(of pid: Int32? = nil) -> Int64 {
+  let path = pid.map { "/proc/\($0)/status" } ?? "/proc/self/status"
+  guard let f = fopen(path, "r") else { return 0 }
   defer { fclose(f) }
   var line = [CChar](repeating: 0, count: 256)
   while fgets(&line, Int32(line.count), f) != nil {

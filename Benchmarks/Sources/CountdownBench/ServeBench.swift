@@ -18,10 +18,12 @@ struct ServeChild: AsyncParsableCommand {
     shouldDisplay: false)
 
   @Option var socket: String
+  @Option var subscriberBufferBytes = 8 << 20
 
   func run() async throws {
     let server = CountdownServer(
-      options: ServerOptions(socketPath: socket), logger: Logger(label: "bench"))
+      options: ServerOptions(socketPath: socket, subscriberBufferBytes: subscriberBufferBytes),
+      logger: Logger(label: "bench"))
     try server.start()
     print("ready")
     fflush(nil)
@@ -49,6 +51,9 @@ struct ServeBench: ParsableCommand {
   @Flag(help: "Only the commands-per-second runs.")
   var commandsOnly = false
 
+  @Option(help: "Alternating rounds of the stalled-subscriber comparison.")
+  var stalledRounds = 3
+
   func run() throws {
     if !commandsOnly { try latenessRuns() }
     print("\n| commands | connections | per second |")
@@ -68,14 +73,38 @@ struct ServeBench: ParsableCommand {
       let r = try lateness(activities: n, subscribers: 1, stalled: false)
       print("| \(n / 1000)k activities, ticks, 1 subscriber | \(r.row) |")
     }
-    let quiet = try lateness(activities: 10_000, subscribers: 1, stalled: false)
-    let stalled = try lateness(activities: 10_000, subscribers: 1, stalled: true)
-    print("| 10k, beside a subscriber that never reads | \(stalled.row) |")
-    print("| 10k, the same without it (this run) | \(quiet.row) |")
     let fan = try lateness(activities: 10_000, subscribers: 100, stalled: false)
     print("| fan-out: 10k activities × 100 subscribers | \(fan.row) |")
+    try stalledComparison()
+  }
+
+  /// The other subscriber's lateness beside a subscriber that never reads, and without it, in
+  /// alternating rounds (the machine's noise moves one run's p99 more than the stalled
+  /// subscriber does). Both sides run with a 1 MiB subscriber bound, so that the stalled one
+  /// is over it, its ticks coalescing, for most of each measured run; the server's RSS at the
+  /// end of each run shows its buffer stays bounded.
+  func stalledComparison() throws {
+    let bound = 1 << 20
     print(
-      "\nstalled subscriber moves the other's p99 by \(String(format: "%+.1f", (stalled.latency.p99 / quiet.latency.p99 - 1) * 100))%"
+      "\n| 10k activities, 1 MiB bound | round | p50 | p99 | max | server CPU | events/s | server RSS |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    var quiet: [Double] = []
+    var stalled: [Double] = []
+    for round in 1...max(1, stalledRounds) {
+      for withStalled in [false, true] {
+        let r = try lateness(
+          activities: 10_000, subscribers: 1, stalled: withStalled, subscriberBuffer: bound)
+        let name = withStalled ? "beside a subscriber that never reads" : "without it"
+        print(
+          "| \(name) | \(round) | \(r.row) | \(String(format: "%.0f MB", Double(r.rss) / 1_048_576)) |"
+        )
+        if withStalled { stalled.append(r.latency.p99) } else { quiet.append(r.latency.p99) }
+      }
+    }
+    func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+    print(
+      "\nstalled subscriber moves the other's median p99 by \(String(format: "%+.1f", (median(stalled) / median(quiet) - 1) * 100))% (\(fmt(median(quiet))) → \(fmt(median(stalled))), \(quiet.count) rounds each)"
     )
   }
 
@@ -83,6 +112,8 @@ struct ServeBench: ParsableCommand {
     var latency: Latency
     var cpu: Double
     var eventsPerSecond: Double
+    /// The server's resident set at the end of the run.
+    var rss: Int64
     var row: String {
       "\(fmt(latency.p50)) | \(fmt(latency.p99)) | \(fmt(latency.max)) | \(String(format: "%.1f%%", cpu * 100)) | \(Int(eventsPerSecond))"
     }
@@ -91,8 +122,10 @@ struct ServeBench: ParsableCommand {
   /// Starts a server child with `activities` countdowns ticking at random phases, subscribes
   /// `subscribers` reading clients (and one that never reads, when `stalled`), and records the
   /// lateness of every tick received for `seconds` after a warm-up.
-  func lateness(activities: Int, subscribers: Int, stalled: Bool) throws -> LatenessResult {
-    let child = try Child()
+  func lateness(
+    activities: Int, subscribers: Int, stalled: Bool, subscriberBuffer: Int = 8 << 20
+  ) throws -> LatenessResult {
+    let child = try Child(subscriberBufferBytes: subscriberBuffer)
     defer { child.stop() }
     let control = try Client(child.socket)
     var batch = [UInt8]()
@@ -135,6 +168,7 @@ struct ServeBench: ParsableCommand {
     let t0 = monotonicNanoseconds()
     usleep(UInt32(seconds * 1_000_000))
     let cpu1 = child.cpuNanoseconds()
+    let rss = residentBytes(of: child.process.processIdentifier)
     let wall = Double(monotonicNanoseconds() - t0)
     stop.set()
     while threads.contains(where: { !$0.isFinished }) { usleep(10_000) }
@@ -142,7 +176,7 @@ struct ServeBench: ParsableCommand {
     let h = recorder.histogram()
     return LatenessResult(
       latency: Latency(h), cpu: Double(cpu1 - cpu0) / wall,
-      eventsPerSecond: Double(h.totalCount) / (Double(seconds) + 0))
+      eventsPerSecond: Double(h.totalCount) / (Double(seconds) + 0), rss: rss)
   }
 
   /// Pipelines `commands` requests over `connections` connections and times the replies.
@@ -192,10 +226,12 @@ final class Child {
   let process = Process()
   let socket: String
 
-  init() throws {
+  init(subscriberBufferBytes: Int = 8 << 20) throws {
     socket = "/tmp/cdb-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = ["serve-child", "--socket", socket]
+    process.arguments = [
+      "serve-child", "--socket", socket, "--subscriber-buffer-bytes", "\(subscriberBufferBytes)",
+    ]
     let out = Pipe()
     process.standardOutput = out
     try process.run()
