@@ -8,6 +8,9 @@ let package = Package(
     .library(name: "Countdown", targets: ["Countdown"]),
     .library(name: "CountdownLoop", targets: ["CountdownLoop"]),
     .library(name: "CountdownServer", targets: ["CountdownServer"]),
+    // The C ABI: libCountdownC.so, installed as libcountdown.so by `make install` (a library
+    // product named "countdown" would collide with the executable's name).
+    .library(name: "CountdownC", type: .dynamic, targets: ["CountdownC"]),
     .executable(name: "countdown", targets: ["CountdownCLI"]),
   ],
   dependencies: [
@@ -27,11 +30,19 @@ let package = Package(
     // that a package depending on this product alone links (Examples/consumer checks it).
     .target(name: "Countdown", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
     .target(name: "CountdownLoop", dependencies: ["Countdown", "CLibUV"]),
+    // The service protocol's requests, batches and replies (SPEC §6), free of NIO so that the
+    // C ABI shares them.
+    .target(name: "CountdownProtocol", dependencies: ["Countdown", "CountdownLoop"]),
+    // include/countdown.h, the C ABI's hand-written header, as a module for the Swift side.
+    .systemLibrary(name: "CCountdownABI", path: "include"),
+    .target(
+      name: "CountdownC",
+      dependencies: ["Countdown", "CountdownLoop", "CountdownProtocol", "CCountdownABI"]),
     // The service (SPEC §6): sockets on SwiftNIO, the engine on CountdownLoop's thread.
     .target(
       name: "CountdownServer",
       dependencies: [
-        "Countdown", "CountdownLoop",
+        "Countdown", "CountdownLoop", "CountdownProtocol",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -73,6 +73,10 @@ public final class CountdownLoop: Sendable {
     LibUV.join(core.thread)
   }
 
+  /// Whether the caller is running on this loop's thread (in `onEvent`, `onBatch` or a
+  /// completion), where a call that waits for the loop would never return.
+  package var isCurrentThread: Bool { LibUV.isCurrent(core.thread) }
+
   /// Runs `body` on the loop thread with the engine, then calls `completion` there with its
   /// result (or with `shutdown` if the loop closes first). For callers on plain threads;
   /// `completion` must not block.

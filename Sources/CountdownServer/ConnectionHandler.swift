@@ -1,5 +1,6 @@
 import Countdown
 import CountdownLoop
+import CountdownProtocol
 import NIOCore
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Countdown
 import CountdownLoop
+import CountdownProtocol
 import Dispatch
 import Logging
 import NIOConcurrencyHelpers

@@ -1,5 +1,6 @@
 import Countdown
 import CountdownLoop
+import CountdownProtocol
 import NIOCore
 
 /// The subscribers and their output, confined to one NIO event loop.

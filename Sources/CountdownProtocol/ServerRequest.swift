@@ -2,20 +2,20 @@ import Countdown
 
 /// A request's `rid`, copied verbatim into its reply: a string of at most 128 bytes, or an
 /// integer.
-enum RequestID: Sendable, Hashable {
+package enum RequestID: Sendable, Hashable {
   case string(String)
   case int(Int64)
 }
 
 /// What a `list` request asks for.
-enum ListQuery: Sendable, Hashable {
+package enum ListQuery: Sendable, Hashable {
   case all
   case soonest(Int)
   case endedWithin(milliseconds: Int64)
 }
 
 /// One request line of the service protocol (SPEC §6), decoded on a network thread.
-enum ServerRequest: Sendable {
+package enum ServerRequest: Sendable {
   /// A §5 command, run at the loop's now.
   case command(WireCommand.Operation, id: String?)
   case subscribe(ids: [String]?, ticks: Bool)
@@ -25,20 +25,25 @@ enum ServerRequest: Sendable {
   case auth(token: String)
 
   /// A request line's `rid` (when it was readable) and what it asks, or why it cannot be run.
-  struct Decoded: Sendable {
-    var rid: RequestID?
-    var request: Result<ServerRequest, CountdownError>
+  package struct Decoded: Sendable {
+    package var rid: RequestID?
+    package var request: Result<ServerRequest, CountdownError>
+
+    package init(rid: RequestID?, request: Result<ServerRequest, CountdownError>) {
+      self.rid = rid
+      self.request = request
+    }
   }
 
   /// The ops a request may name.
-  static let operations = [
+  package static let operations = [
     "start", "update", "pause", "resume", "end", "get", "configure", "subscribe", "unsubscribe",
     "list", "ping", "auth",
   ]
 
   /// Decodes one line (without its newline). Never throws: a bad line is a `Decoded` whose
   /// request is the error to reply with.
-  static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> Decoded {
+  package static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> Decoded {
     let top: JSONTopLevel
     do throws(CountdownError) {
       try UTF8Validation.check(bytes)

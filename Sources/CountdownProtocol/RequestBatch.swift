@@ -3,7 +3,7 @@ import CountdownLoop
 
 /// What running one request on the loop gave: values only, encoded to JSON later on a network
 /// thread (the loop thread runs the engine and nothing else).
-enum Outcome: Sendable {
+package enum Outcome: Sendable {
   case ok
   case started(id: String)
   case activity(ActivityState)
@@ -15,20 +15,17 @@ enum Outcome: Sendable {
 }
 
 /// One request of a batch: its `rid`, and what to run (or the error decoding gave it).
-struct BatchItem: Sendable {
-  var rid: RequestID?
-  var request: Result<ServerRequest, CountdownError>
-}
+package typealias BatchItem = ServerRequest.Decoded
 
 /// A batch's results, in request order, with the loop's instant.
-struct BatchResult: Sendable {
-  var at: Instant
-  var items: [(rid: RequestID?, outcome: Outcome)]
+package struct BatchResult: Sendable {
+  package var at: Instant
+  package var items: [(rid: RequestID?, outcome: Outcome)]
 }
 
 extension LoopEngine {
   /// Runs a connection's batch of requests in order, at the loop's now.
-  func run(_ batch: [BatchItem]) -> BatchResult {
+  package func run(_ batch: [BatchItem]) -> BatchResult {
     var items: [(rid: RequestID?, outcome: Outcome)] = []
     items.reserveCapacity(batch.count)
     for item in batch {

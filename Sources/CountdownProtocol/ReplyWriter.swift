@@ -2,11 +2,11 @@ import Countdown
 
 /// Writes the service's JSON lines: replies (`"ok"`), activity objects, and the connection
 /// errors that are not replies. Runs on network threads.
-struct ReplyWriter {
-  let formatter: TimerFormatter
-  var out = JSONWriter()
+package struct ReplyWriter {
+  package let formatter: TimerFormatter
+  package var out = JSONWriter()
 
-  init(formatter: TimerFormatter) { self.formatter = formatter }
+  package init(formatter: TimerFormatter) { self.formatter = formatter }
 
   private mutating func head(_ rid: RequestID?, ok: Bool, at: Instant) {
     out.raw("{\"rid\":")
@@ -20,7 +20,7 @@ struct ReplyWriter {
   }
 
   /// Appends the reply to one request.
-  mutating func reply(_ rid: RequestID?, _ outcome: Outcome, at: Instant) {
+  package mutating func reply(_ rid: RequestID?, _ outcome: Outcome, at: Instant) {
     switch outcome {
     case .failed(let e):
       failure(rid, e, at: at)
@@ -48,7 +48,7 @@ struct ReplyWriter {
   }
 
   /// Appends an error reply.
-  mutating func failure(_ rid: RequestID?, _ e: CountdownError, at: Instant) {
+  package mutating func failure(_ rid: RequestID?, _ e: CountdownError, at: Instant) {
     head(rid, ok: false, at: at)
     out.raw(",\"code\":")
     out.write(string: e.code.rawValue)
@@ -59,7 +59,7 @@ struct ReplyWriter {
 
   /// Appends `{"event":"error",…}`: a connection error that answers no request
   /// (`slowConsumer`).
-  mutating func eventError(_ e: CountdownError, at: Instant) {
+  package mutating func eventError(_ e: CountdownError, at: Instant) {
     out.raw("{\"at\":")
     out.write(int: at.milliseconds)
     out.raw(",\"event\":\"error\",\"id\":null,\"code\":")
@@ -69,7 +69,7 @@ struct ReplyWriter {
     out.raw("}\n")
   }
 
-  mutating func activities(_ list: [ActivityState]) {
+  package mutating func activities(_ list: [ActivityState]) {
     out.raw("[")
     for (k, s) in list.enumerated() {
       if k > 0 { out.raw(",") }
@@ -80,7 +80,7 @@ struct ReplyWriter {
 
   /// An activity object (SPEC §6): id, kind, phase, value, text, progress, stale, content,
   /// endDate, startDate, pausedAt, milestone, nextMilestone.
-  mutating func activity(_ s: ActivityState) {
+  package mutating func activity(_ s: ActivityState) {
     out.raw("{\"id\":")
     out.write(string: s.id)
     out.raw(
@@ -124,7 +124,7 @@ struct ReplyWriter {
   }
 
   /// Hands over the bytes written and starts afresh.
-  mutating func take() -> [UInt8] {
+  package mutating func take() -> [UInt8] {
     let b = out.bytes
     out.bytes.removeAll(keepingCapacity: true)
     return b
