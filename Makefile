@@ -114,7 +114,8 @@ examples:
 	$(CSCRATCH)/kiosk-cpp 2
 
 # The header alone in C11 and C++17; every function and error path under AddressSanitizer;
-# commands from six threads while events flow.
+# commands from six threads while events flow; no heap allocation in cd_format or on the
+# tick path to the C callback (counted by an LD_PRELOAD malloc counter).
 ctest: lib
 	mkdir -p $(CSCRATCH)
 	echo '#include "countdown.h"' | gcc $(CFLAGS_STRICT) -Iinclude -x c -c - -o /dev/null
@@ -125,3 +126,7 @@ ctest: lib
 	gcc -std=c11 -Wall -Wextra -Werror -g -fsanitize=address -fno-omit-frame-pointer -Iinclude \
 	  Tests/c/test_threads.c -L.build/release -lcountdown -Wl,-rpath,$(CURDIR)/.build/release -lpthread -o $(CSCRATCH)/test_threads
 	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan-c.supp $(CSCRATCH)/test_threads
+	gcc -shared -fPIC -O2 Tests/c/malloc_count.c -o $(CSCRATCH)/malloc_count.so
+	gcc -std=c11 -Wall -Wextra -Werror -O2 -Iinclude Tests/c/test_alloc.c $(CSCRATCH)/malloc_count.so \
+	  -L.build/release -lcountdown -Wl,-rpath,$(CURDIR)/.build/release -Wl,-rpath,$(CURDIR)/$(CSCRATCH) -o $(CSCRATCH)/test_alloc
+	LD_PRELOAD=$(CURDIR)/$(CSCRATCH)/malloc_count.so $(CSCRATCH)/test_alloc

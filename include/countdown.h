@@ -199,7 +199,9 @@ typedef void (*cd_reply_fn)(void *context, cd_status status, const char *reply,
 
 /* Queues one request line and returns at once; `done` (which may be NULL) gets the reply on
  * the loop thread. Safe from the loop thread. CD_OK means it was queued: `done` is then
- * called exactly once (with CD_ERR_SHUTDOWN if the loop is destroyed first). */
+ * called exactly once. If the loop is being destroyed first, that call carries
+ * CD_ERR_SHUTDOWN and is made by the thread that runs cd_loop_destroy (or, once destruction
+ * has begun, by the caller of cd_loop_request_async, before it returns). */
 cd_status cd_loop_request_async(cd_loop *loop, const char *line, size_t line_length,
                                 cd_reply_fn done, void *context);
 
