@@ -35,6 +35,13 @@ public struct TimerFormatter: Sendable, Hashable {
     if case .compact = style, UInt64(bitPattern: seconds) < Self.compactWordLimit {
       return Self.writeCompactWord(UInt64(bitPattern: seconds), buffer.baseAddress!)
     }
+    // The service's and the C ABI's default style, below ten hours, also as one word.
+    if case .timer = style, UInt64(bitPattern: seconds) < Self.timerWordLimit {
+      let (word, length) = Self.timerWord(UInt64(bitPattern: seconds))
+      UnsafeMutableRawPointer(buffer.baseAddress!).storeBytes(
+        of: word.littleEndian, as: UInt64.self)
+      return length
+    }
     return Self.write(style, UInt64(max(0, seconds)), buffer.baseAddress!)
   }
 
@@ -46,6 +53,10 @@ public struct TimerFormatter: Sendable, Hashable {
       // As in write(seconds:into:), without a stack buffer.
       if case .compact = style, UInt64(bitPattern: seconds) < Self.compactWordLimit {
         let (word, n) = Self.compactWord(UInt64(bitPattern: seconds))
+        return Self.smallString(word, 0, count: n, inPlace: buildsSmallStrings)
+      }
+      if case .timer = style, UInt64(bitPattern: seconds) < Self.timerWordLimit {
+        let (word, n) = Self.timerWord(UInt64(bitPattern: seconds))
         return Self.smallString(word, 0, count: n, inPlace: buildsSmallStrings)
       }
     #endif
@@ -126,7 +137,7 @@ public struct TimerFormatter: Sendable, Hashable {
     /// from 0 to 15 that the standard library built itself. Nothing is built by hand to check
     /// it, so a toolchain with another layout costs speed, never memory safety.
     @usableFromInline
-    static let smallStringLayoutHolds: Bool = {
+    package static let smallStringLayoutHolds: Bool = {
       let probe = Array("0123456789:dhms".utf8)
       for n in 0...15 {
         let text = String(decoding: probe[0..<n], as: UTF8.self)
@@ -243,6 +254,38 @@ public struct TimerFormatter: Sendable, Hashable {
     return (word, Int(truncatingIfNeeded: firstLength &+ 1 &+ secondLength))
   }
 
+  /// Below this many seconds (ten hours) `timer` is `H:MM:SS`, `MM:SS` or `M:SS`.
+  @inlinable static var timerWordLimit: UInt64 { 36_000 }
+
+  /// `timer` below ``timerWordLimit``: the text (4, 5 or 7 bytes) in one little-endian word,
+  /// zero after it, and its length. Quotients by multiply and shift as in ``compactWord(_:)``;
+  /// a single minute digit drops the pair's leading zero by shifting, not by a branch.
+  @inlinable @inline(__always)
+  static func timerWord(_ s: UInt64) -> (UInt64, Int) {
+    let minutes = (s &* 18_325_193_797) &>> 40
+    let hours = (s &* 305_419_897) &>> 40
+    let seconds = pair(s &- minutes &* 60)
+    if s >= 3600 {
+      let word =
+        (0x30 &+ hours) | 0x3A &<< 8 | pair(minutes &- hours &* 60) &<< 16 | 0x3A &<< 32
+        | seconds &<< 40
+      return (word, 7)
+    }
+    let twoDigits = (9 &- minutes) &>> 63  // 1 when minutes >= 10
+    let minuteDigits = pair(minutes) &>> ((twoDigits ^ 1) &* 8)
+    let length = twoDigits &+ 1
+    let word = minuteDigits | 0x3A &<< (length &* 8) | seconds &<< ((length &+ 1) &* 8)
+    return (word, Int(truncatingIfNeeded: length &+ 3))
+  }
+
+  /// The two ASCII digits of `v` < 100, little-endian in the low 16 bits.
+  @inlinable @inline(__always)
+  static func pair(_ v: UInt64) -> UInt64 {
+    UInt64(
+      UnsafeRawPointer(digitPairs.utf8Start).loadUnaligned(
+        fromByteOffset: Int(truncatingIfNeeded: v &* 2), as: UInt16.self))
+  }
+
   /// Stores ``compactWord(_:)`` at `p` (8 bytes, zero after the text) and returns the length.
   @inlinable @inline(__always)
   static func writeCompactWord(_ s: UInt64, _ p: UnsafeMutablePointer<UInt8>) -> Int {
@@ -256,11 +299,8 @@ public struct TimerFormatter: Sendable, Hashable {
   /// mispredicts on random values: below 10 the pair's leading "0" is shifted out.
   @inlinable @inline(__always)
   static func token(_ v: UInt64, _ unit: UInt64) -> (UInt64, UInt64) {
-    let pair = UInt64(
-      UnsafeRawPointer(digitPairs.utf8Start).loadUnaligned(
-        fromByteOffset: Int(truncatingIfNeeded: v &* 2), as: UInt16.self))
     let twoDigits = (9 &- v) &>> 63  // 1 when v >= 10
-    let digits = pair &>> ((twoDigits ^ 1) &* 8)
+    let digits = pair(v) &>> ((twoDigits ^ 1) &* 8)
     return (digits | unit &<< ((twoDigits &+ 1) &* 8), twoDigits &+ 2)
   }
 

@@ -185,6 +185,21 @@ struct FormatterTests {
     }
   }
 
+  @Test("timer's one-word path agrees with the reference at every second below 10 h and past it")
+  func timerExhaustive() {
+    // Every second of the fast path's range (0..<36000) and the first seconds past it, where
+    // the general writer takes over; both APIs.
+    var failures = 0
+    for s in Int64(0)..<36_100 where failures < 5 {
+      let want = referenceText(.timer, s)
+      let (b, str) = texts(.timer, s)
+      if b != want || str != want {
+        failures += 1
+        Issue.record("timer \(s): buffer \(b), string \(str), want \(want)")
+      }
+    }
+  }
+
   @Test("Formatted strings are ordinary small strings, bit for bit like literals")
   func smallStringsAreOrdinary() {
     let cases: [(TimerStyle, Int64, String)] = [
