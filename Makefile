@@ -3,12 +3,18 @@
 
 SWIFT ?= swift
 
-.PHONY: run replay plot test deps lint build release tsan asan bench-format consumer fuzz lib install examples ctest
+.PHONY: run replay plot test deps cdeps lint build release tsan asan bench-format consumer fuzz lib install examples ctest
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null || { \
 	  echo "installing libuv1-dev"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libuv1-dev; }
+
+# The C ABI's tests and examples compile with gcc and g++ (the issue's flags) and pkg-config.
+cdeps: deps
+	@command -v gcc >/dev/null && command -v g++ >/dev/null && command -v pkg-config >/dev/null || { \
+	  echo "installing gcc, g++, pkg-config"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc g++ pkg-config; }
 
 # The main job: countdown-bench's default suite (release build, about 2½ minutes on 2 cores):
 # the machine's wake-up floor, tick latency of our driver beside one uv_timer_t per activity,
@@ -31,6 +37,7 @@ plot:
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
+	$(MAKE) ctest
 
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests Fuzz Examples/consumer Package.swift Benchmarks/Sources Benchmarks/Package.swift
@@ -105,18 +112,18 @@ install: lib
 
 # The C and C++ examples, built through pkg-config against an installation in a scratch
 # prefix, and run for two seconds each.
-examples:
+examples: cdeps
 	$(MAKE) install PREFIX=$(CURDIR)/$(CSCRATCH)/prefix
 	PKG_CONFIG_PATH=$(CURDIR)/$(CSCRATCH)/prefix/lib/pkgconfig; export PKG_CONFIG_PATH; \
-	cc $(CFLAGS_STRICT) Examples/c/kiosk.c $$(pkg-config --cflags --libs countdown) -o $(CSCRATCH)/kiosk && \
-	c++ -std=c++17 -Wall -Wextra -Werror Examples/cpp/kiosk.cpp $$(pkg-config --cflags --libs countdown) -o $(CSCRATCH)/kiosk-cpp
+	gcc $(CFLAGS_STRICT) Examples/c/kiosk.c $$(pkg-config --cflags --libs countdown) -o $(CSCRATCH)/kiosk && \
+	g++ -std=c++17 -Wall -Wextra -Werror Examples/cpp/kiosk.cpp $$(pkg-config --cflags --libs countdown) -o $(CSCRATCH)/kiosk-cpp
 	$(CSCRATCH)/kiosk 2
 	$(CSCRATCH)/kiosk-cpp 2
 
 # The header alone in C11 and C++17; every function and error path under AddressSanitizer;
 # commands from six threads while events flow; no heap allocation in cd_format or on the
 # tick path to the C callback (counted by an LD_PRELOAD malloc counter).
-ctest: lib
+ctest: cdeps lib
 	mkdir -p $(CSCRATCH)
 	echo '#include "countdown.h"' | gcc $(CFLAGS_STRICT) -Iinclude -x c -c - -o /dev/null
 	echo '#include "countdown.h"' | g++ -std=c++17 -Wall -Wextra -Werror -pedantic -Iinclude -x c++ -c - -o /dev/null

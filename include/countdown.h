@@ -148,7 +148,7 @@ typedef struct cd_event {
   const char *id;            /* the activity's id, UTF-8 */
   size_t id_length;
   int64_t value;             /* whole seconds shown: remaining or elapsed */
-  const char *text;          /* value in the loop's style, ASCII */
+  const char *text;          /* value in the loop's style, ASCII (NULL if event_text is 0) */
   size_t text_length;
   const char *milestone;     /* the milestone's name for CD_EVENT_MILESTONE, else NULL */
   size_t milestone_length;
@@ -164,10 +164,12 @@ typedef struct cd_loop_options {
   int64_t max_activities;         /* -1: no limit */
   int64_t max_active_duration_ms; /* -1: no limit */
   int32_t deliver_ticks;          /* 0: no CD_EVENT_TICK (lifecycle events only) */
+  int32_t event_text;             /* 0: cd_event.text is NULL, length 0: no formatting per
+                                     event, for hosts that format only what they show */
   cd_format_options format;       /* the style of cd_event.text */
 } cd_loop_options;
 
-/* The defaults: quantum 1 ms, no limits, ticks on, CD_STYLE_TIMER. */
+/* The defaults: quantum 1 ms, no limits, ticks on, event text on, CD_STYLE_TIMER. */
 cd_loop_options cd_loop_options_default(void);
 
 /* Starts a loop thread. options may be NULL (the defaults); on_event may be NULL (no events);

@@ -63,32 +63,64 @@ final class ResultBox<T>: @unchecked Sendable {
 struct EventSink: @unchecked Sendable {
   let function: cd_event_fn
   let context: UnsafeMutableRawPointer?
-  let formatter: TimerFormatter
+  /// The style of `cd_event.text`, or nil when the host asked for no text.
+  let formatter: TimerFormatter?
+  #if _pointerBitWidth(_64) && _endian(little)
+    /// Whether short ids may be read straight from a small string's words.
+    let smallStrings = TimerFormatter.smallStringLayoutHolds
+  #endif
 
   /// Hands `e` to the host as a `cd_event` whose strings point into this frame's memory:
   /// no allocation for an event with a native or small id.
-  func deliver(_ e: ActivityEvent) {
-    var id = e.id
-    id.withUTF8 { idBytes in
-      withUnsafeTemporaryAllocation(of: UInt8.self, capacity: TimerFormatter.maximumLength) {
-        text in
-        let n = formatter.write(seconds: e.value, into: text)
-        var event = cd_event(
-          at: e.at.milliseconds, kind: e.kind.cValue,
-          activity_kind: e.activityKind == .countdown ? CD_KIND_COUNTDOWN : CD_KIND_ELAPSED,
-          id: chars(idBytes), id_length: idBytes.count, value: e.value,
-          text: chars(UnsafeBufferPointer(text)), text_length: n, milestone: nil,
-          milestone_length: 0, reason: e.reason.cValue)
-        if var milestone = e.milestone {
-          milestone.withUTF8 { m in
-            event.milestone = chars(m)
-            event.milestone_length = m.count
-            function(context, &event)
+  func deliver(_ e: borrowing ActivityEvent) {
+    #if _pointerBitWidth(_64) && _endian(little)
+      // A short ASCII id (most are) is read from the string's two words onto the stack: no
+      // retain, release or call into the standard library per event. The layout is the one
+      // the formatter checked once per process (`TimerFormatter.smallStringLayoutHolds`).
+      if smallStrings {
+        var words = withUnsafeBytes(of: e.id) {
+          ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self))
+        }
+        if words.1 >> 60 == 0xE {
+          let count = Int((words.1 >> 56) & 0x0F)
+          return withUnsafeBytes(of: &words) { raw in
+            deliver(
+              e,
+              id: UnsafeBufferPointer(
+                start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count))
           }
-        } else {
-          function(context, &event)
         }
       }
+    #endif
+    var id = e.id
+    id.withUTF8 { deliver(e, id: $0) }
+  }
+
+  private func deliver(_ e: borrowing ActivityEvent, id: UnsafeBufferPointer<UInt8>) {
+    var event = cd_event(
+      at: e.at.milliseconds, kind: e.kind.cValue,
+      activity_kind: e.activityKind == .countdown ? CD_KIND_COUNTDOWN : CD_KIND_ELAPSED,
+      id: chars(id), id_length: id.count, value: e.value, text: nil, text_length: 0,
+      milestone: nil, milestone_length: 0, reason: e.reason.cValue)
+    guard let formatter else { return call(&event, e) }
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: TimerFormatter.maximumLength) {
+      text in
+      event.text_length = formatter.write(seconds: e.value, into: text)
+      event.text = chars(UnsafeBufferPointer(text))
+      call(&event, e)
+    }
+  }
+
+  /// Calls the host, with the milestone's name when there is one.
+  private func call(_ event: inout cd_event, _ e: borrowing ActivityEvent) {
+    guard e.kind == .milestone, var milestone = e.milestone else {
+      function(context, &event)
+      return
+    }
+    milestone.withUTF8 { m in
+      event.milestone = chars(m)
+      event.milestone_length = m.count
+      function(context, &event)
     }
   }
 }
@@ -177,7 +209,7 @@ extension cd_loop_options {
 public func cdLoopOptionsDefault() -> cd_loop_options {
   cd_loop_options(
     precise: 0, quantum_ms: 1, max_activities: -1, max_active_duration_ms: -1, deliver_ticks: 1,
-    format: cdFormatOptionsDefault(CD_STYLE_TIMER))
+    event_text: 1, format: cdFormatOptionsDefault(CD_STYLE_TIMER))
 }
 
 /// Starts a loop.
@@ -195,7 +227,10 @@ public func cdLoopCreate(
   } catch {
     return LastError.fail(CD_ERR_INVALID_ARGUMENT, error.message)
   }
-  let sink = onEvent.map { EventSink(function: $0, context: context, formatter: formatter) }
+  let eventText = (options?.pointee ?? cdLoopOptionsDefault()).event_text != 0
+  let sink = onEvent.map {
+    EventSink(function: $0, context: context, formatter: eventText ? formatter : nil)
+  }
   let loop: CountdownLoop
   do throws(CountdownError) {
     if let sink {

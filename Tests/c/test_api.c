@@ -211,7 +211,7 @@ static void wait_reply(waiter *w) {
 static void test_create_errors(void) {
   cd_loop *loop = (cd_loop *)0x1;
   cd_loop_options o = cd_loop_options_default();
-  CHECK(o.quantum_ms == 1 && o.max_activities == -1 && o.deliver_ticks == 1);
+  CHECK(o.quantum_ms == 1 && o.max_activities == -1 && o.deliver_ticks == 1 && o.event_text == 1);
   CHECK(o.format.style == CD_STYLE_TIMER);
   o.quantum_ms = 5000;
   CHECK_STATUS(cd_loop_create(&o, NULL, NULL, &loop), CD_ERR_INVALID_ARGUMENT);
@@ -245,6 +245,28 @@ static void test_create_errors(void) {
   CHECK_STATUS(cd_loop_start_elapsed(loop, &s, NULL, 0, NULL), CD_OK);
   CHECK_STATUS(cd_loop_start_elapsed(loop, &s, NULL, 0, NULL), CD_ERR_LIMIT_REACHED);
   CHECK_STATUS(cd_loop_destroy(loop), CD_OK);
+}
+
+/* With event_text 0 the callback gets no text; ticks and values still come. */
+static void on_event_no_text(void *context, const cd_event *e) {
+  int *seen = context;
+  if (e->kind == CD_EVENT_TICK && *seen != -1) *seen = (e->text == NULL && e->text_length == 0 && e->value > 0) ? 1 : -1;
+}
+
+static void test_no_text(void) {
+  int seen = 0; /* written by the loop thread, read after cd_loop_destroy joined it */
+  cd_loop *loop = NULL;
+  cd_loop_options o = cd_loop_options_default();
+  o.event_text = 0;
+  CHECK_STATUS(cd_loop_create(&o, on_event_no_text, &seen, &loop), CD_OK);
+  cd_start s = {0};
+  s.title = "T";
+  s.title_length = 1;
+  s.end_date = now_ms() + 60000;
+  CHECK_STATUS(cd_loop_start_countdown(loop, &s, NULL, 0, NULL), CD_OK);
+  usleep(1300000);
+  CHECK_STATUS(cd_loop_destroy(loop), CD_OK);
+  CHECK(seen == 1);
 }
 
 static void test_null_loop(void) {
@@ -467,7 +489,7 @@ static void test_loop(void) {
   CHECK(s.pause_from_loop == CD_ERR_WRONG_THREAD);
   CHECK(s.async_from_loop == CD_OK);
   int gate_ticks = 0, park_ticks = 0, early = 0, started = 0, ended = 0, milestones = 0;
-  int dismissed = 0, text_ok = 1, paused = 0, resumed = 0, updated = 0;
+  int dismissed = 0, text_ok = 1, paused = 0, resumed = 0, updated = 0, made_ticks = 0;
   for (int i = 0; i < s.count; i++) {
     recorded *r = &s.events[i];
     if (r->received < r->at) early++;
@@ -477,6 +499,8 @@ static void test_loop(void) {
     if (r->kind == CD_EVENT_UPDATED) updated++;
     if (r->kind == CD_EVENT_TICK && strcmp(r->id, "gate") == 0) gate_ticks++;
     if (r->kind == CD_EVENT_TICK && strcmp(r->id, "park") == 0) park_ticks++;
+    /* A 36-byte id (not a small string) arrives whole. */
+    if (r->kind == CD_EVENT_TICK && strcmp(r->id, made) == 0) made_ticks++;
     if (r->kind == CD_EVENT_MILESTONE && strcmp(r->milestone, "half") == 0) milestones++;
     if (r->kind == CD_EVENT_ENDED && strcmp(r->id, "gate") == 0 && r->reason == CD_END_REQUESTED)
       ended++;
@@ -494,7 +518,7 @@ static void test_loop(void) {
     }
   }
   CHECK(started == 5); /* gate, three doses, park: none of the refused ones */
-  CHECK(gate_ticks >= 2 && park_ticks >= 2);
+  CHECK(gate_ticks >= 2 && park_ticks >= 2 && made_ticks >= 2);
   CHECK(milestones == 1);
   CHECK(ended == 1 && dismissed == 1);
   CHECK(paused == 1 && resumed == 1 && updated == 1);
@@ -535,6 +559,7 @@ int main(void) {
   CHECK(fresh == (void *)1);
   test_create_errors();
   test_null_loop();
+  test_no_text();
   test_loop();
   if (failures) {
     fprintf(stderr, "test_api: %d checks failed\n", failures);
