@@ -11,6 +11,9 @@ let package = Package(
     // The C ABI: libCountdownC.so, installed as libcountdown.so by `make install` (a library
     // product named "countdown" would collide with the executable's name).
     .library(name: "CountdownC", type: .dynamic, targets: ["CountdownC"]),
+    // The same C entry points linked statically, for a Swift package that drives the C ABI
+    // (countdown-bench's c-abi driver) without a second copy of the core in a shared library.
+    .library(name: "CountdownCStatic", targets: ["CountdownC"]),
     .executable(name: "countdown", targets: ["CountdownCLI"]),
   ],
   dependencies: [

@@ -74,7 +74,7 @@ struct SuiteBench: AsyncParsableCommand {
     var wake: [WakeResult] = []
     func probe(_ k: Int, _ when: String) throws {
       progress(k, "wake (the machine's floor, \(when))")
-      if var result: WakeResult = try childResult(me, ["wake", "--seconds", "\(seconds)"]) {
+      if var result: WakeResult = try Self.childResult(me, ["wake", "--seconds", "\(seconds)"]) {
         result.when = when
         wake.append(result)
       }
@@ -92,7 +92,7 @@ struct SuiteBench: AsyncParsableCommand {
         "--phases", r.phases, "--seconds", "\(seconds)", "--warmup", "\(warmup)",
       ]
       if let hgrm { args += ["--hgrm", "\(hgrm)/\(r.label).hgrm"] }
-      if let result: TickResult = try childResult(me, args) { ticks.append(result) }
+      if let result: TickResult = try Self.childResult(me, args) { ticks.append(result) }
     }
     try probe(plan.count + 2, "after the tick runs")
     progress(plan.count + 3, "format")
@@ -114,7 +114,7 @@ struct SuiteBench: AsyncParsableCommand {
 
   /// Runs this executable with `args` and `--result-json` into a temporary file, its output
   /// discarded, and decodes the result it wrote; nil (and a message) when it fails.
-  func childResult<T: Decodable>(_ me: String, _ args: [String]) throws -> T? {
+  static func childResult<T: Decodable>(_ me: String, _ args: [String]) throws -> T? {
     let out = FileManager.default.temporaryDirectory.appendingPathComponent(
       "countdown-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).json")
     defer { try? FileManager.default.removeItem(at: out) }

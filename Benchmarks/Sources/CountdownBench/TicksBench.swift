@@ -11,6 +11,8 @@ struct TicksBench: AsyncParsableCommand {
 
   enum Driver: String, ExpressibleByArgument, CaseIterable, Codable {
     case countdown
+    /// Our loop through the C ABI, ticks to a C function pointer.
+    case cABI = "c-abi"
     case uvTimer = "uv-timer"
     case nio
     case dispatch
@@ -48,6 +50,11 @@ struct TicksBench: AsyncParsableCommand {
   )
   var preciseSpinMicroseconds: Int?
 
+  @Flag(
+    inversion: .prefixedNo,
+    help: "With --driver c-abi: each cd_event carries its text (the loop formats every tick).")
+  var cEventText = true
+
   @Option(help: "Write the HdrHistogram percentile distribution (.hgrm) to this file.")
   var hgrm: String?
 
@@ -69,7 +76,8 @@ struct TicksBench: AsyncParsableCommand {
     let spec = TickRunSpec(
       activities: activities, seconds: seconds, warmup: warmup, phases: phases, churn: churn,
       precision: try parsePrecision(precision),
-      preciseSpinNanoseconds: preciseSpinMicroseconds.map { Int64($0) * 1_000 })
+      preciseSpinNanoseconds: preciseSpinMicroseconds.map { Int64($0) * 1_000 },
+      cEventText: cEventText)
     let (result, recorder) = try await spec.run(driver)
     print(result.line)
     if let hgrm { try writeHgrm(recorder, to: hgrm) }
@@ -114,6 +122,8 @@ struct TickRunSpec {
   var precision: TimerPrecision
   /// Our precise mode's early wake, when not the library's default.
   var preciseSpinNanoseconds: Int64? = nil
+  /// Whether the c-abi driver's events carry their text.
+  var cEventText = true
 
   func endInstants(from nowMs: Int64) -> [Int64] {
     var rng = SystemRandomNumberGenerator()
@@ -127,6 +137,7 @@ struct TickRunSpec {
   func makePeer(_ driver: TicksBench.Driver) -> any TickPeer {
     switch driver {
     case .countdown: CountdownPeer(precision: precision, spin: preciseSpinNanoseconds)
+    case .cABI: CABIPeer(precision: precision, eventText: cEventText)
     case .uvTimer: UVTimerPeer()
     case .nio: NIOPeer()
     case .dispatch: DispatchPeer()
@@ -171,7 +182,8 @@ struct TickRunSpec {
       churn == 0 ? Double(recorder.expectedTicks(ends: ends)) / wall : Double(activities)
     let result = TickResult.from(
       recorder, driver: driver.rawValue,
-      precision: driver == .countdown ? describe(precision, spin: preciseSpinNanoseconds) : "-",
+      precision: driver == .countdown || driver == .cABI
+        ? describe(precision, spin: preciseSpinNanoseconds) : "-",
       activities: activities,
       phases: phases.rawValue, seconds: wall, cpuNs: cpu, rss: rss,
       expectedPerSecond: expected, note: note)
