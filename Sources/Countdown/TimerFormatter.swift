@@ -27,7 +27,7 @@ public struct TimerFormatter: Sendable, Hashable {
   /// Writes the text for `seconds` (negative clamps to 0) into `buffer` and returns its length.
   /// No allocation. `buffer` must hold at least ``maximumLength`` bytes; the bytes after the
   /// returned length may be overwritten as scratch space.
-  @inlinable
+  @inlinable @inline(__always)
   public func write(seconds: Int64, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
     precondition(buffer.count >= Self.maximumLength, "buffer smaller than maximumLength")
     // The commonest case inline in the caller. A negative value is a huge UInt64, so one

@@ -96,6 +96,7 @@ struct EventSink: @unchecked Sendable {
     id.withUTF8 { deliver(e, id: $0) }
   }
 
+  @inline(__always)
   private func deliver(_ e: borrowing ActivityEvent, id: UnsafeBufferPointer<UInt8>) {
     var event = cd_event(
       at: e.at.milliseconds, kind: e.kind.cValue,
@@ -112,6 +113,7 @@ struct EventSink: @unchecked Sendable {
   }
 
   /// Calls the host, with the milestone's name when there is one.
+  @inline(__always)
   private func call(_ event: inout cd_event, _ e: borrowing ActivityEvent) {
     guard e.kind == .milestone, var milestone = e.milestone else {
       function(context, &event)
