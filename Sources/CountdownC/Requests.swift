@@ -11,12 +11,14 @@ let maximumLineBytes = 65_536
 /// Decodes one request line from C, on the caller's thread. Requests that belong to a socket
 /// connection (subscribe, unsubscribe, auth) are refused: a loop's events reach its callback.
 func decodeRequest(_ line: UnsafePointer<CChar>?, _ length: Int) -> ServerRequest.Decoded {
-  guard length <= maximumLineBytes else {
+  // A size_t past Int.max arrives negative: too long as well.
+  guard length >= 0, length <= maximumLineBytes else {
     return ServerRequest.Decoded(
       rid: nil,
       request: .failure(
         CountdownError(
-          .lineTooLong, "the request is \(length) bytes; the limit is \(maximumLineBytes)")))
+          .lineTooLong,
+          "the request is \(UInt(bitPattern: length)) bytes; the limit is \(maximumLineBytes)")))
   }
   var n = length
   let bytes = line.map { UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self) }

@@ -113,6 +113,11 @@ public func cdLastErrorMessage() -> UnsafePointer<CChar> {
 func string(
   _ field: String, _ p: UnsafePointer<CChar>?, _ n: Int
 ) throws(CountdownError) -> String {
+  // A size_t past Int.max (a negative int cast to size_t, most likely) arrives negative.
+  guard n >= 0 else {
+    throw CountdownError(
+      .invalidPayload, "\(field)_length \(UInt(bitPattern: n)) is not the length of a string")
+  }
   guard n > 0 else { return "" }
   guard let p else { throw CountdownError(.invalidPayload, "\(field) is NULL with length \(n)") }
   let bytes = UnsafeBufferPointer(

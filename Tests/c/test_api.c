@@ -367,6 +367,14 @@ static void test_loop(void) {
   bad.title_length = 3;
   CHECK_STATUS(cd_loop_start_countdown(loop, &bad, NULL, 0, NULL), CD_ERR_INVALID_PAYLOAD);
   CHECK_STATUS(cd_loop_start_countdown(loop, NULL, NULL, 0, NULL), CD_ERR_INVALID_ARGUMENT);
+  /* A length that is no length (a negative int cast to size_t). */
+  bad = gate;
+  bad.id = "g7";
+  bad.id_length = 2;
+  bad.title_length = (size_t)-1;
+  CHECK_STATUS(cd_loop_start_countdown(loop, &bad, NULL, 0, NULL), CD_ERR_INVALID_PAYLOAD);
+  CHECK(contains(cd_last_error_message(), "title_length"));
+  CHECK_STATUS(cd_loop_pause(loop, "gate", (size_t)-4), CD_ERR_INVALID_PAYLOAD);
   dose.end_date = t0 + 1000;
   CHECK_STATUS(cd_loop_start_elapsed(loop, &dose, NULL, 0, NULL), CD_ERR_INVALID_PAYLOAD);
 
@@ -411,6 +419,7 @@ static void test_loop(void) {
   line[big - 1] = '}';
   CHECK_STATUS(cd_loop_request(loop, line, big, reply, sizeof reply, &n), CD_ERR_LINE_TOO_LONG);
   CHECK(contains(reply, "lineTooLong"));
+  CHECK_STATUS(cd_loop_request(loop, line, (size_t)-1, reply, sizeof reply, &n), CD_ERR_LINE_TOO_LONG);
   free(line);
   /* A JSON start with content the typed call does not have. */
   char start[512];
