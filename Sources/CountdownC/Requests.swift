@@ -3,6 +3,10 @@ import Countdown
 import CountdownLoop
 import CountdownProtocol
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 // Commands from C: JSON request lines (SPEC §6's request and reply forms) and typed calls.
 
 /// The longest request line, as on the service's socket (SPEC §6).
@@ -117,7 +121,11 @@ public func cdLoopRequestAsync(
         sink.deliver(bytes, status)
       case .failure(let e):
         var writer = ReplyWriter(formatter: formatter)
-        writer.failure(item.rid, e, at: Instant.wireMinimum)
+        // The loop is gone, so its clock with it: the wall clock's now.
+      var ts = timespec()
+      clock_gettime(CLOCK_REALTIME, &ts)
+      let now = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+      writer.failure(item.rid, e, at: Instant(milliseconds: now))
         var bytes = writer.take()
         if bytes.last == 0x0A { bytes.removeLast() }
         sink.deliver(bytes, cd_status(e.code))

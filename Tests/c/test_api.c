@@ -269,6 +269,33 @@ static void test_no_text(void) {
   CHECK(seen == 1);
 }
 
+/* Every queued request is answered exactly once, with CD_ERR_SHUTDOWN if destroy came first. */
+typedef struct counts {
+  pthread_mutex_t lock;
+  int ok, shutdown, other;
+} counts;
+
+static void count_reply(void *context, cd_status status, const char *reply, size_t length) {
+  counts *c = context;
+  pthread_mutex_lock(&c->lock);
+  if (status == CD_OK) c->ok++;
+  else if (status == CD_ERR_SHUTDOWN && length > 0 && strstr(reply, "\"code\":\"shutdown\"")) c->shutdown++;
+  else c->other++;
+  pthread_mutex_unlock(&c->lock);
+}
+
+static void test_async_shutdown(void) {
+  counts c = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+  cd_loop *loop = NULL;
+  CHECK_STATUS(cd_loop_create(NULL, NULL, NULL, &loop), CD_OK);
+  for (int k = 0; k < 2000; k++)
+    CHECK_STATUS(cd_loop_request_async(loop, LIT("{\"op\":\"ping\"}"), count_reply, &c), CD_OK);
+  CHECK_STATUS(cd_loop_destroy(loop), CD_OK);
+  CHECK(c.ok + c.shutdown == 2000 && c.other == 0);
+  printf("test_api: 2000 requests queued before destroy: %d answered, %d shutdown\n", c.ok,
+         c.shutdown);
+}
+
 static void test_null_loop(void) {
   char buf[64];
   size_t n;
@@ -569,6 +596,7 @@ int main(void) {
   test_create_errors();
   test_null_loop();
   test_no_text();
+  test_async_shutdown();
   test_loop();
   if (failures) {
     fprintf(stderr, "test_api: %d checks failed\n", failures);
