@@ -122,10 +122,10 @@ public func cdLoopRequestAsync(
       case .failure(let e):
         var writer = ReplyWriter(formatter: formatter)
         // The loop is gone, so its clock with it: the wall clock's now.
-      var ts = timespec()
-      clock_gettime(CLOCK_REALTIME, &ts)
-      let now = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-      writer.failure(item.rid, e, at: Instant(milliseconds: now))
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let now = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+        writer.failure(item.rid, e, at: Instant(milliseconds: now))
         var bytes = writer.take()
         if bytes.last == 0x0A { bytes.removeLast() }
         sink.deliver(bytes, cd_status(e.code))
