@@ -1,5 +1,6 @@
-import Countdown
 import Foundation
+
+@testable import Countdown
 
 /// 2026-11-21T08:00:00Z, a whole second.
 let t0 = Instant(milliseconds: 1_795_248_000_000)
@@ -60,4 +61,34 @@ func testSeed() -> UInt64 {
     return seed
   }
   return UInt64.random(in: .min ... .max)
+}
+
+/// Random values for the randomized engine tests, around an instant that moves forward.
+struct RandomRun {
+  var rng: SplitMix64
+  var t = t0.milliseconds
+
+  init(seed: UInt64) { rng = SplitMix64(state: seed) }
+
+  mutating func rand(_ r: ClosedRange<Int64>) -> Int64 { Int64.random(in: r, using: &rng) }
+  mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
+
+  /// Mostly small steps, sometimes none (same-instant commands), sometimes longer.
+  mutating func step() {
+    t += chance(0.2) ? 0 : chance(0.9) ? rand(1...1_500) : rand(2_000...8_000)
+  }
+
+  mutating func instant(_ r: ClosedRange<Int64>) -> Instant { Instant(milliseconds: t + rand(r)) }
+
+  mutating func policy() -> DismissalPolicy {
+    switch rand(0...2) {
+    case 0: .immediate
+    case 1: .after(instant(-1_000...30_000))
+    default: .default
+    }
+  }
+
+  mutating func milestones() -> [Milestone] {
+    (0..<rand(0...3)).map { k in Milestone(name: "m\(k)", atMs: rand(0...12_000)) }
+  }
 }

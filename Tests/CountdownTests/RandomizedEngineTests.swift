@@ -6,7 +6,7 @@ import Testing
 struct RandomizedEngineTests {
   @Test("Thousands of random commands and instants give the same events", arguments: 1...12)
   func matchesReference(seed: UInt64) throws {
-    var rng = SplitMix64(state: seed)
+    var g = RandomRun(seed: seed)
     let maxActivities: Int? = seed % 3 == 0 ? 4 : nil
     let maxDuration: Int64? = seed % 4 == 1 ? 25_000 : nil
     let recorder = Recorder()
@@ -17,60 +17,47 @@ struct RandomizedEngineTests {
     let reference = ReferenceModel(
       now: t0.milliseconds, maxActivities: maxActivities, maxDuration: maxDuration)
     let ids = ["a", "b", "c", "d", "e", "f"]
-    var t = t0.milliseconds
     var commands = 0
-
-    func rand(_ r: ClosedRange<Int64>) -> Int64 { Int64.random(in: r, using: &rng) }
-    func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
-    func instant(_ r: ClosedRange<Int64>) -> Instant { Instant(milliseconds: t + rand(r)) }
-    func policy() -> DismissalPolicy {
-      switch rand(0...2) {
-      case 0: .immediate
-      case 1: .after(instant(-1_000...30_000))
-      default: .default
-      }
-    }
-    func milestones() -> [Milestone] {
-      (0..<rand(0...3)).map { k in Milestone(name: "m\(k)", atMs: rand(0...12_000)) }
-    }
     func code(_ body: () throws -> Void) -> CountdownError.Code? { errorCode(body) }
 
     for _ in 0..<400 {
-      // Mostly small steps, sometimes none (same-instant commands), sometimes longer.
-      t += chance(0.2) ? 0 : chance(0.9) ? rand(1...1_500) : rand(2_000...8_000)
+      g.step()
+      let t = g.t
       let now = Instant(milliseconds: t)
-      let id = ids[Int(rand(0...Int64(ids.count - 1)))]
+      let id = ids[Int(g.rand(0...Int64(ids.count - 1)))]
       let kindOf = engine.handle(for: id).flatMap { engine.state(of: $0) }?.kind
       var got: CountdownError.Code?
       var want: CountdownError.Code?
-      switch rand(0...99) {
+      switch g.rand(0...99) {
       case 0..<30:
         var r: ActivityRequest
-        if chance(0.6) {
-          r = .countdown(id: id, to: instant(-2_000...20_000), title: id)
-          if chance(0.4) { r.startDate = instant(-10_000...0) }
-          if chance(0.5) { r.endOnExpiry = policy() }
+        if g.chance(0.6) {
+          r = .countdown(id: id, to: g.instant(-2_000...20_000), title: id)
+          if g.chance(0.4) { r.startDate = g.instant(-10_000...0) }
+          if g.chance(0.5) { r.endOnExpiry = g.policy() }
         } else {
-          r = .elapsed(id: id, from: chance(0.5) ? instant(-5_000...5_000) : nil, title: id)
-          if chance(0.3) { r.goalMs = rand(0...20_000) }
+          r = .elapsed(id: id, from: g.chance(0.5) ? g.instant(-5_000...5_000) : nil, title: id)
+          if g.chance(0.3) { r.goalMs = g.rand(0...20_000) }
         }
-        if chance(0.4) { r.staleDate = instant(-2_000...20_000) }
-        r.milestones = milestones()
-        if chance(0.3) { r.timestamp = instant(-5_000...5_000) }
+        if g.chance(0.4) { r.staleDate = g.instant(-2_000...20_000) }
+        r.milestones = g.milestones()
+        if g.chance(0.3) { r.timestamp = g.instant(-5_000...5_000) }
         got = code { try engine.start(r, at: now) }
         want = reference.start(r, at: t)
       case 30..<50:
         var u = ActivityUpdate()
         if kindOf == .countdown {
-          if chance(0.5) { u.endDate = instant(-3_000...15_000) }
-          if chance(0.2) { u.startDate = chance(0.5) ? .set(instant(-10_000...0)) : .remove }
-          if chance(0.3) { u.endOnExpiry = chance(0.7) ? .set(policy()) : .remove }
-        } else if kindOf == .elapsed, chance(0.3) {
-          u.startDate = .set(instant(-5_000...5_000))
+          if g.chance(0.5) { u.endDate = g.instant(-3_000...15_000) }
+          if g.chance(0.2) { u.startDate = g.chance(0.5) ? .set(g.instant(-10_000...0)) : .remove }
+          if g.chance(0.3) { u.endOnExpiry = g.chance(0.7) ? .set(g.policy()) : .remove }
+        } else if kindOf == .elapsed, g.chance(0.3) {
+          u.startDate = .set(g.instant(-5_000...5_000))
         }
-        if chance(0.3) { u.staleDate = chance(0.7) ? .set(instant(-2_000...10_000)) : .remove }
-        if chance(0.3) { u.milestones = chance(0.8) ? .set(milestones()) : .remove }
-        if chance(0.3) { u.timestamp = instant(-5_000...5_000) }
+        if g.chance(0.3) {
+          u.staleDate = g.chance(0.7) ? .set(g.instant(-2_000...10_000)) : .remove
+        }
+        if g.chance(0.3) { u.milestones = g.chance(0.8) ? .set(g.milestones()) : .remove }
+        if g.chance(0.3) { u.timestamp = g.instant(-5_000...5_000) }
         got = code { try engine.update(id, u, at: now) }
         want = reference.update(id, u, at: t)
       case 50..<62:
@@ -80,7 +67,7 @@ struct RandomizedEngineTests {
         got = code { try engine.resume(id, at: now) }
         want = reference.resume(id, at: t)
       case 74..<84:
-        let p = policy()
+        let p = g.policy()
         got = code { try engine.end(id, ActivityEnding(dismissal: p), at: now) }
         want = reference.end(id, p, at: t)
       case 84..<97:
@@ -97,7 +84,7 @@ struct RandomizedEngineTests {
           #expect(w == nil && error.code == .notFound, "seed \(seed): \(error)")
         }
       default:
-        let on = chance(0.5)
+        let on = g.chance(0.5)
         try engine.setEnabled(on, at: now)
         reference.setEnabled(on, at: t)
       }
@@ -108,9 +95,9 @@ struct RandomizedEngineTests {
       #expect(got == want, "seed \(seed) command \(commands) at \(t - t0.milliseconds) on \(id)")
       if got != want || recorder.lines != reference.events { break }
     }
-    try engine.advance(to: Instant(milliseconds: t + 30_000))
+    try engine.advance(to: Instant(milliseconds: g.t + 30_000))
     engine.checkInvariants()
-    reference.advance(to: t + 30_000)
+    reference.advance(to: g.t + 30_000)
     let mine = recorder.lines
     let theirs = reference.events
     if mine != theirs {

@@ -1,0 +1,232 @@
+/// One activity as the engine keeps it, in the engine's own terms: what a store writes as a
+/// row and ``ActivityEngine/init(restoring:onEvent:)`` rebuilds a slot from, without events.
+///
+/// Instants are milliseconds since 1970. `anchor` is a countdown's end date, or an elapsed
+/// timer's origin (its start date; `pausedTotal` is added to it as pauses accumulate).
+public struct StoredActivity: Sendable, Hashable {
+  public var id: String
+  public var kind: ActivityKind
+  public var phase: ActivityPhase
+  /// Start order, unique, below ``EngineSnapshot/nextOrder``: ties between activities with
+  /// events at the same instant are broken by it.
+  public var order: UInt64
+  public var stale: Bool
+  public var expired: Bool
+  public var anchor: Int64
+  public var pausedTotal: Int64
+  /// When the activity was paused or ended (its frozen value is read there).
+  public var frozenAt: Int64
+  /// The content's canonical JSON.
+  public var content: String
+  /// A countdown's start date, for progress.
+  public var countdownStart: Int64?
+  public var goalMs: Int64?
+  public var staleDate: Int64?
+  /// The milestones in firing order, and how many of them have fired or were passed.
+  public var milestones: [Milestone]
+  public var nextMilestone: Int
+  public var endOnExpiry: DismissalPolicy?
+  public var startedAt: Int64
+  /// For an ended activity: when it ended, why, and when it is dismissed.
+  public var endedAt: Int64
+  public var endReason: EndReason
+  public var dismissAt: Int64
+  public var lastTimestamp: Int64?
+
+  public init(
+    id: String, kind: ActivityKind, phase: ActivityPhase, order: UInt64, stale: Bool,
+    expired: Bool, anchor: Int64, pausedTotal: Int64, frozenAt: Int64, content: String,
+    countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?, milestones: [Milestone],
+    nextMilestone: Int, endOnExpiry: DismissalPolicy?, startedAt: Int64, endedAt: Int64,
+    endReason: EndReason, dismissAt: Int64, lastTimestamp: Int64?
+  ) {
+    self.id = id
+    self.kind = kind
+    self.phase = phase
+    self.order = order
+    self.stale = stale
+    self.expired = expired
+    self.anchor = anchor
+    self.pausedTotal = pausedTotal
+    self.frozenAt = frozenAt
+    self.content = content
+    self.countdownStart = countdownStart
+    self.goalMs = goalMs
+    self.staleDate = staleDate
+    self.milestones = milestones
+    self.nextMilestone = nextMilestone
+    self.endOnExpiry = endOnExpiry
+    self.startedAt = startedAt
+    self.endedAt = endedAt
+    self.endReason = endReason
+    self.dismissAt = dismissAt
+    self.lastTimestamp = lastTimestamp
+  }
+}
+
+/// Everything an engine holds, at one instant: enough to rebuild an engine that goes on to
+/// give exactly the events this one would have given.
+public struct EngineSnapshot: Sendable, Hashable {
+  public var now: Instant
+  public var options: EngineOptions
+  /// The start order the next activity gets.
+  public var nextOrder: UInt64
+  /// The state of the generator of made ids, so that ids made after a restore are the ones
+  /// the engine would have made.
+  public var idGeneratorState: UInt64
+  /// In start order.
+  public var activities: [StoredActivity]
+
+  public init(
+    now: Instant, options: EngineOptions, nextOrder: UInt64, idGeneratorState: UInt64,
+    activities: [StoredActivity]
+  ) {
+    self.now = now
+    self.options = options
+    self.nextOrder = nextOrder
+    self.idGeneratorState = idGeneratorState
+    self.activities = activities
+  }
+}
+
+extension ActivityEngine {
+  /// The stored form of the activity `id`, or nil when there is none.
+  public func stored(_ id: String) -> StoredActivity? {
+    slotIndex.find(id, in: idOf).map { stored(slot: Int($0)) }
+  }
+
+  /// Every activity and the engine's own state, at ``now``.
+  /// - Complexity: O(n log n).
+  public func snapshot() -> EngineSnapshot {
+    var slots: [Int] = []
+    slots.reserveCapacity(count)
+    for s in phaseOf.indices where phaseOf[s] != .free { slots.append(s) }
+    slots.sort { seq[$0] < seq[$1] }
+    return EngineSnapshot(
+      now: now, options: options, nextOrder: nextSeq, idGeneratorState: ids.state,
+      activities: slots.map { stored(slot: $0) })
+  }
+
+  func stored(slot s: Int) -> StoredActivity {
+    let c = cold[s]
+    let phase: ActivityPhase =
+      switch phaseOf[s] {
+      case .active, .free: .active
+      case .paused: .paused
+      case .ended: .ended
+      }
+    return StoredActivity(
+      id: idOf[s], kind: kindOf[s], phase: phase, order: seq[s], stale: isStale[s],
+      expired: isExpired[s], anchor: anchor[s], pausedTotal: pausedTotal[s], frozenAt: frozenAt[s],
+      content: c.content, countdownStart: c.countdownStart, goalMs: c.goalMs,
+      staleDate: c.staleDate, milestones: c.milestones, nextMilestone: c.nextMilestone,
+      endOnExpiry: c.endOnExpiry, startedAt: c.startedAt, endedAt: c.endedAt,
+      endReason: c.endReason, dismissAt: c.dismissAt, lastTimestamp: c.lastTimestamp)
+  }
+
+  /// Rebuilds an engine from `snapshot` without emitting any event: the slots, their ticks and
+  /// their pending deadlines (milestones not yet fired, staleness, expiry, maximum duration,
+  /// dismissal) are as they were. Moving the clock on from `snapshot.now` then gives the
+  /// events the original engine would have given.
+  ///
+  /// Every row is checked first; a bad one (from a damaged store) is `invalidPayload` naming
+  /// the activity and the field, and no engine is made.
+  /// - Complexity: O(n log n).
+  public init(
+    restoring snapshot: EngineSnapshot, onEvent: @escaping (ActivityEvent) -> Void = { _ in }
+  ) throws(CountdownError) {
+    _ = try snapshot.now.validated("now")
+    var seen = Set<String>()
+    var orders = Set<UInt64>()
+    for a in snapshot.activities {
+      try Self.check(a, nextOrder: snapshot.nextOrder)
+      guard seen.insert(a.id).inserted else {
+        throw .payload("activity \(JSONValue.string(a.id)) is stored twice")
+      }
+      guard orders.insert(a.order).inserted else {
+        throw .payload("activity \(JSONValue.string(a.id)): order \(a.order) is not unique")
+      }
+    }
+    var options = snapshot.options
+    options.reservedActivities = max(options.reservedActivities, snapshot.activities.count)
+    self.init(now: snapshot.now, options: options, onEvent: onEvent)
+    self.options.reservedActivities = snapshot.options.reservedActivities
+    ids = SplitMix64(state: snapshot.idGeneratorState)
+    nextSeq = snapshot.nextOrder
+    for a in snapshot.activities.sorted(by: { $0.order < $1.order }) {
+      let slot = allocateSlot()
+      let s = Int(slot)
+      seq[s] = a.order
+      kindOf[s] = a.kind
+      phaseOf[s] =
+        switch a.phase {
+        case .active: .active
+        case .paused: .paused
+        case .ended: .ended
+        }
+      isStale[s] = a.stale
+      isExpired[s] = a.expired
+      anchor[s] = a.anchor
+      pausedTotal[s] = a.pausedTotal
+      frozenAt[s] = a.frozenAt
+      idOf[s] = a.id
+      var c = ColdState(
+        content: a.content, countdownStart: a.countdownStart, goalMs: a.goalMs,
+        staleDate: a.staleDate, milestones: a.milestones, endOnExpiry: a.endOnExpiry,
+        startedAt: a.startedAt, lastTimestamp: a.lastTimestamp)
+      c.nextMilestone = a.nextMilestone
+      c.endedAt = a.endedAt
+      c.endReason = a.endReason
+      c.dismissAt = a.dismissAt
+      cold[s] = c
+      slotIndex.insert(slot, in: idOf)
+      refresh(slot, skippingPassedMilestones: false)
+    }
+  }
+
+  /// The checks a stored row must pass to be restored.
+  static func check(_ a: StoredActivity, nextOrder: UInt64) throws(CountdownError) {
+    let name = JSONValue.string(a.id).canonicalText
+    func field(_ f: String) -> String { "activity \(name): \(f)" }
+    do throws(CountdownError) {
+      try validateID(a.id)
+    } catch {
+      throw .payload("stored \(error.message)")
+    }
+    guard a.order < nextOrder else {
+      throw .payload(field("order \(a.order) is not below nextOrder \(nextOrder)"))
+    }
+    for (f, v) in [("startedAt", a.startedAt), ("frozenAt", a.frozenAt), ("anchor", a.anchor)] {
+      _ = try Instant(milliseconds: v).validated(field(f))
+    }
+    if a.phase == .ended {
+      _ = try Instant(milliseconds: a.endedAt).validated(field("endedAt"))
+      _ = try Instant(milliseconds: a.dismissAt).validated(field("dismissAt"))
+      guard a.dismissAt >= a.endedAt, a.dismissAt - a.endedAt <= Int64(Int32.max) else {
+        throw .payload(field("dismissAt \(a.dismissAt) is not within 24 days after endedAt"))
+      }
+    }
+    for (f, v) in [
+      ("staleDate", a.staleDate), ("countdownStart", a.countdownStart),
+      ("lastTimestamp", a.lastTimestamp),
+    ] {
+      if let v { _ = try Instant(milliseconds: v).validated(field(f)) }
+    }
+    guard a.pausedTotal >= 0, a.pausedTotal <= Instant.wireMaximum.milliseconds else {
+      throw .payload(field("pausedTotal \(a.pausedTotal) is out of range"))
+    }
+    if let g = a.goalMs { _ = try validatedDuration(field("goalMs"), g) }
+    try validateMilestones(a.milestones)
+    guard (0...a.milestones.count).contains(a.nextMilestone) else {
+      throw .payload(field("nextMilestone \(a.nextMilestone) is not 0 to \(a.milestones.count)"))
+    }
+    let content: JSONValue
+    do throws(CountdownError) {
+      content = try JSONParser.parse(a.content)
+    } catch {
+      throw .payload(field("content is not JSON: \(error.message)"))
+    }
+    guard case .object(let o) = content else { throw .payload(field("content is not an object")) }
+    _ = try ActivityContent(json: o)
+  }
+}

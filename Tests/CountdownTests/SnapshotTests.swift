@@ -1,0 +1,229 @@
+import Testing
+
+@testable import Countdown
+
+/// The engine's snapshot and restore (the core of durable state): an engine rebuilt from a
+/// snapshot, without events, goes on to give exactly the events of one that never stopped.
+@Suite("Snapshot and restore")
+struct SnapshotTests {
+  /// One command of a random run, applied alike to two engines.
+  enum Command {
+    case start(ActivityRequest)
+    case update(String, ActivityUpdate)
+    case pause(String)
+    case resume(String)
+    case end(String, DismissalPolicy)
+    case enable(Bool)
+  }
+
+  /// A random run: commands at increasing instants over a handful of ids, with made ids too.
+  static func run(_ g: inout RandomRun, count: Int) -> [(at: Int64, command: Command)] {
+    var out: [(Int64, Command)] = []
+    let ids = ["a", "b", "c", "d", "e"]
+    for _ in 0..<count {
+      g.step()
+      let id = ids[Int(g.rand(0...Int64(ids.count - 1)))]
+      let command: Command
+      switch g.rand(0...99) {
+      case 0..<32:
+        var r: ActivityRequest
+        let given: String? = g.chance(0.85) ? id : nil
+        if g.chance(0.6) {
+          r = .countdown(id: given, to: g.instant(-2_000...20_000), title: id)
+          if g.chance(0.4) { r.startDate = g.instant(-10_000...0) }
+          if g.chance(0.5) { r.endOnExpiry = g.policy() }
+        } else {
+          r = .elapsed(id: given, from: g.chance(0.5) ? g.instant(-5_000...5_000) : nil, title: id)
+          if g.chance(0.3) { r.goalMs = g.rand(0...20_000) }
+        }
+        if g.chance(0.4) { r.staleDate = g.instant(-2_000...20_000) }
+        if g.chance(0.3) { r.content.subtitle = "sub \(g.rand(0...9))" }
+        if g.chance(0.2) { r.content.fields = ["gate": .string("B\(g.rand(1...20))")] }
+        r.milestones = g.milestones()
+        if g.chance(0.3) { r.timestamp = g.instant(-5_000...5_000) }
+        command = .start(r)
+      case 32..<52:
+        var u = ActivityUpdate()
+        if g.chance(0.5) { u.endDate = g.instant(-3_000...15_000) }
+        if g.chance(0.2) { u.startDate = g.chance(0.5) ? .set(g.instant(-10_000...0)) : .remove }
+        if g.chance(0.3) {
+          u.staleDate = g.chance(0.7) ? .set(g.instant(-2_000...10_000)) : .remove
+        }
+        if g.chance(0.3) { u.milestones = g.chance(0.8) ? .set(g.milestones()) : .remove }
+        if g.chance(0.3) { u.content = ["title": .string("T\(g.rand(0...9))")] }
+        if g.chance(0.3) { u.timestamp = g.instant(-5_000...5_000) }
+        command = .update(id, u)
+      case 52..<66: command = .pause(id)
+      case 66..<80: command = .resume(id)
+      case 80..<94: command = .end(id, g.policy())
+      default: command = .enable(g.chance(0.7))
+      }
+      out.append((g.t, command))
+    }
+    return out
+  }
+
+  /// Applies `c` at `at` and returns its error code, if any.
+  static func apply(_ c: Command, at: Int64, to e: inout ActivityEngine) -> CountdownError.Code? {
+    let now = Instant(milliseconds: at)
+    do throws(CountdownError) {
+      switch c {
+      case .start(let r): _ = try e.start(r, at: now)
+      case .update(let id, let u): try e.update(id, u, at: now)
+      case .pause(let id): try e.pause(id, at: now)
+      case .resume(let id): try e.resume(id, at: now)
+      case .end(let id, let p): try e.end(id, ActivityEnding(dismissal: p), at: now)
+      case .enable(let on): try e.setEnabled(on, at: now)
+      }
+      return nil
+    } catch {
+      return error.code
+    }
+  }
+
+  /// The events as lines with everything but the handle (slots are renumbered by a restore).
+  static func lines(_ r: Recorder) -> [String] {
+    r.events.map { "\(Recorder.describe($0)) \($0.activityKind)" }
+  }
+
+  @Test("Snapshot, restore, continue: the same events as an engine that never stopped")
+  func restoreContinues() throws {
+    let seed = testSeed()
+    var g = RandomRun(seed: seed)
+    var compared = 0
+    var eventsAfter = 0
+    var restoredActivities = 0
+    for round in 0..<2_000 {
+      let maxActivities: Int? = round % 3 == 0 ? 3 : nil
+      let maxDuration: Int64? = round % 4 == 1 ? 25_000 : nil
+      let options = EngineOptions(
+        maxActivities: maxActivities, maxActiveDurationMs: maxDuration,
+        idSeed: UInt64(round) &* 7919)
+      g.t = t0.milliseconds
+      let commands = Self.run(&g, count: 60)
+      let cut = Int(g.rand(0...Int64(commands.count)))
+      let a = Recorder()
+      var original = ActivityEngine(now: t0, options: options) { a.events.append($0) }
+      for (at, c) in commands[..<cut] { _ = Self.apply(c, at: at, to: &original) }
+      // Sometimes the snapshot is taken after the clock moved on alone.
+      if g.chance(0.5) {
+        try original.advance(to: original.now.advanced(by: g.rand(0...3_000)))
+      }
+      let snapshot = original.snapshot()
+      let before = a.events.count
+      let b = Recorder()
+      var restored = try ActivityEngine(restoring: snapshot) { b.events.append($0) }
+      restored.checkInvariants()
+      restoredActivities += snapshot.activities.count
+      let context = "COUNTDOWN_TEST_SEED=\(seed) round \(round) cut \(cut)"
+      #expect(b.events.isEmpty, "a restore emits nothing (\(context))")
+      #expect(restored.snapshot() == snapshot, "snapshot of the restored engine (\(context))")
+      #expect(restored.activities() == original.activities(), "\(context)")
+      for (at, c) in commands[cut...] where at >= original.now.milliseconds {
+        let x = Self.apply(c, at: at, to: &original)
+        let y = Self.apply(c, at: at, to: &restored)
+        #expect(
+          x == y,
+          "\(c) at \(at - t0.milliseconds): \(String(describing: x)) vs \(String(describing: y)) (\(context))"
+        )
+      }
+      let end = Instant(milliseconds: max(original.now.milliseconds, commands.last!.at) + 40_000)
+      try original.advance(to: end)
+      try restored.advance(to: end)
+      restored.checkInvariants()
+      let mine = Self.lines(b)
+      let theirs = Array(Self.lines(a).dropFirst(before))
+      if mine != theirs {
+        let k =
+          (0..<min(mine.count, theirs.count)).first { mine[$0] != theirs[$0] }
+          ?? min(mine.count, theirs.count)
+        Issue.record(
+          "\(context): first difference at event \(k): restored \(mine.dropFirst(k).prefix(3)) vs original \(theirs.dropFirst(k).prefix(3))"
+        )
+        return
+      }
+      #expect(restored.snapshot() == original.snapshot(), "\(context)")
+      compared += 1
+      eventsAfter += mine.count
+    }
+    #expect(compared == 2_000)
+    #expect(
+      eventsAfter > 50_000 && restoredActivities > 2_000, "\(eventsAfter) \(restoredActivities)")
+  }
+
+  @Test("Every field of an activity survives: paused, stale, expired, ended, milestones, content")
+  func fieldsSurvive() throws {
+    var e = ActivityEngine(now: t0, options: EngineOptions(maxActivities: 9, idSeed: 5))
+    let end = t0.advanced(by: 60_000)
+    var r = ActivityRequest.countdown(id: "gate", to: end, title: "Gate B12")
+    r.content = ActivityContent(
+      title: "Gate B12", subtitle: "Boarding", color: "#112233", fields: ["gate": .string("B12")],
+      relevance: 2.5)
+    r.startDate = t0.advanced(by: -60_000)
+    r.staleDate = t0.advanced(by: 5_000)
+    r.milestones = [
+      Milestone(name: "last call", atMs: 50_000), Milestone(name: "half", atMs: 30_000),
+    ]
+    r.endOnExpiry = .after(end.advanced(by: 1_000))
+    r.timestamp = t0.advanced(by: -1)
+    _ = try e.start(r, at: t0)
+    _ = try e.start(.elapsed(id: "dose", title: "Dose"), at: t0)
+    _ = try e.start(.countdown(id: "park", to: t0.advanced(by: 3_000), title: "Park"), at: t0)
+    _ = try e.start(.countdown(id: "done", to: end, title: "Done"), at: t0)
+    try e.advance(to: t0.advanced(by: 12_000))  // gate stale, a milestone passed, park expired
+    try e.pause("dose", at: e.now)
+    try e.end("done", ActivityEnding(dismissal: .after(t0.advanced(by: 100_000))), at: e.now)
+    let s = e.snapshot()
+    let gate = try #require(e.stored("gate"))
+    #expect(gate.stale && gate.nextMilestone == 1 && gate.lastTimestamp == t0.milliseconds - 1)
+    #expect(gate.countdownStart == t0.milliseconds - 60_000)
+    #expect(try #require(e.stored("park")).expired)
+    #expect(try #require(e.stored("dose")).phase == .paused)
+    let done = try #require(e.stored("done"))
+    #expect(done.phase == .ended && done.dismissAt == t0.milliseconds + 100_000)
+    #expect(done.endReason == .requested)
+    #expect(s.activities.map(\.id) == ["gate", "dose", "park", "done"])
+    let restored = try ActivityEngine(restoring: s)
+    #expect(restored.snapshot() == s)
+    #expect(restored.activities() == e.activities())
+    #expect(restored.options == e.options && restored.now == e.now)
+    #expect(try restored.content(of: "gate") == r.content)
+  }
+
+  @Test("A damaged row is refused by name, and no engine is made")
+  func badRows() throws {
+    var e = ActivityEngine(now: t0)
+    _ = try e.start(.countdown(id: "gate", to: t0.advanced(by: 60_000), title: "G"), at: t0)
+    _ = try e.start(.elapsed(id: "dose", title: "D"), at: t0)
+    let good = e.snapshot()
+    func refused(_ change: (inout EngineSnapshot) -> Void, _ message: String) {
+      var s = good
+      change(&s)
+      #expect(throws: CountdownError.self) { try ActivityEngine(restoring: s) }
+      do {
+        _ = try ActivityEngine(restoring: s)
+      } catch {
+        #expect(error.message.contains(message), "\(error.message) should say \(message)")
+      }
+    }
+    refused({ $0.activities[1].id = "gate" }, "stored twice")
+    refused({ $0.activities[1].order = $0.activities[0].order }, "not unique")
+    refused({ $0.activities[0].order = 99 }, "not below nextOrder")
+    refused({ $0.activities[0].id = "" }, "id must be 1 to 128 bytes")
+    refused({ $0.activities[0].anchor = 1_767_225_600 }, "anchor")
+    refused({ $0.activities[0].content = "{\"title\":" }, "content is not JSON")
+    refused({ $0.activities[0].content = "[1]" }, "content is not an object")
+    refused({ $0.activities[0].content = "{\"subtitle\":\"x\"}" }, "title is required")
+    refused({ $0.activities[0].nextMilestone = 3 }, "nextMilestone 3")
+    refused({ $0.activities[0].pausedTotal = -1 }, "pausedTotal")
+    refused({ $0.activities[0].goalMs = -5 }, "goalMs")
+    refused({ $0.now = Instant(milliseconds: 5) }, "now")
+    refused(
+      {
+        $0.activities[0].phase = .ended
+        $0.activities[0].endedAt = t0.milliseconds
+        $0.activities[0].dismissAt = t0.milliseconds - 1
+      }, "dismissAt")
+    #expect(try ActivityEngine(restoring: good).snapshot() == good)
+  }
+}
