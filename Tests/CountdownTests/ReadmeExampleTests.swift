@@ -24,6 +24,18 @@ struct ReadmeExampleTests {
     try engine.resume("gate-b12", at: t0.advanced(by: 60_000))
     #expect(try engine.state(of: "gate-b12", at: engine.now).endDate == t0.advanced(by: 658_000))
 
+    // Snapshot and restore: the restored engine gives the events the original would.
+    let saved = engine.snapshot()
+    var again: [String] = []
+    var restored = try ActivityEngine(restoring: saved) { event in
+      again.append("\(event.kind) \(event.id) \(event.value)")
+    }
+    var original: [String] = []
+    engine.onEvent = { event in original.append("\(event.kind) \(event.id) \(event.value)") }
+    try restored.advance(to: t0.advanced(by: 70_000))
+    try engine.advance(to: t0.advanced(by: 70_000))
+    #expect(again == original && again.count == 10)
+
     let f = TimerFormatter(style: .compact)
     var buffer = [UInt8](repeating: 0, count: TimerFormatter.maximumLength)
     let n = buffer.withUnsafeMutableBufferPointer { f.write(seconds: 90_061, into: $0) }
