@@ -10,25 +10,38 @@ public final class CountdownLoopGroup: Sendable {
 
   /// Starts `count` loops (default: the number of online cores). `onEvent` is called on the
   /// loop thread of the activity's shard.
-  public init(
+  public convenience init(
     count: Int? = nil, options: LoopOptions = LoopOptions(),
     onEvent: (@Sendable (ActivityEvent) -> Void)? = nil
   ) throws(CountdownError) {
+    try self.init(count: count, options: options, handlers: { _ in onEvent })
+  }
+
+  /// Starts `count` loops, each with the event handler `handlers` makes for its shard index
+  /// (0 to count − 1), so that loop threads need share no state: a per-loop counter or
+  /// histogram, merged when read.
+  public init(
+    count: Int? = nil, options: LoopOptions = LoopOptions(),
+    handlers: (Int) -> (@Sendable (ActivityEvent) -> Void)?
+  ) throws(CountdownError) {
     let n = max(1, count ?? LibUV.onlineCores())
     var loops: [CountdownLoop] = []
-    for _ in 0..<n { loops.append(try CountdownLoop(options: options, onEvent: onEvent)) }
+    for k in 0..<n { loops.append(try CountdownLoop(options: options, onEvent: handlers(k))) }
     self.loops = loops
   }
 
-  /// The loop that owns `id`.
-  public func loop(for id: String) -> CountdownLoop {
+  /// The shard index (into ``loops``) of `id`.
+  public func shard(for id: String) -> Int {
     var h: UInt64 = 0xcbf2_9ce4_8422_2325
     for b in id.utf8 {
       h ^= UInt64(b)
       h = h &* 0x100_0000_01b3
     }
-    return loops[Int(h % UInt64(loops.count))]
+    return Int(h % UInt64(loops.count))
   }
+
+  /// The loop that owns `id`.
+  public func loop(for id: String) -> CountdownLoop { loops[shard(for: id)] }
 
   /// Starts an activity on its shard; an id is generated here when absent, so that the
   /// shard is known.

@@ -206,6 +206,33 @@ struct RealLoopTests {
     #expect(try await group.state(of: "g0").phase == .paused)
     group.shutdown()
   }
+
+  @Test("Per-loop handlers: each event reaches the handler of its id's shard")
+  func groupHandlers() async throws {
+    let seen = (0..<3).map { _ in ShardLog() }
+    let group = try CountdownLoopGroup(count: 3) { k in
+      let log = seen[k]
+      return { event in log.append(event.id) }
+    }
+    for k in 0..<30 { try await group.start(.elapsed(id: "h\(k)", title: "H")) }
+    for l in group.loops { _ = try await l.count() }  // every start event delivered
+    group.shutdown()
+    var total = 0
+    for (k, log) in seen.enumerated() {
+      let ids = log.ids
+      #expect(!ids.isEmpty && ids.allSatisfy { group.shard(for: $0) == k }, "shard \(k): \(ids)")
+      total += ids.count
+    }
+    #expect(total == 30)
+  }
+}
+
+/// Ids seen by one loop's handler. `@unchecked Sendable`: behind its lock.
+final class ShardLog: @unchecked Sendable {
+  private let lock = NSLock()
+  private var seen: [String] = []
+  func append(_ id: String) { lock.withLock { seen.append(id) } }
+  var ids: [String] { lock.withLock { seen } }
 }
 
 @Suite("README")

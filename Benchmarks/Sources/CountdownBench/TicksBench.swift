@@ -50,6 +50,9 @@ struct TicksBench: AsyncParsableCommand {
   )
   var preciseSpinMicroseconds: Int?
 
+  @Option(help: "With --driver countdown: a CountdownLoopGroup of this many loops (default 1).")
+  var loops = 1
+
   @Flag(
     inversion: .prefixedNo,
     help: "With --driver c-abi: each cd_event carries its text (the loop formats every tick).")
@@ -62,6 +65,12 @@ struct TicksBench: AsyncParsableCommand {
   var resultJSON: String?
 
   func validate() throws {
+    guard (1...64).contains(loops) else {
+      throw ValidationError("--loops must be 1…64, not \(loops)")
+    }
+    if loops > 1, driver != .countdown {
+      throw ValidationError("--loops applies to --driver countdown only")
+    }
     if let us = preciseSpinMicroseconds {
       guard (0...1_000).contains(us) else {
         throw ValidationError("--precise-spin-us must be 0…1000, not \(us)")
@@ -77,7 +86,7 @@ struct TicksBench: AsyncParsableCommand {
       activities: activities, seconds: seconds, warmup: warmup, phases: phases, churn: churn,
       precision: try parsePrecision(precision),
       preciseSpinNanoseconds: preciseSpinMicroseconds.map { Int64($0) * 1_000 },
-      cEventText: cEventText)
+      cEventText: cEventText, loops: loops)
     let (result, recorder) = try await spec.run(driver)
     print(result.line)
     if let hgrm { try writeHgrm(recorder, to: hgrm) }
@@ -124,6 +133,8 @@ struct TickRunSpec {
   var preciseSpinNanoseconds: Int64? = nil
   /// Whether the c-abi driver's events carry their text.
   var cEventText = true
+  /// Loops in our driver's group (1: one `CountdownLoop`).
+  var loops = 1
 
   func endInstants(from nowMs: Int64) -> [Int64] {
     var rng = SystemRandomNumberGenerator()
@@ -136,6 +147,7 @@ struct TickRunSpec {
 
   func makePeer(_ driver: TicksBench.Driver) -> any TickPeer {
     switch driver {
+    case .countdown where loops > 1: GroupPeer(precision: precision, loops: loops)
     case .countdown: CountdownPeer(precision: precision, spin: preciseSpinNanoseconds)
     case .cABI: CABIPeer(precision: precision, eventText: cEventText)
     case .uvTimer: UVTimerPeer()
