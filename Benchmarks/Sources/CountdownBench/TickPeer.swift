@@ -32,10 +32,13 @@ final class CountdownPeer: TickPeer {
 
   /// The precise mode's early wake, or nil for the library's default.
   let spin: Int64?
+  /// Count ticks only: no clock read, no histogram.
+  let countOnly: Bool
 
-  init(precision: TimerPrecision, spin: Int64? = nil) {
+  init(precision: TimerPrecision, spin: Int64? = nil, countOnly: Bool = false) {
     self.precision = precision
     self.spin = spin
+    self.countOnly = countOnly
   }
 
   static func id(_ index: Int, _ generation: Int) -> String { "a\(index).\(generation)" }
@@ -44,8 +47,11 @@ final class CountdownPeer: TickPeer {
     var options = LoopOptions(
       precision: precision, engine: EngineOptions(reservedActivities: ends.count))
     if let spin { options.preciseSpinNanoseconds = spin }
+    let countOnly = self.countOnly
     let loop = try CountdownLoop(options: options) { e in
-      if e.kind == .tick { recorder.record(atMs: e.at.milliseconds) }
+      if e.kind == .tick {
+        if countOnly { recorder.count() } else { recorder.record(atMs: e.at.milliseconds) }
+      }
     }
     self.loop = loop
     generations = Array(repeating: 0, count: ends.count)

@@ -51,6 +51,14 @@ final class TickRecorder: @unchecked Sendable {
     return Int(n)
   }
 
+  /// Counts one tick without reading the clock or touching the histogram: for measuring the
+  /// driver's own cost per tick (`ticks --count-only`).
+  @inline(__always)
+  func count() {
+    guard state.pointee.recording else { return }
+    state.pointee.ticks &+= 1
+  }
+
   /// Records one tick whose displayed value changed at `atMs`, delivered now.
   @inline(__always)
   func record(atMs: Int64) {

@@ -50,6 +50,12 @@ struct TicksBench: AsyncParsableCommand {
   )
   var preciseSpinMicroseconds: Int?
 
+  @Flag(
+    help:
+      "With --driver countdown: count ticks only (no clock read, no histogram), and print the driver's CPU per tick."
+  )
+  var countOnly = false
+
   @Option(help: "With --driver countdown: a CountdownLoopGroup of this many loops (default 1).")
   var loops = 1
 
@@ -67,6 +73,9 @@ struct TicksBench: AsyncParsableCommand {
   func validate() throws {
     guard (1...64).contains(loops) else {
       throw ValidationError("--loops must be 1…64, not \(loops)")
+    }
+    if countOnly, driver != .countdown || loops > 1 {
+      throw ValidationError("--count-only applies to --driver countdown with one loop")
     }
     if loops > 1, driver != .countdown {
       throw ValidationError("--loops applies to --driver countdown only")
@@ -86,9 +95,13 @@ struct TicksBench: AsyncParsableCommand {
       activities: activities, seconds: seconds, warmup: warmup, phases: phases, churn: churn,
       precision: try parsePrecision(precision),
       preciseSpinNanoseconds: preciseSpinMicroseconds.map { Int64($0) * 1_000 },
-      cEventText: cEventText, loops: loops)
+      cEventText: cEventText, loops: loops, countOnly: countOnly)
     let (result, recorder) = try await spec.run(driver)
     print(result.line)
+    if countOnly {
+      let nsPerTick = result.cpuPercent / 100 * 1e9 / max(1, result.ticksPerSecond)
+      print(String(format: "CPU per tick, counting only: %.1f ns", nsPerTick))
+    }
     if let hgrm { try writeHgrm(recorder, to: hgrm) }
     if let resultJSON {
       try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: resultJSON))
@@ -135,6 +148,8 @@ struct TickRunSpec {
   var cEventText = true
   /// Loops in our driver's group (1: one `CountdownLoop`).
   var loops = 1
+  /// Our driver counts ticks instead of recording their lateness.
+  var countOnly = false
 
   func endInstants(from nowMs: Int64) -> [Int64] {
     var rng = SystemRandomNumberGenerator()
@@ -148,7 +163,8 @@ struct TickRunSpec {
   func makePeer(_ driver: TicksBench.Driver) -> any TickPeer {
     switch driver {
     case .countdown where loops > 1: GroupPeer(precision: precision, loops: loops)
-    case .countdown: CountdownPeer(precision: precision, spin: preciseSpinNanoseconds)
+    case .countdown:
+      CountdownPeer(precision: precision, spin: preciseSpinNanoseconds, countOnly: countOnly)
     case .cABI: CABIPeer(precision: precision, eventText: cEventText)
     case .uvTimer: UVTimerPeer()
     case .nio: NIOPeer()
