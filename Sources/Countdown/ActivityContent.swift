@@ -58,9 +58,7 @@ public struct ActivityContent: Hashable, Sendable {
     self.subtitle = try Self.optionalString(o, "subtitle")
     self.alertMessage = try Self.optionalString(o, "alertMessage")
     self.color = try Self.optionalString(o, "color")
-    if let color, !Self.isColor(color) {
-      throw .payload("color \(JSONValue.string(color)) must be #RRGGBB or #RRGGBBAA")
-    }
+    try Self.checkColor(color)
     switch o("fields") {
     case nil, .null?: self.fields = [:]
     case .object(let f)?:
@@ -96,6 +94,13 @@ public struct ActivityContent: Hashable, Sendable {
     }
   }
 
+  /// A color must be `#RRGGBB` or `#RRGGBBAA`.
+  private static func checkColor(_ color: String?) throws(CountdownError) {
+    if let color, !isColor(color) {
+      throw .payload("color \(JSONValue.string(color)) must be #RRGGBB or #RRGGBBAA")
+    }
+  }
+
   /// Every value of `fields` must be a string, a finite number or a boolean. The first bad
   /// key in byte order is named, so the message does not depend on hashing.
   private static func checkFields(_ f: [String: JSONValue]) throws(CountdownError) {
@@ -114,9 +119,7 @@ public struct ActivityContent: Hashable, Sendable {
   /// The checks `init(json:)` makes that the type itself cannot: the color's form, the fields'
   /// value types and a finite relevance.
   func check() throws(CountdownError) {
-    if let color, !Self.isColor(color) {
-      throw .payload("color \(JSONValue.string(color)) must be #RRGGBB or #RRGGBBAA")
-    }
+    try Self.checkColor(color)
     try Self.checkFields(fields)
     if let relevance, !relevance.isFinite {
       throw .payload("relevance must be a finite number, not \(relevance)")

@@ -46,12 +46,14 @@ package struct JSONMembers: Sendable {
       if TimerFormatter.smallStringLayoutHolds {
         // Two small ASCII strings are equal exactly when their two words are: no call into
         // the standard library's comparison for each key that does not match.
-        let k = Self.words(key)
-        if k.1 >> 60 == 0xE {
+        let k = TimerFormatter.words(of: key)
+        if TimerFormatter.isSmallASCII(k) {
           for i in pairs.indices {
-            let p = Self.words(pairs[i].key)
+            let p = TimerFormatter.words(of: pairs[i].key)
             if p == k { return i }
-            if p.1 >> 60 != 0xE, pairs[i].key.utf8.elementsEqual(key.utf8) { return i }
+            if !TimerFormatter.isSmallASCII(p), pairs[i].key.utf8.elementsEqual(key.utf8) {
+              return i
+            }
           }
           return nil
         }
@@ -59,14 +61,6 @@ package struct JSONMembers: Sendable {
     #endif
     for i in pairs.indices where pairs[i].key.utf8.elementsEqual(key.utf8) { return i }
     return nil
-  }
-
-  /// A string's two words, without a retain.
-  @inline(__always)
-  private static func words(_ s: String) -> (UInt64, UInt64) {
-    withUnsafeBytes(of: s) {
-      ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self))
-    }
   }
 
   /// The value of `key` and, when the members are kept in order, a bit naming its position

@@ -132,6 +132,21 @@ public struct TimerFormatter: Sendable, Hashable {
       }
     }
 
+    /// A string's two words as they lie in memory, read without a retain. Where
+    /// ``smallStringLayoutHolds``, a small ASCII string's are its bytes, zero padding, and
+    /// `0xE0 | count` in the top byte (see ``isSmallASCII(_:)``).
+    @inline(__always)
+    package static func words(of s: String) -> (UInt64, UInt64) {
+      withUnsafeBytes(of: s) {
+        ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self))
+      }
+    }
+
+    /// Whether `words` (from ``words(of:)``) are a small ASCII string's; its byte count is then
+    /// `(words.1 >> 56) & 0x0F`.
+    @inline(__always)
+    package static func isSmallASCII(_ words: (UInt64, UInt64)) -> Bool { words.1 >> 60 == 0xE }
+
     /// Whether `String`'s small form is laid out as ``smallString(_:_:count:inPlace:)`` writes it:
     /// checked once per process, by reading back the two words of strings of every length
     /// from 0 to 15 that the standard library built itself. Nothing is built by hand to check
@@ -144,9 +159,7 @@ public struct TimerFormatter: Sendable, Hashable {
         var expected: (UInt64, UInt64) = (0, 0)
         withUnsafeMutableBytes(of: &expected) { for k in 0..<n { $0[k] = probe[k] } }
         expected.1 |= (0xE0 | UInt64(n)) << 56
-        let actual = withUnsafeBytes(of: text) {
-          ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self))
-        }
+        let actual = words(of: text)
         guard actual == expected, MemoryLayout<String>.size == 16 else { return false }
       }
       return true

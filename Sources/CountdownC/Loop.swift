@@ -78,10 +78,8 @@ struct EventSink: @unchecked Sendable {
       // retain, release or call into the standard library per event. The layout is the one
       // the formatter checked once per process (`TimerFormatter.smallStringLayoutHolds`).
       if smallStrings {
-        var words = withUnsafeBytes(of: e.id) {
-          ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self))
-        }
-        if words.1 >> 60 == 0xE {
+        var words = TimerFormatter.words(of: e.id)
+        if TimerFormatter.isSmallASCII(words) {
           let count = Int((words.1 >> 56) & 0x0F)
           return withUnsafeBytes(of: &words) { raw in
             deliver(
@@ -222,16 +220,16 @@ public func cdLoopCreate(
 ) -> cd_status {
   guard let out else { return LastError.fail(CD_ERR_INVALID_ARGUMENT, "cd_loop_create needs loop") }
   out.pointee = nil
+  let given = options?.pointee ?? cdLoopOptionsDefault()
   let loopOptions: LoopOptions
   let formatter: TimerFormatter
   do throws(CountdownError) {
-    (loopOptions, formatter) = try (options?.pointee ?? cdLoopOptionsDefault()).swiftOptions()
+    (loopOptions, formatter) = try given.swiftOptions()
   } catch {
     return LastError.fail(CD_ERR_INVALID_ARGUMENT, error.message)
   }
-  let eventText = (options?.pointee ?? cdLoopOptionsDefault()).event_text != 0
   let sink = onEvent.map {
-    EventSink(function: $0, context: context, formatter: eventText ? formatter : nil)
+    EventSink(function: $0, context: context, formatter: given.event_text != 0 ? formatter : nil)
   }
   let loop: CountdownLoop
   do throws(CountdownError) {

@@ -3,10 +3,6 @@ import Countdown
 import CountdownLoop
 import CountdownProtocol
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 // Commands from C: JSON request lines (SPEC §6's request and reply forms) and typed calls.
 
 /// The longest request line, as on the service's socket (SPEC §6).
@@ -120,15 +116,10 @@ public func cdLoopRequestAsync(
         let (bytes, status) = encodeReply(formatter, r.items[0].rid, r.items[0].outcome, at: r.at)
         sink.deliver(bytes, status)
       case .failure(let e):
-        var writer = ReplyWriter(formatter: formatter)
         // The loop is gone, so its clock with it: the wall clock's now.
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        let now = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-        writer.failure(item.rid, e, at: Instant(milliseconds: now))
-        var bytes = writer.take()
-        if bytes.last == 0x0A { bytes.removeLast() }
-        sink.deliver(bytes, cd_status(e.code))
+        let now = Instant(milliseconds: SystemWallClock().nanosecondsSinceEpoch() / 1_000_000)
+        let (bytes, status) = encodeReply(formatter, item.rid, .failed(e), at: now)
+        sink.deliver(bytes, status)
       }
     })
   return CD_OK
