@@ -1,14 +1,14 @@
 # Countdown: the two commands of the README are `make run` and `make test`.
-# Both install libuv (Debian libuv1-dev) first when it is missing.
+# Both install libuv and SQLite (Debian libuv1-dev, libsqlite3-dev) first when missing.
 
 SWIFT ?= swift
 
 .PHONY: run replay plot test deps cdeps lint build release tsan asan bench-format consumer fuzz lib install examples ctest
 
 deps:
-	@pkg-config --exists libuv 2>/dev/null || { \
-	  echo "installing libuv1-dev"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libuv1-dev; }
+	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
+	  echo "installing libuv1-dev, libsqlite3-dev"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libuv1-dev libsqlite3-dev pkg-config; }
 
 # The C ABI's tests and examples compile with gcc and g++ (the issue's flags) and pkg-config.
 cdeps: deps

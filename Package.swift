@@ -21,6 +21,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
     .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
   ],
   targets: [
     .systemLibrary(
@@ -41,11 +42,16 @@ let package = Package(
     .target(
       name: "CountdownC",
       dependencies: ["Countdown", "CountdownLoop", "CountdownProtocol", "CCountdownABI"]),
+    // Durable state (SPEC §6, "Durability"): SQLite in WAL mode through GRDB, written by its
+    // own thread with group commit. Debian's libsqlite3-dev (`make deps`).
+    .target(
+      name: "CountdownStore",
+      dependencies: ["Countdown", .product(name: "GRDB", package: "GRDB.swift")]),
     // The service (SPEC §6): sockets on SwiftNIO, the engine on CountdownLoop's thread.
     .target(
       name: "CountdownServer",
       dependencies: [
-        "Countdown", "CountdownLoop", "CountdownProtocol",
+        "Countdown", "CountdownLoop", "CountdownProtocol", "CountdownStore",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -64,12 +70,16 @@ let package = Package(
     ),
     .testTarget(
       name: "CountdownTests",
-      dependencies: ["Countdown", "CLibUV", "CountdownCLI"],
+      dependencies: ["Countdown", "CLibUV", "CountdownCLI", "CountdownStore"],
       exclude: ["Fixtures"]
     ),
     .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
     .testTarget(
-      name: "CountdownServerTests", dependencies: ["CountdownServer", "Countdown", "CountdownCLI"]),
+      name: "CountdownServerTests",
+      dependencies: [
+        "CountdownServer", "CountdownStore", "Countdown", "CountdownCLI",
+        .product(name: "GRDB", package: "GRDB.swift"),
+      ]),
   ],
   swiftLanguageModes: [.v6]
 )

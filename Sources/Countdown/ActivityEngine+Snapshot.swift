@@ -95,6 +95,19 @@ extension ActivityEngine {
     slotIndex.find(id, in: idOf).map { stored(slot: Int($0)) }
   }
 
+  /// The engine's own state at ``now`` with the stored form of those of `ids` that exist
+  /// (in the order given, each once): what changed in a wake, for a store. An id left out of
+  /// the result has no activity now (it was dismissed, or never started).
+  public func snapshot(of ids: some Sequence<String>) -> EngineSnapshot {
+    var rows: [StoredActivity] = []
+    for id in ids {
+      if let slot = slotIndex.find(id, in: idOf) { rows.append(stored(slot: Int(slot))) }
+    }
+    return EngineSnapshot(
+      now: now, options: options, nextOrder: nextSeq, idGeneratorState: self.ids.state,
+      activities: rows)
+  }
+
   /// Every activity and the engine's own state, at ``now``.
   /// - Complexity: O(n log n).
   public func snapshot() -> EngineSnapshot {

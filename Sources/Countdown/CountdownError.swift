@@ -32,6 +32,9 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
     public static let unauthorized = Code(rawValue: "unauthorized")
     /// A subscriber stayed over its output bound too long and is disconnected (SPEC §6).
     public static let slowConsumer = Code(rawValue: "slowConsumer")
+    /// The service could not store the command's change (disk full, I/O error): the command
+    /// is not in effect, and nothing acknowledged before it is lost (SPEC §6, "Durability").
+    public static let storageFailed = Code(rawValue: "storageFailed")
     /// The driver was shut down before the command ran.
     public static let shutdown = Code(rawValue: "shutdown")
     /// The operating system refused what the driver needs (a descriptor, a thread, a timer);

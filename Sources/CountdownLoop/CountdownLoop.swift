@@ -41,6 +41,38 @@ public final class CountdownLoop: Sendable {
     self.core = core
   }
 
+  /// A loop whose engine is rebuilt from `snapshot` (a store's state) and, first thing on its
+  /// thread, stepped from the snapshot's instant to the wall clock's now, so that what fell
+  /// due in between fires once at its own instant. `onWake` runs at the end of every wake
+  /// that ran commands or produced events (see ``WakeHandler``).
+  /// - Throws: `invalidPayload` naming the activity and field of a bad stored row; the
+  ///   errors of ``init(options:onEvent:onBatch:)``.
+  package init(
+    options: LoopOptions, restoring snapshot: EngineSnapshot?, onWake: @escaping WakeHandler
+  ) throws(CountdownError) {
+    let core = try LoopCore(
+      options: options, onEvent: nil, onBatch: nil, restoring: snapshot, onWake: onWake)
+    try core.startThread()
+    self.core = core
+  }
+
+  /// Replaces the engine with one rebuilt from `snapshot` and stepped to now (after a store
+  /// failed: its last committed state). `completion` runs on the loop thread with the
+  /// outcome; on a bad snapshot the engine stays as it was.
+  package func replaceEngine(
+    with snapshot: EngineSnapshot,
+    completion: @escaping @Sendable (Result<Void, CountdownError>) -> Void
+  ) {
+    let core = self.core
+    core.submit(
+      LoopCommand(
+        run: { engine in
+          completion(
+            Result { () throws(CountdownError) in try core.replace(&engine, with: snapshot) })
+        },
+        fail: { completion(.failure($0)) }))
+  }
+
   /// Releasing the loop without ``shutdown()`` stops it without waiting: the thread closes
   /// its handles and exits on its own.
   deinit {

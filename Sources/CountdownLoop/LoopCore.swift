@@ -19,6 +19,13 @@ final class LoopCore: @unchecked Sendable {
   let batch: EventBatch
   /// Receives each wake's events, with the sequence number of the first.
   let onBatch: (@Sendable (UInt64, [ActivityEvent]) -> Void)?
+  /// Runs at the end of each wake that ran commands or produced events, with the engine.
+  let onWake: WakeHandler?
+  /// What the engine calls with each event (kept to rebuild the engine in ``replaceEngine``).
+  let emit: (ActivityEvent) -> Void
+  /// Set when the engine was restored: the first thing the thread does is step its clock from
+  /// the stored instant to now.
+  var stepsOnStart: Bool
   let handles: LoopHandles
   /// The timer's armed instant (monotonic ns), so that it is re-armed only when it changes.
   var armedAt: Int64 = -1
@@ -35,24 +42,34 @@ final class LoopCore: @unchecked Sendable {
 
   init(
     options: LoopOptions, onEvent: (@Sendable (ActivityEvent) -> Void)?,
-    onBatch: (@Sendable (UInt64, [ActivityEvent]) -> Void)? = nil
+    onBatch: (@Sendable (UInt64, [ActivityEvent]) -> Void)? = nil,
+    restoring snapshot: EngineSnapshot? = nil, onWake: WakeHandler? = nil
   ) throws(CountdownError) {
     self.options = options
     let stream = options.eventStreamCapacity.map { EventStreamBuffer(capacity: max(1, $0)) }
     self.stream = stream
-    let batch = EventBatch(collecting: stream != nil || onBatch != nil)
+    let batch = EventBatch(collecting: stream != nil || onBatch != nil || onWake != nil)
     self.batch = batch
     self.onBatch = onBatch
-    var engineOptions = options.engine
-    engineOptions.idSeed = UInt64.random(in: .min ... .max)
-    let (wall, mono) = Self.readClocks(options.wallClock)
-    lastOffset = wall - mono
-    engine = ActivityEngine(
-      now: Instant(milliseconds: Self.floorDiv(wall, 1_000_000)), options: engineOptions
-    ) { event in
+    self.onWake = onWake
+    let emit: (ActivityEvent) -> Void = { event in
       onEvent?(event)
       batch.count &+= 1
       if batch.collecting { batch.events.append(event) }
+    }
+    self.emit = emit
+    let (wall, mono) = Self.readClocks(options.wallClock)
+    lastOffset = wall - mono
+    if let snapshot {
+      engine = try ActivityEngine(restoring: snapshot, onEvent: emit)
+      stepsOnStart = true
+    } else {
+      var engineOptions = options.engine
+      engineOptions.idSeed = UInt64.random(in: .min ... .max)
+      engine = ActivityEngine(
+        now: Instant(milliseconds: Self.floorDiv(wall, 1_000_000)), options: engineOptions,
+        onEvent: emit)
+      stepsOnStart = false
     }
     handles = try LoopHandles(LibUV(faults: options.faults))
     do {
@@ -89,7 +106,12 @@ final class LoopCore: @unchecked Sendable {
   /// The loop thread's body.
   func run() {
     _ = LibUV.setTimerSlack(nanoseconds: 1)
-    rearm()
+    if stepsOnStart {
+      stepToWallClock(&engine)
+      afterWork(ranCommands: true)
+    } else {
+      rearm()
+    }
     handles.run()
     handles.closeLoop()
     stream?.finish()
@@ -111,6 +133,28 @@ final class LoopCore: @unchecked Sendable {
     if ms > engine.now { try? engine.advance(to: ms) }
   }
 
+  /// Steps a restored engine from its stored instant to the wall clock's now: what fell due
+  /// in between fires once, at its own instant (SPEC §6, "Durability").
+  func stepToWallClock(_ engine: inout ActivityEngine) {
+    let (wall, mono) = Self.readClocks(options.wallClock)
+    lastOffset = wall - mono
+    try? engine.stepClock(to: Instant(milliseconds: Self.floorDiv(wall, 1_000_000)))
+  }
+
+  /// Rebuilds `engine` (the loop's, handed to a command) from `snapshot`, a store's last
+  /// committed state, and steps it to now; on a bad snapshot the engine stays as it was.
+  ///
+  /// What the wake did before this point is handed on first, as a wake of its own, so that
+  /// the wake handler sees the old engine's work apart from the new one's.
+  func replace(_ engine: inout ActivityEngine, with snapshot: EngineSnapshot)
+    throws(CountdownError)
+  {
+    let fresh = try ActivityEngine(restoring: snapshot, onEvent: emit)
+    handOn(engine, ranCommands: true)
+    engine = fresh
+    stepToWallClock(&engine)
+  }
+
   /// The OS timer fired.
   func timerFired() {
     wakeups &+= 1
@@ -121,7 +165,7 @@ final class LoopCore: @unchecked Sendable {
       spinUntil = 0
     }
     syncClock()
-    afterWork()
+    afterWork(ranCommands: false)
   }
 
   /// Commands arrived (or shutdown was asked for).
@@ -139,17 +183,25 @@ final class LoopCore: @unchecked Sendable {
     }
     syncClock()
     for c in commands { c.run(&engine) }
-    afterWork()
+    afterWork(ranCommands: !commands.isEmpty)
   }
 
-  /// Hands the wake's events to the stream and re-arms the timer.
-  func afterWork() {
+  /// Hands the wake's events to the wake handler and the stream, and re-arms the timer.
+  func afterWork(ranCommands: Bool) {
+    handOn(engine, ranCommands: ranCommands)
+    rearm()
+  }
+
+  /// Hands the events so far to the wake handler, the stream and the batch callback.
+  func handOn(_ engine: borrowing ActivityEngine, ranCommands: Bool) {
+    if let onWake, ranCommands || !batch.events.isEmpty {
+      onWake(engine, batch.count - UInt64(batch.events.count), batch.events)
+    }
     if !batch.events.isEmpty {
       stream?.push(batch.events)
       onBatch?(batch.count - UInt64(batch.events.count), batch.events)
       batch.events.removeAll(keepingCapacity: true)
     }
-    rearm()
   }
 
   /// Arms the OS timer for the engine's next deadline (rounded up to the quantum), or for the
@@ -210,6 +262,15 @@ final class LoopCore: @unchecked Sendable {
       armFailures: handles.armFailures)
   }
 }
+
+/// Runs on the loop thread at the end of a wake, after its commands' completions: the engine
+/// as the wake left it, the sequence number of the wake's first event, and its events (empty
+/// when the wake only ran commands). It must not block; a durable service hands the wake's
+/// changes to its store from here.
+package typealias WakeHandler =
+  @Sendable (
+    _ engine: borrowing ActivityEngine, _ firstSequence: UInt64, _ events: [ActivityEvent]
+  ) -> Void
 
 /// Events collected during one wake, and the number of events ever emitted; loop-thread only.
 final class EventBatch {

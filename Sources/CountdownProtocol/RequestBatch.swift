@@ -99,3 +99,22 @@ extension LoopEngine {
     return .ok
   }
 }
+
+extension BatchResult {
+  /// The results as they stand when their wake could not be stored, or ran on state that was
+  /// never stored: every request that had succeeded gets `storageFailed` instead (the engine
+  /// goes back to the stored state, so neither its changes nor what it read stand). Requests
+  /// that had failed keep their errors.
+  package func storageFailed(_ error: String) -> BatchResult {
+    var r = self
+    for k in r.items.indices {
+      if case .failed = r.items[k].outcome { continue }
+      r.items[k].outcome = .failed(
+        CountdownError(
+          .storageFailed,
+          "the server could not store its state (\(error)), so this request was not carried out; the server is up and what it acknowledged before is kept. Try again (once the disk is fixed)"
+        ))
+    }
+    return r
+  }
+}

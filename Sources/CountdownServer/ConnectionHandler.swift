@@ -125,25 +125,53 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
     let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
     let hub = core.hub
+    let journal = core.durable?.journal
     core.loop.submit(
       { engine in engine.run(items) },
       completion: { result in
         // On the loop thread: the replies go to this connection's event loop first, then the
-        // subscriptions to the hub, so that they are in place before this wake's events.
-        channel.eventLoop.execute { handler.value.answer(result, items, bound.value) }
-        guard case .success(let r) = result else { return }
-        for item in r.items {
-          switch item.outcome {
-          case .subscribed(_, let from, let ids, let ticks):
-            hub.eventLoop.execute {
-              hub.subscribe(channel, ids: ids, ticks: ticks, fromSequence: from)
+        // subscriptions to the hub, so that they are in place before this wake's events. With
+        // a state file, both wait for the wake's commit.
+        guard let journal else {
+          Self.release(result, items, handler, bound, hub: hub, channel: channel)
+          return
+        }
+        if case .success(let r) = result, !journal.optionsChanged {
+          for (k, item) in r.items.enumerated() {
+            if case .success(.command(.configure, _)) = items[k].request, case .ok = item.outcome {
+              journal.optionsChanged = true
             }
-          case .unsubscribed:
-            hub.eventLoop.execute { hub.unsubscribe(channel) }
-          default: break
           }
         }
+        journal.releases.append { failure in
+          var result = result
+          if let failure, case .success(let r) = result {
+            result = .success(r.storageFailed(failure.message))
+          }
+          Self.release(result, items, handler, bound, hub: hub, channel: channel)
+        }
       })
+  }
+
+  /// Hands a batch's replies to the connection and its subscription changes to the hub.
+  private static func release(
+    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem],
+    _ handler: NIOLoopBound<ConnectionHandler>, _ bound: NIOLoopBound<ChannelHandlerContext>,
+    hub: Hub, channel: Channel
+  ) {
+    channel.eventLoop.execute { handler.value.answer(result, items, bound.value) }
+    guard case .success(let r) = result else { return }
+    for item in r.items {
+      switch item.outcome {
+      case .subscribed(_, let from, let ids, let ticks):
+        hub.eventLoop.execute {
+          hub.subscribe(channel, ids: ids, ticks: ticks, fromSequence: from)
+        }
+      case .unsubscribed:
+        hub.eventLoop.execute { hub.unsubscribe(channel) }
+      default: break
+      }
+    }
   }
 
   private func answer(

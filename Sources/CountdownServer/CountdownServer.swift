@@ -1,6 +1,7 @@
 import Countdown
 import CountdownLoop
 import CountdownProtocol
+import CountdownStore
 import Dispatch
 import Logging
 import NIOConcurrencyHelpers
@@ -21,14 +22,17 @@ final class ServerCore: @unchecked Sendable {
   let loop: CountdownLoop
   let hub: Hub
   let logger: Logger
+  /// The state file's writer and the loop's journal; nil for `:memory:`.
+  let durable: Durable?
   let connections = NIOLockedValueBox([ObjectIdentifier: Channel]())
 
-  init(options: ServerOptions, loop: CountdownLoop, hub: Hub, logger: Logger) {
+  init(options: ServerOptions, loop: CountdownLoop, hub: Hub, logger: Logger, durable: Durable?) {
     self.options = options
     self.formatter = TimerFormatter(style: options.style)
     self.loop = loop
     self.hub = hub
     self.logger = logger
+    self.durable = durable
   }
 
   /// Counts a new connection in; false when the server is at `maxConnections`.
@@ -60,7 +64,14 @@ public final class CountdownServer: Service, @unchecked Sendable {
   private let logger: Logger
   private let state = NIOLockedValueBox(RunState())
 
+  /// How many activities the state file gave back at start (nil for `:memory:`).
+  public private(set) var restoredCount: Int? {
+    get { state.withLockedValue { $0.restored } }
+    set { state.withLockedValue { $0.restored = newValue } }
+  }
+
   private struct RunState {
+    var restored: Int?
     var group: MultiThreadedEventLoopGroup?
     var core: ServerCore?
     var listeners: [Channel] = []
@@ -95,15 +106,58 @@ public final class CountdownServer: Service, @unchecked Sendable {
       bound: options.subscriberBufferBytes,
       slowConsumerAfter: .milliseconds(options.slowConsumerMilliseconds))
     let loop: CountdownLoop
-    do {
-      loop = try CountdownLoop(
-        options: LoopOptions(precision: options.precision, engine: options.engine),
-        onBatch: { first, events in hub.eventLoop.execute { hub.publish(first: first, events) } })
-    } catch {
-      try? group.syncShutdownGracefully()
-      throw ServerStartError("cannot start the timer loop: \(error)")
+    var durable: Durable?
+    let loopOptions = LoopOptions(precision: options.precision, engine: options.engine)
+    if options.statePath == ":memory:" {
+      do {
+        loop = try CountdownLoop(
+          options: loopOptions,
+          onBatch: { first, events in
+            hub.eventLoop.execute { hub.publish(first: first, events) }
+          })
+      } catch {
+        try? group.syncShutdownGracefully()
+        throw ServerStartError("cannot start the timer loop: \(error)")
+      }
+    } else {
+      let store: StateStore
+      let snapshot: EngineSnapshot?
+      do {
+        (store, snapshot) = try Self.openStore(options)
+      } catch {
+        try? group.syncShutdownGracefully()
+        throw error
+      }
+      let journal = Journal()
+      let logger = self.logger
+      let options = self.options
+      let loopBox = NIOLockedValueBox<CountdownLoop?>(nil)
+      let writer = StoreWriter(
+        store: store,
+        reload: { snapshot, epoch in
+          guard let loop = loopBox.withLockedValue({ $0 }) else { return }
+          Self.reload(
+            snapshot, epoch: epoch, loop: loop, journal: journal, options: options, logger: logger)
+        },
+        onError: { error in
+          logger.error("storageFailed: \(error.message); the changes of this commit were not made")
+        })
+      do {
+        loop = try CountdownLoop(
+          options: loopOptions, restoring: snapshot,
+          onWake: { engine, first, events in
+            journal.wake(engine, first: first, events, writer: writer, hub: hub)
+          })
+      } catch {
+        writer.close()
+        try? group.syncShutdownGracefully()
+        throw ServerStartError("cannot restore the state in \(options.statePath): \(error)")
+      }
+      loopBox.withLockedValue { $0 = loop }
+      durable = Durable(writer: writer, journal: journal)
+      restoredCount = snapshot?.activities.count ?? 0
     }
-    let core = ServerCore(options: options, loop: loop, hub: hub, logger: logger)
+    let core = ServerCore(options: options, loop: loop, hub: hub, logger: logger, durable: durable)
     state.withLockedValue {
       $0.group = group
       $0.core = core
@@ -178,12 +232,16 @@ public final class CountdownServer: Service, @unchecked Sendable {
       let semaphore = DispatchSemaphore(value: 0)
       core.loop.submit({ _ in }, completion: { _ in semaphore.signal() })
       semaphore.wait()
+      // With a state file, those replies go out once their wakes are committed.
+      core.durable?.writer.flush()
       let channels = core.connections.withLockedValue { Array($0.values) }
       for c in channels {
         try? c.eventLoop.submit {}.wait()
         try? c.close().wait()
       }
       core.loop.shutdown()
+      // The wakes after the last command (time-driven changes) are written before closing.
+      core.durable?.writer.close()
     }
     if socketBound { unlink(options.socketPath) }
     try? group?.syncShutdownGracefully()

@@ -77,11 +77,77 @@ final class Hub: @unchecked Sendable {
     subscribers[ObjectIdentifier(channel)] = nil
   }
 
-  /// One wake's events, the first numbered `first`.
+  /// One wake's events, the first numbered `first`, delivered now.
   func publish(first: UInt64, _ events: [ActivityEvent]) {
     eventLoop.assertInEventLoop()
     guard !subscribers.isEmpty else { return }
-    // Encode each event once.
+    deliver(events) { first + UInt64($0) }
+  }
+
+  // MARK: - Events held for a commit (durable state)
+
+  /// The events of wakes whose commit is pending, oldest first, with their sequence numbers.
+  private var held: [(token: UInt64, events: [(sequence: UInt64, event: ActivityEvent)])] = []
+  /// How many held events each activity has: its ticks wait behind them.
+  private var heldPerActivity: [ActivityHandle: Int] = [:]
+
+  /// One wake's events with a durable store. A wake with a `token` waits for its commit
+  /// (``finish(token:committed:)``): its events but the ticks of activities with nothing else
+  /// pending are held until then. Ticks never wait for the disk, except behind an earlier
+  /// event of their own activity (one activity's events stay in order).
+  func publish(first: UInt64, _ events: [ActivityEvent], token: UInt64?) {
+    eventLoop.assertInEventLoop()
+    if token == nil && held.isEmpty {
+      publish(first: first, events)
+      return
+    }
+    var lifecycle: Set<ActivityHandle> = []
+    if token != nil {
+      for e in events where e.kind != .tick { lifecycle.insert(e.handle) }
+    }
+    var now: [ActivityEvent] = []
+    var sequences: [UInt64] = []
+    var kept: [(sequence: UInt64, event: ActivityEvent)] = []
+    for (k, e) in events.enumerated() {
+      let sequence = first + UInt64(k)
+      if e.kind == .tick && heldPerActivity[e.handle] == nil && !lifecycle.contains(e.handle) {
+        now.append(e)
+        sequences.append(sequence)
+      } else {
+        kept.append((sequence, e))
+      }
+    }
+    if !now.isEmpty && !subscribers.isEmpty { deliver(now) { sequences[$0] } }
+    for k in kept { heldPerActivity[k.event.handle, default: 0] += 1 }
+    if let token {
+      held.append((token, kept))
+    } else if !kept.isEmpty {
+      held[held.count - 1].events += kept
+    }
+  }
+
+  /// The wake `token` (and every one before it) was committed, or failed: its held events go
+  /// out, or are dropped with it (the engine goes back to the stored state).
+  func finish(token: UInt64, committed: Bool) {
+    eventLoop.assertInEventLoop()
+    while let oldest = held.first, oldest.token <= token {
+      held.removeFirst()
+      for k in oldest.events {
+        let h = k.event.handle
+        if let n = heldPerActivity[h], n > 1 {
+          heldPerActivity[h] = n - 1
+        } else {
+          heldPerActivity[h] = nil
+        }
+      }
+      if committed && !oldest.events.isEmpty && !subscribers.isEmpty {
+        deliver(oldest.events.map(\.event)) { oldest.events[$0].sequence }
+      }
+    }
+  }
+
+  /// Encodes `events` once and hands each subscriber those it wants; `sequence` numbers them.
+  private func deliver(_ events: [ActivityEvent], sequence: (Int) -> UInt64) {
     offsets.removeAll(keepingCapacity: true)
     // Emptied in place: `take()` would hand out the bytes and so make the next wake allocate.
     writer.out.bytes.removeAll(keepingCapacity: true)
@@ -91,22 +157,22 @@ final class Hub: @unchecked Sendable {
     }
     offsets.append(writer.out.bytes.count)
     writer.out.bytes.withUnsafeBufferPointer { encoded in
-      for sub in subscribers.values { deliver(events, first: first, encoded, to: sub) }
+      for sub in subscribers.values { deliver(events, sequence: sequence, encoded, to: sub) }
     }
   }
 
   private func deliver(
-    _ events: [ActivityEvent], first: UInt64, _ encoded: UnsafeBufferPointer<UInt8>,
+    _ events: [ActivityEvent], sequence: (Int) -> UInt64, _ encoded: UnsafeBufferPointer<UInt8>,
     to sub: Subscriber
   ) {
     if sub.waiting.isEmpty && sub.channel.isWritable {
       var size = 0
-      for (k, e) in events.enumerated() where sub.wants(e, sequence: first + UInt64(k)) {
+      for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
         size += offsets[k + 1] - offsets[k]
       }
       guard size > 0 else { return }
       var buffer = sub.channel.allocator.buffer(capacity: size)
-      for (k, e) in events.enumerated() where sub.wants(e, sequence: first + UInt64(k)) {
+      for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
         buffer.writeBytes(
           UnsafeRawBufferPointer(
             UnsafeBufferPointer(rebasing: encoded[offsets[k]..<offsets[k + 1]])))
@@ -114,7 +180,7 @@ final class Hub: @unchecked Sendable {
       sub.channel.writeAndFlush(buffer, promise: nil)
       return
     }
-    for (k, e) in events.enumerated() where sub.wants(e, sequence: first + UInt64(k)) {
+    for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
       let bytes = Array(encoded[offsets[k]..<offsets[k + 1]])
       if e.kind == .tick, sub.waitingBytes >= bound, let at = sub.waitingTick[e.handle] {
         sub.waitingBytes += bytes.count - sub.waiting[at].bytes.count

@@ -1,6 +1,8 @@
 import Countdown
 import CountdownLoop
 
+@_exported import enum CountdownStore.StoreSync
+
 /// Settings of a ``CountdownServer``.
 public struct ServerOptions: Sendable {
   /// The Unix domain socket (mode 0600). Default `countdown.sock` in the working directory.
@@ -26,14 +28,22 @@ public struct ServerOptions: Sendable {
   public var maxLineBytes: Int
   /// NIO threads for the sockets (default 1: the loop thread has the other core).
   public var networkThreads: Int
+  /// The SQLite state file (SPEC §6, "Durability"), or `:memory:` (the default here) to keep
+  /// nothing across restarts. `countdown serve` defaults to `countdown.db`.
+  public var statePath: String
+  /// How hard each commit presses to the disk (see ``StoreSync``).
+  public var sync: StoreSync
 
   public init(
     socketPath: String = "countdown.sock", listen: String? = nil, token: String? = nil,
     style: TimerStyle = .timer, engine: EngineOptions = EngineOptions(),
     precision: TimerPrecision = .default, maxConnections: Int = 1024,
     subscriberBufferBytes: Int = 8 << 20, slowConsumerMilliseconds: Int64 = 10_000,
-    maxLineBytes: Int = 65536, networkThreads: Int = 1
+    maxLineBytes: Int = 65536, networkThreads: Int = 1, statePath: String = ":memory:",
+    sync: StoreSync = .normal
   ) {
+    self.statePath = statePath
+    self.sync = sync
     self.socketPath = socketPath
     self.listen = listen
     self.token = token

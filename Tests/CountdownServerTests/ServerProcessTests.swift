@@ -12,7 +12,10 @@ struct ServerProcessTests {
       defer { try? FileManager.default.removeItem(at: dir) }
       let server = try ServerProcess(["--socket", "c.sock"], in: dir)
       #expect(server.startLine.contains("pid \(server.pid)"), "\(server.startLine)")
-      #expect(server.startLine.contains("socket c.sock") && server.startLine.contains("in memory"))
+      #expect(
+        server.startLine.contains("socket c.sock")
+          && server.startLine.contains("state countdown.db (sync normal, 0 activities restored)"),
+        "\(server.startLine)")
       let socket = dir.appendingPathComponent("c.sock").path
 
       let second = try ServerProcess(["--socket", "c.sock"], in: dir)

@@ -144,9 +144,15 @@ final class ServerProcess {
   let errors = Pipe()
   let startLine: String
 
-  init(_ arguments: [String], in dir: URL) throws {
-    process.executableURL = countdownExecutable
-    process.arguments = ["serve"] + arguments
+  /// `launcher`, when given, runs the server (`prlimit --fsize=N --`, `setpriv …`).
+  init(_ arguments: [String], in dir: URL, via launcher: [String] = []) throws {
+    if let tool = launcher.first {
+      process.executableURL = URL(fileURLWithPath: tool)
+      process.arguments = launcher.dropFirst() + [countdownExecutable.path, "serve"] + arguments
+    } else {
+      process.executableURL = countdownExecutable
+      process.arguments = ["serve"] + arguments
+    }
     process.currentDirectoryURL = dir
     process.standardOutput = output
     process.standardError = errors
@@ -168,6 +174,11 @@ final class ServerProcess {
     let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
     let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+  }
+
+  /// What the process wrote to standard error (read once it has exited).
+  var errorText: String {
+    String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
   }
 
   /// Waits for the process to exit, up to `timeout` seconds; its status or nil.

@@ -1,0 +1,108 @@
+import Countdown
+import CountdownLoop
+import CountdownStore
+import Logging
+
+/// What the loop thread gathers during one wake for the store: the replies to release once
+/// the wake's changes are committed. Confined to the loop thread (its completions and its
+/// wake handler run there).
+final class Journal: @unchecked Sendable {
+  // @unchecked Sendable: touched only on the loop thread.
+
+  /// The engine's epoch: it moves on when the engine is rebuilt after a failed write.
+  var epoch: UInt64 = 0
+  /// Each runs once the wake is committed (nil) or failed.
+  var releases: [@Sendable (StoreError?) -> Void] = []
+  /// A `configure` ran: the engine row changed though no activity did.
+  var optionsChanged = false
+  /// Numbers the wakes sent to the writer, for the hub's held events.
+  var nextToken: UInt64 = 0
+  /// Ids seen in this wake's events, reused from wake to wake.
+  private var seen: Set<String> = []
+  private var ids: [String] = []
+
+  /// The wake handler: hands the wake's changes and replies to the writer as one unit, and
+  /// its events to the hub, holding those that must wait for the commit.
+  func wake(
+    _ engine: borrowing ActivityEngine, first: UInt64, _ events: [ActivityEvent],
+    writer: StoreWriter, hub: Hub
+  ) {
+    StoreChanges.collect(events, into: &ids, seen: &seen)
+    let changed = !ids.isEmpty || optionsChanged
+    guard changed || !releases.isEmpty else {
+      if !events.isEmpty { hub.eventLoop.execute { hub.publish(first: first, events, token: nil) } }
+      return
+    }
+    let changes = changed ? StoreChanges(engine: engine, ids: ids) : nil
+    let token = nextToken
+    nextToken += 1
+    let releases = self.releases
+    self.releases = []
+    seen.removeAll(keepingCapacity: true)
+    ids.removeAll(keepingCapacity: true)
+    optionsChanged = false
+    hub.eventLoop.execute { hub.publish(first: first, events, token: token) }
+    writer.enqueue(
+      StoreWriter.Unit(changes: changes, epoch: epoch) { failure in
+        for r in releases { r(failure) }
+        hub.eventLoop.execute { hub.finish(token: token, committed: failure == nil) }
+      })
+  }
+}
+
+/// The durable side of a server: the state file's writer and the loop's journal.
+struct Durable {
+  let writer: StoreWriter
+  let journal: Journal
+}
+
+extension CountdownServer {
+  /// Opens the state file and reads what it holds (nil for a new file), with the limits given
+  /// to this server put over the stored ones.
+  static func openStore(_ options: ServerOptions) throws(ServerStartError) -> (
+    StateStore, EngineSnapshot?
+  ) {
+    do throws(StoreError) {
+      let store = try StateStore(path: options.statePath, sync: options.sync)
+      var snapshot: EngineSnapshot?
+      do throws(StoreError) {
+        snapshot = try store.load()
+      } catch {
+        store.close()
+        throw error
+      }
+      if var s = snapshot {
+        if let n = options.engine.maxActivities { s.options.maxActivities = n }
+        if let ms = options.engine.maxActiveDurationMs { s.options.maxActiveDurationMs = ms }
+        snapshot = s
+      }
+      return (store, snapshot)
+    } catch {
+      throw ServerStartError(error.message)
+    }
+  }
+
+  /// Rebuilds the loop's engine from the last committed state after a failed write.
+  static func reload(
+    _ snapshot: EngineSnapshot?, epoch: UInt64, loop: CountdownLoop, journal: Journal,
+    options: ServerOptions, logger: Logger
+  ) {
+    let state =
+      snapshot
+      ?? EngineSnapshot(
+        now: wallClockNow(), options: options.engine, nextOrder: 0,
+        idGeneratorState: UInt64.random(in: .min ... .max), activities: [])
+    loop.replaceEngine(with: state) { result in
+      switch result {
+      case .success:
+        journal.epoch = epoch
+        logger.notice(
+          "the engine was rebuilt from the state file's last commit; writing again")
+      case .failure(let e):
+        logger.critical(
+          "the state file's last commit cannot be restored (\(e)); changes keep failing with storageFailed"
+        )
+      }
+    }
+  }
+}

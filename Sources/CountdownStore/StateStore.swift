@@ -1,0 +1,462 @@
+import Countdown
+import GRDB
+import GRDBSQLite
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// How hard a commit presses the data to the disk (SQLite's `synchronous`, in WAL mode).
+public enum StoreSync: String, Sendable, CaseIterable {
+  /// `synchronous=NORMAL`: a commit is durable across a crash of the process (`kill -9`
+  /// included); across a power loss or an OS crash the last commits may roll back (SQLite
+  /// syncs the WAL at checkpoints, not at each commit).
+  case normal
+  /// `synchronous=FULL`: each commit syncs the WAL, so it is durable across power loss too.
+  case full
+}
+
+/// Why the state file cannot be used, or a write failed: a message a person can act on.
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+  public var message: String
+  public var description: String { message }
+  public init(_ message: String) { self.message = message }
+}
+
+/// What one group commit writes: the engine's own state, the activities that changed (their
+/// rows replace the stored ones) and the ids of those that are gone (dismissed).
+package struct StoreChanges: Sendable {
+  /// The engine's state at the commit's instant; its `activities` are the changed rows.
+  package var engine: EngineSnapshot
+  package var removed: [String]
+
+  package init(engine: EngineSnapshot, removed: [String]) {
+    self.engine = engine
+    self.removed = removed
+  }
+
+  /// Adds to `ids` (once each, `seen` remembering) the activities whose stored row `events`
+  /// changed: every event but a tick stands for a change of its activity's row (start, update,
+  /// pause, resume, end, expiry, staleness, a milestone, dismissal), and every such change
+  /// emits one.
+  package static func collect(
+    _ events: [ActivityEvent], into ids: inout [String], seen: inout Set<String>
+  ) {
+    for e in events where e.kind != .tick {
+      if seen.insert(e.id).inserted { ids.append(e.id) }
+    }
+  }
+
+  /// The rows of `ids` as `engine` has them now; those it no longer has are removed.
+  package init(engine: borrowing ActivityEngine, ids: [String]) {
+    let snapshot = engine.snapshot(of: ids)
+    var removed: [String] = []
+    if snapshot.activities.count < ids.count {
+      let kept = Set(snapshot.activities.map(\.id))
+      removed = ids.filter { !kept.contains($0) }
+    }
+    self.init(engine: snapshot, removed: removed)
+  }
+}
+
+/// The state file: SQLite in WAL mode through GRDB, one row per activity and one for the
+/// engine. Made and used by one thread at a time (the store writer's).
+///
+/// Opening checks the file before writing anything to it: a file that is not a Countdown
+/// database, one written by a newer schema, or a directory that cannot be written is a
+/// ``StoreError`` and the file is left as it was.
+package final class StateStore {
+  /// `PRAGMA application_id` of a Countdown state file ("CDWN").
+  static let applicationID: Int32 = 0x4344_574E
+  let path: String
+  private let queue: DatabaseQueue
+  /// Held open with an exclusive `flock` while the store is open: one server per file.
+  private let lockDescriptor: Int32
+
+  /// Opens (creating it when missing) the state file at `path`.
+  package init(path: String, sync: StoreSync) throws(StoreError) {
+    self.path = path
+    try Self.checkPlace(path)
+    lockDescriptor = try Self.lock(path)
+    do throws(StoreError) {
+      try Self.checkExisting(path)
+    } catch {
+      Glibc.close(lockDescriptor)
+      throw error
+    }
+    var config = Configuration()
+    config.journalMode = .wal
+    config.label = "countdown.state"
+    let level = sync == .full ? "FULL" : "NORMAL"
+    config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(level)") }
+    do {
+      queue = try DatabaseQueue(path: path, configuration: config)
+      try Self.migrator.migrate(queue)
+    } catch {
+      Glibc.close(lockDescriptor)
+      throw StoreError("cannot open the state file \(path): \(Self.describe(error))")
+    }
+  }
+
+  /// Takes the file's exclusive lock (creating an empty file when there is none, which SQLite
+  /// reads as a new database); another server holding it is an error.
+  static func lock(_ path: String) throws(StoreError) -> Int32 {
+    let fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644)
+    guard fd >= 0 else {
+      throw StoreError(
+        "cannot open the state file \(path): \(String(cString: strerror(errno)))")
+    }
+    guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+      Glibc.close(fd)
+      throw StoreError(
+        "another countdown serve is using the state file \(path); stop it first or choose another --state"
+      )
+    }
+    return fd
+  }
+
+  /// The schema, one migration per version. A file that has migrations this list does not
+  /// know was written by a newer countdown.
+  static var migrator: DatabaseMigrator {
+    var m = DatabaseMigrator()
+    m.registerMigration("v1") { db in
+      try db.execute(sql: "PRAGMA application_id = \(applicationID)")
+      try db.execute(
+        sql: """
+          CREATE TABLE engine (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            now INTEGER NOT NULL,
+            nextOrder INTEGER NOT NULL,
+            idGeneratorState INTEGER NOT NULL,
+            enabled INTEGER NOT NULL,
+            maxActivities INTEGER,
+            maxActiveDurationMs INTEGER
+          );
+          CREATE TABLE activity (
+            id TEXT PRIMARY KEY NOT NULL,
+            ord INTEGER NOT NULL,
+            kind INTEGER NOT NULL,
+            phase INTEGER NOT NULL,
+            stale INTEGER NOT NULL,
+            expired INTEGER NOT NULL,
+            anchor INTEGER NOT NULL,
+            pausedTotal INTEGER NOT NULL,
+            frozenAt INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            countdownStart INTEGER,
+            goalMs INTEGER,
+            staleDate INTEGER,
+            milestones TEXT,
+            nextMilestone INTEGER NOT NULL,
+            endOnExpiry INTEGER,
+            startedAt INTEGER NOT NULL,
+            endedAt INTEGER NOT NULL,
+            endReason INTEGER NOT NULL,
+            dismissAt INTEGER NOT NULL,
+            lastTimestamp INTEGER
+          ) WITHOUT ROWID;
+          """)
+    }
+    return m
+  }
+
+  // MARK: - Checks before opening
+
+  /// The directory must exist and be writable (SQLite makes the `-wal` and `-shm` files
+  /// beside the database), and so must an existing file.
+  static func checkPlace(_ path: String) throws(StoreError) {
+    let slash = path.lastIndex(of: "/")
+    let dir = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    var st = stat()
+    guard stat(dir, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+      throw StoreError(
+        "cannot keep state at \(path): the directory \(dir) does not exist; create it or choose another --state"
+      )
+    }
+    guard access(dir, W_OK) == 0 else {
+      throw StoreError(
+        "cannot keep state at \(path): the directory \(dir) is not writable (SQLite needs to create \(path)-wal and \(path)-shm there); fix its permissions or choose another --state"
+      )
+    }
+    if stat(path, &st) == 0 {
+      guard (st.st_mode & S_IFMT) == S_IFREG else {
+        throw StoreError("cannot keep state at \(path): it is not a regular file")
+      }
+      guard access(path, R_OK | W_OK) == 0 else {
+        throw StoreError(
+          "cannot keep state at \(path): the file is not readable and writable by this user")
+      }
+    }
+  }
+
+  /// An existing, non-empty file is looked at read-only first: it must be a Countdown
+  /// database (or an SQLite database with nothing in it) of a schema this build knows.
+  static func checkExisting(_ path: String) throws(StoreError) {
+    var st = stat()
+    guard stat(path, &st) == 0, st.st_size > 0 else { return }
+    var config = Configuration()
+    config.readonly = true
+    do {
+      let reader = try DatabaseQueue(path: path, configuration: config)
+      defer { try? reader.close() }
+      try reader.read { db in
+        let id = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+        if id != applicationID {
+          let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
+          guard tables == 0 else {
+            throw StoreError(
+              "\(path) is an SQLite database of another application, not a Countdown state file; it was left untouched. Choose another --state"
+            )
+          }
+          return
+        }
+        if try migrator.hasBeenSuperseded(db) {
+          let known = Set(migrator.migrations)
+          let newer = try migrator.appliedIdentifiers(db).subtracting(known).sorted()
+          throw StoreError(
+            "\(path) was written by a newer countdown (schema \(newer.joined(separator: ", ")); this one knows up to \(migrator.migrations.last!)); it was left untouched. Run the newer countdown, or choose another --state"
+          )
+        }
+      }
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      throw StoreError(
+        "\(path) is not a Countdown state file (\(describe(error))); it was left untouched. Choose another --state"
+      )
+    }
+  }
+
+  static func describe(_ error: any Error) -> String {
+    if let e = error as? DatabaseError {
+      return "SQLite error \(e.resultCode.rawValue): \(e.message ?? "\(e.resultCode)")"
+    }
+    return "\(error)"
+  }
+
+  // MARK: - Reading
+
+  /// The stored state, or nil when the file holds none yet (a new file).
+  /// - Throws: ``StoreError`` when reading fails or a row cannot be read back.
+  package func load() throws(StoreError) -> EngineSnapshot? {
+    do {
+      return try queue.read { db -> EngineSnapshot? in
+        guard
+          let e = try Row.fetchOne(
+            db,
+            sql:
+              "SELECT now, nextOrder, idGeneratorState, enabled, maxActivities, maxActiveDurationMs FROM engine"
+          )
+        else { return nil }
+        let options = EngineOptions(
+          maxActivities: e[4], maxActiveDurationMs: e[5], enabled: (e[3] as Int64) != 0)
+        let statement = try db.makeStatement(
+          sql: "SELECT \(Self.columns.joined(separator: ", ")) FROM activity")
+        var rows: [StoredActivity] = []
+        let s = statement.sqliteStatement
+        while true {
+          let rc = sqlite3_step(s)
+          if rc == SQLITE_DONE { break }
+          guard rc == SQLITE_ROW else {
+            throw StoreError(
+              "reading activities: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
+          }
+          rows.append(try Self.activity(s))
+        }
+        sqlite3_reset(s)
+        return EngineSnapshot(
+          now: Instant(milliseconds: e[0]), options: options,
+          nextOrder: UInt64(bitPattern: e[1]), idGeneratorState: UInt64(bitPattern: e[2]),
+          activities: rows)
+      }
+    } catch let error as StoreError {
+      throw StoreError("cannot read the state file \(path): \(error.message)")
+    } catch {
+      throw StoreError("cannot read the state file \(path): \(Self.describe(error))")
+    }
+  }
+
+  static let columns = [
+    "id", "ord", "kind", "phase", "stale", "expired", "anchor", "pausedTotal", "frozenAt",
+    "content", "countdownStart", "goalMs", "staleDate", "milestones", "nextMilestone",
+    "endOnExpiry", "startedAt", "endedAt", "endReason", "dismissAt", "lastTimestamp",
+  ]
+
+  private static func activity(_ s: OpaquePointer) throws(StoreError) -> StoredActivity {
+    func int(_ i: Int32) -> Int64 { sqlite3_column_int64(s, i) }
+    func optional(_ i: Int32) -> Int64? {
+      sqlite3_column_type(s, i) == SQLITE_NULL ? nil : sqlite3_column_int64(s, i)
+    }
+    func text(_ i: Int32) -> String? {
+      guard let p = sqlite3_column_text(s, i) else { return nil }
+      return String(cString: p)
+    }
+    let id = text(0) ?? ""
+    func bad(_ what: String) -> StoreError {
+      StoreError("activity \(JSONValue.string(id).canonicalText): \(what)")
+    }
+    let kinds: [ActivityKind] = [.countdown, .elapsed]
+    let phases: [ActivityPhase] = [.active, .paused, .ended]
+    let reasons: [EndReason] = [.requested, .expired, .maxDuration, .disabled]
+    guard let kind = kinds.at(int(2)) else { throw bad("kind \(int(2)) is not 0 or 1") }
+    guard let phase = phases.at(int(3)) else { throw bad("phase \(int(3)) is not 0 to 2") }
+    guard let reason = reasons.at(int(18)) else { throw bad("endReason \(int(18)) is not 0 to 3") }
+    var milestones: [Milestone] = []
+    if let m = text(13) {
+      guard let decoded = decodeMilestones(m) else { throw bad("milestones \(m) cannot be read") }
+      milestones = decoded
+    }
+    let endOnExpiry: DismissalPolicy? =
+      switch optional(15) {
+      case nil: nil
+      case -1: .immediate
+      case -2: .default
+      case let at?: .after(Instant(milliseconds: at))
+      }
+    return StoredActivity(
+      id: id, kind: kind, phase: phase, order: UInt64(bitPattern: int(1)), stale: int(4) != 0,
+      expired: int(5) != 0, anchor: int(6), pausedTotal: int(7), frozenAt: int(8),
+      content: text(9) ?? "", countdownStart: optional(10), goalMs: optional(11),
+      staleDate: optional(12), milestones: milestones, nextMilestone: Int(int(14)),
+      endOnExpiry: endOnExpiry, startedAt: int(16), endedAt: int(17), endReason: reason,
+      dismissAt: int(19), lastTimestamp: optional(20))
+  }
+
+  /// Milestones as JSON: `[["name", atMs], …]` in firing order.
+  static func encodeMilestones(_ m: [Milestone]) -> String {
+    JSONValue.array(m.map { .array([.string($0.name), .int($0.atMs)]) }).canonicalText
+  }
+
+  static func decodeMilestones(_ text: String) -> [Milestone]? {
+    guard case .array(let items)? = try? JSONParser.parse(text) else { return nil }
+    var out: [Milestone] = []
+    for item in items {
+      guard case .array(let pair) = item, pair.count == 2, case .string(let name) = pair[0],
+        case .int(let at) = pair[1]
+      else { return nil }
+      out.append(Milestone(name: name, atMs: at))
+    }
+    return out
+  }
+
+  // MARK: - Writing
+
+  /// Writes `groups` in one transaction: for each, its changed rows, its removals and the
+  /// engine's state; the last group's engine state is what stays.
+  /// - Throws: ``StoreError`` (disk full, I/O error…); the transaction is rolled back then.
+  package func write(_ groups: [StoreChanges]) throws(StoreError) {
+    guard let last = groups.last else { return }
+    do {
+      try queue.inTransaction(.immediate) { db in
+        let upsert = try db.cachedStatement(
+          sql:
+            "INSERT OR REPLACE INTO activity (\(Self.columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: Self.columns.count).joined(separator: ", ")))"
+        )
+        let delete = try db.cachedStatement(sql: "DELETE FROM activity WHERE id = ?")
+        for g in groups {
+          for id in g.removed {
+            try Self.run(delete.sqliteStatement, db) { s in Self.bind(s, 1, id) }
+          }
+          for a in g.engine.activities {
+            try Self.run(upsert.sqliteStatement, db) { s in Self.bind(s, a) }
+          }
+        }
+        let e = last.engine
+        try db.execute(
+          sql: """
+            INSERT OR REPLACE INTO engine
+              (id, now, nextOrder, idGeneratorState, enabled, maxActivities, maxActiveDurationMs)
+            VALUES (1, ?, ?, ?, ?, ?, ?)
+            """,
+          arguments: [
+            e.now.milliseconds, Int64(bitPattern: e.nextOrder),
+            Int64(bitPattern: e.idGeneratorState), e.options.enabled ? 1 : 0,
+            e.options.maxActivities, e.options.maxActiveDurationMs,
+          ])
+        return .commit
+      }
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      throw StoreError("cannot write the state file \(path): \(Self.describe(error))")
+    }
+  }
+
+  /// Steps a prepared statement once (binding with `bind` first) and resets it.
+  private static func run(_ s: OpaquePointer, _ db: Database, bind: (OpaquePointer) -> Void)
+    throws
+  {
+    bind(s)
+    let rc = sqlite3_step(s)
+    sqlite3_reset(s)
+    sqlite3_clear_bindings(s)
+    guard rc == SQLITE_DONE else {
+      throw DatabaseError(
+        resultCode: ResultCode(rawValue: rc),
+        message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+    }
+  }
+
+  private static func bind(_ s: OpaquePointer, _ i: Int32, _ text: String) {
+    var t = text
+    t.withUTF8 { p in
+      _ = sqlite3_bind_text(
+        s, i, UnsafeRawPointer(p.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(p.count),
+        sqliteTransient)
+    }
+  }
+
+  private static func bind(_ s: OpaquePointer, _ i: Int32, _ v: Int64?) {
+    if let v { sqlite3_bind_int64(s, i, v) } else { sqlite3_bind_null(s, i) }
+  }
+
+  private static func bind(_ s: OpaquePointer, _ a: StoredActivity) {
+    bind(s, 1, a.id)
+    bind(s, 2, Int64(bitPattern: a.order))
+    bind(s, 3, a.kind == .countdown ? 0 : 1)
+    bind(s, 4, a.phase == .active ? 0 : a.phase == .paused ? 1 : 2)
+    bind(s, 5, a.stale ? 1 : 0)
+    bind(s, 6, a.expired ? 1 : 0)
+    bind(s, 7, a.anchor)
+    bind(s, 8, a.pausedTotal)
+    bind(s, 9, a.frozenAt)
+    bind(s, 10, a.content)
+    bind(s, 11, a.countdownStart)
+    bind(s, 12, a.goalMs)
+    bind(s, 13, a.staleDate)
+    if a.milestones.isEmpty {
+      sqlite3_bind_null(s, 14)
+    } else {
+      bind(s, 14, encodeMilestones(a.milestones))
+    }
+    bind(s, 15, Int64(a.nextMilestone))
+    let policy: Int64? =
+      switch a.endOnExpiry {
+      case nil: nil
+      case .immediate?: -1
+      case .default?: -2
+      case .after(let at)?: at.milliseconds
+      }
+    bind(s, 16, policy)
+    bind(s, 17, a.startedAt)
+    bind(s, 18, a.endedAt)
+    let reasons: [EndReason] = [.requested, .expired, .maxDuration, .disabled]
+    bind(s, 19, Int64(reasons.firstIndex(of: a.endReason) ?? 0))
+    bind(s, 20, a.dismissAt)
+    bind(s, 21, a.lastTimestamp)
+  }
+
+  /// Closes the file (checkpointing the WAL into it).
+  package func close() {
+    try? queue.close()
+    Glibc.close(lockDescriptor)
+  }
+}
+
+/// SQLite copies a bound value given this destructor.
+private let sqliteTransient = unsafeBitCast(
+  OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+extension Array {
+  fileprivate func at(_ i: Int64) -> Element? { i >= 0 && i < count ? self[Int(i)] : nil }
+}

@@ -1,0 +1,404 @@
+import CountdownStore
+import Foundation
+import GRDB
+import Testing
+
+@testable import Countdown
+
+/// `countdown serve --state FILE` (SPEC §6, "Durability"): a real server process on a real
+/// SQLite file, stopped with SIGTERM or `kill -9` and started again.
+@Suite("Durable state", .serialized)
+struct DurabilityTests {
+  static func ok(_ reply: [String: Any], _ what: String) throws {
+    guard reply["ok"] as? Bool == true else { throw TestFailure("\(what): \(reply)") }
+  }
+
+  static func activity(_ reply: [String: Any]) -> [String: Any] {
+    reply["activity"] as? [String: Any] ?? [:]
+  }
+
+  static func title(_ a: [String: Any]) -> String? {
+    (a["content"] as? [String: Any])?["title"] as? String
+  }
+
+  static func sha(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
+
+  static func waitUntil(_ ms: Int64) {
+    let left = ms - nowMs()
+    if left > 0 { usleep(UInt32(left) * 1000) }
+  }
+
+  static func serve(_ dir: URL, _ extra: [String] = [], via: [String] = []) throws -> ServerProcess
+  {
+    try ServerProcess(["--socket", "c.sock", "--state", "s.db"] + extra, in: dir, via: via)
+  }
+
+  @Test(
+    "Restart: paused, stale, expired and dismissed while down, milestones passed while down, timestamp order, limits"
+  )
+  func restartCases() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let socket = dir.appendingPathComponent("c.sock").path
+      var server = try Self.serve(dir)
+      var c = try TestClient(unix: socket)
+      let t = nowMs()
+      try Self.ok(
+        c.request(
+          #"{"op":"start","id":"paused","kind":"countdown","endDate":\#(t + 60_000),"title":"P"}"#),
+        "start paused")
+      try Self.ok(
+        c.request(
+          #"{"op":"start","id":"stale","kind":"countdown","endDate":\#(t + 60_000),"staleDate":\#(t + 300),"title":"S"}"#
+        ), "start stale")
+      try Self.ok(
+        c.request(
+          #"{"op":"start","id":"expire","kind":"countdown","endDate":\#(t + 1_500),"endOnExpiry":"default","title":"E"}"#
+        ), "start expire")
+      try Self.ok(
+        c.request(
+          #"{"op":"start","id":"dismiss","kind":"countdown","endDate":\#(t + 1_500),"endOnExpiry":"immediate","title":"D"}"#
+        ), "start dismiss")
+      try Self.ok(
+        c.request(
+          #"{"op":"start","id":"dose","kind":"elapsed","title":"Dose","milestones":[{"name":"one","atMs":1000},{"name":"two","atMs":2000}]}"#
+        ), "start dose")
+      try Self.ok(
+        c.request(#"{"op":"update","id":"paused","title":"P2","timestamp":\#(t)}"#), "update")
+      try Self.ok(c.request(#"{"op":"pause","id":"paused"}"#), "pause")
+      try Self.ok(c.request(#"{"op":"configure","maxActivities":7}"#), "configure")
+      let frozen = Self.activity(try c.request(#"{"op":"get","id":"paused"}"#))
+      Self.waitUntil(t + 600)
+      #expect(Self.activity(try c.request(#"{"op":"get","id":"stale"}"#))["stale"] as? Bool == true)
+
+      kill(server.pid, SIGKILL)
+      #expect(server.exitStatus(within: 5) != nil)
+      Self.waitUntil(t + 2_600)
+      server = try Self.serve(dir)
+      #expect(server.startLine.contains("5 activities restored"), "\(server.startLine)")
+      c = try TestClient(unix: socket)
+
+      let paused = Self.activity(try c.request(#"{"op":"get","id":"paused"}"#))
+      #expect(paused["phase"] as? String == "paused" && Self.title(paused) == "P2")
+      #expect(paused["value"] as? Int == frozen["value"] as? Int)
+      #expect(paused["pausedAt"] as? Int == frozen["pausedAt"] as? Int)
+      #expect(paused["endDate"] as? Int == frozen["endDate"] as? Int)
+      #expect(Self.activity(try c.request(#"{"op":"get","id":"stale"}"#))["stale"] as? Bool == true)
+      let expired = Self.activity(try c.request(#"{"op":"get","id":"expire"}"#))
+      #expect(expired["phase"] as? String == "ended" && expired["value"] as? Int == 0)
+      #expect(try c.request(#"{"op":"get","id":"dismiss"}"#)["code"] as? String == "notFound")
+      let dose = Self.activity(try c.request(#"{"op":"get","id":"dose"}"#))
+      #expect(dose["milestone"] as? String == "two" && dose["nextMilestone"] is NSNull)
+      #expect((dose["value"] as? Int ?? 0) >= 2)
+      // The timestamp order of updates survives.
+      let older = try c.request(#"{"op":"update","id":"paused","title":"X","timestamp":\#(t - 1)}"#)
+      #expect(older["code"] as? String == "outOfOrder")
+      try Self.ok(
+        c.request(#"{"op":"update","id":"paused","title":"P3","timestamp":\#(t + 1)}"#), "newer")
+      // configure's limit survives: 4 activities remain, 3 more fit under 7.
+      for k in 0..<3 {
+        try Self.ok(c.request(#"{"op":"start","kind":"elapsed","title":"n\#(k)"}"#), "fill \(k)")
+      }
+      #expect(
+        try c.request(#"{"op":"start","kind":"elapsed","title":"over"}"#)["code"] as? String
+          == "limitReached")
+      kill(server.pid, SIGTERM)
+      #expect(server.exitStatus(within: 10) == 0)
+
+      // What fell due while the server was down was applied at its own instant.
+      let store = try StateStore(path: dir.appendingPathComponent("s.db").path, sync: .normal)
+      defer { store.close() }
+      let snapshot = try #require(try store.load())
+      let rows = Dictionary(uniqueKeysWithValues: snapshot.activities.map { ($0.id, $0) })
+      let e = try #require(rows["expire"])
+      #expect(e.phase == .ended && e.expired && e.endReason == .expired && e.endedAt == t + 1_500)
+      #expect(rows["dismiss"] == nil)
+      #expect(rows["dose"]?.nextMilestone == 2)
+      #expect(rows["paused"]?.lastTimestamp == t + 1)
+      #expect(snapshot.options.maxActivities == 7 && rows.count == 7)
+    }
+  }
+
+  @Test(
+    "Bad state files: not a Countdown database, a newer schema, in use, an unwritable directory: exit 1, file untouched"
+  )
+  func badStates() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let path = dir.appendingPathComponent("s.db").path
+      func refused(_ contains: String, via: [String] = [], socket: String = "c.sock") throws {
+        let p = try ServerProcess(["--socket", socket, "--state", "s.db"], in: dir, via: via)
+        #expect(p.exitStatus(within: 10) == 1)
+        let text = p.errorText
+        #expect(text.contains(contains), "\(text)")
+      }
+
+      // Not a database at all.
+      try Data("shopping list: eggs, milk\n".utf8).write(to: URL(fileURLWithPath: path))
+      var before = Self.sha(path)
+      try refused("is not a Countdown state file")
+      #expect(Self.sha(path) == before)
+
+      // Another application's SQLite database.
+      try FileManager.default.removeItem(atPath: path)
+      do {
+        let other = try DatabaseQueue(path: path)
+        try other.write { db in try db.execute(sql: "CREATE TABLE notes (body TEXT)") }
+        try other.close()
+      }
+      before = Self.sha(path)
+      try refused("an SQLite database of another application")
+      #expect(Self.sha(path) == before)
+
+      // A Countdown file written by a newer schema.
+      try FileManager.default.removeItem(atPath: path)
+      let first = try Self.serve(dir)
+      kill(first.pid, SIGTERM)
+      #expect(first.exitStatus(within: 10) == 0)
+      do {
+        let db = try DatabaseQueue(path: path)
+        try db.write { db in
+          try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v2')")
+        }
+        try db.close()
+      }
+      before = Self.sha(path)
+      try refused("was written by a newer countdown (schema v2;")
+      #expect(Self.sha(path) == before)
+
+      // In use by another server (on another socket).
+      try FileManager.default.removeItem(atPath: path)
+      let live = try Self.serve(dir)
+      try refused("another countdown serve is using the state file", socket: "d.sock")
+      kill(live.pid, SIGTERM)
+      #expect(live.exitStatus(within: 10) == 0)
+
+      // A directory this user cannot write (as root: run the server as nobody).
+      let ro = dir.appendingPathComponent("ro")
+      try FileManager.default.createDirectory(at: ro, withIntermediateDirectories: true)
+      chmod(ro.path, 0o555)
+      chmod(dir.path, 0o777)
+      let via =
+        geteuid() == 0
+        ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+      let p = try ServerProcess(["--socket", "c.sock", "--state", "ro/s.db"], in: dir, via: via)
+      #expect(p.exitStatus(within: 10) == 1)
+      let text = p.errorText
+      #expect(text.contains("the directory ro is not writable"), "\(text)")
+      #expect(try FileManager.default.contentsOfDirectory(atPath: ro.path).isEmpty)
+    }
+  }
+
+  @Test(
+    "A write that fails (file size limit): storageFailed, the server stays up, nothing acknowledged is lost"
+  )
+  func storageFailure() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let socket = dir.appendingPathComponent("c.sock").path
+      // Files of this process may not grow past 192 KiB (a soft limit, raised again below):
+      // the WAL fills after a few dozen commits, and each write past it fails (EFBIG) as it
+      // would on a full disk.
+      var server = try Self.serve(dir, via: ["/usr/bin/prlimit", "--fsize=196608:unlimited", "--"])
+      let c = try TestClient(unix: socket)
+      var acked: [String] = []
+      var failed: String?
+      for k in 0..<2_000 {
+        let reply = try c.request(
+          #"{"op":"start","id":"a\#(k)","kind":"elapsed","title":"\#(String(repeating: "x", count: 200))"}"#
+        )
+        if reply["ok"] as? Bool == true {
+          acked.append("a\(k)")
+        } else {
+          #expect(reply["code"] as? String == "storageFailed", "\(reply)")
+          #expect((reply["message"] as? String ?? "").contains("could not store its state"))
+          failed = "a\(k)"
+          break
+        }
+      }
+      let failedID = try #require(failed, "no write failed under the limit")
+      #expect(acked.count > 5)
+      // Not in effect: once the engine is back on the stored state (until then requests get
+      // storageFailed too), the failed start is not there. The server is up.
+      var code = "storageFailed"
+      for _ in 0..<100 where code == "storageFailed" {
+        let reply = try c.request(#"{"op":"get","id":"\#(failedID)"}"#)
+        code = reply["code"] as? String ?? "ok"
+        if code == "storageFailed" { usleep(20_000) }
+      }
+      #expect(code == "notFound")
+      try Self.ok(c.request(#"{"op":"ping"}"#), "ping")
+      #expect(
+        try c.request(#"{"op":"start","id":"b0","kind":"elapsed","title":"B"}"#)["code"] as? String
+          == "storageFailed")
+      // Room again: writes go on.
+      let raise = Process()
+      raise.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+      raise.arguments = ["--pid", "\(server.pid)", "--fsize=unlimited"]
+      try raise.run()
+      raise.waitUntilExit()
+      var resumed = false
+      for k in 1..<100 where !resumed {
+        let reply = try c.request(#"{"op":"start","id":"b\#(k)","kind":"elapsed","title":"B"}"#)
+        if reply["ok"] as? Bool == true {
+          resumed = true
+          acked.append("b\(k)")
+        } else {
+          usleep(20_000)
+        }
+      }
+      #expect(resumed)
+      for id in acked {
+        try Self.ok(c.request(#"{"op":"get","id":"\#(id)"}"#), "get \(id) while running")
+      }
+      kill(server.pid, SIGKILL)
+      _ = server.exitStatus(within: 5)
+      server = try Self.serve(dir)
+      let d = try TestClient(unix: socket)
+      for id in acked { try Self.ok(d.request(#"{"op":"get","id":"\#(id)"}"#), "get \(id)") }
+      #expect(try d.request(#"{"op":"get","id":"\#(failedID)"}"#)["code"] as? String == "notFound")
+      #expect(try d.request(#"{"op":"get","id":"b0"}"#)["code"] as? String == "notFound")
+      kill(server.pid, SIGTERM)
+      #expect(server.exitStatus(within: 10) == 0)
+    }
+  }
+
+  /// What the crash test knows of one activity from the replies it got.
+  struct Expected {
+    var phase = "active"
+    var title: String
+    /// A countdown that ends by itself then (with `endOnExpiry`); no command touches it.
+    var expiresAt: Int64?
+    /// A command on it went unanswered: its state is one of two, so it is left alone.
+    var uncertain = false
+  }
+
+  @Test(
+    "Crash: kill -9 at random moments, 20 rounds; every acknowledged command is in effect, no event twice"
+  )
+  func crashRounds() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let socket = dir.appendingPathComponent("c.sock").path
+      let seed =
+        ProcessInfo.processInfo.environment["COUNTDOWN_TEST_SEED"].flatMap { UInt64($0) }
+        ?? UInt64.random(in: 0...UInt64.max)
+      var rng = SplitMix64(state: seed)
+      var model: [String: Expected] = [:]
+      var lifecycle: [String: Int] = [:]  // "id kind milestone at" → times seen
+      var acknowledged = 0
+      var checked = 0
+      for round in 0..<20 {
+        let server = try Self.serve(dir)
+        let c = try TestClient(unix: socket)
+        // Everything acknowledged so far is in effect.
+        for (id, e) in model where !e.uncertain {
+          let reply = try c.request(#"{"op":"get","id":"\#(id)"}"#)
+          let a = Self.activity(reply)
+          var phase = e.phase
+          if let end = e.expiresAt, let at = reply["at"] as? Int, at >= end { phase = "ended" }
+          #expect(
+            a["phase"] as? String == phase && Self.title(a) == e.title,
+            "seed \(seed) round \(round): \(id) is \(a), expected \(phase) \(e.title)")
+          checked += 1
+        }
+        let watcher = try TestClient(unix: socket)
+        try Self.ok(watcher.request(#"{"op":"subscribe"}"#), "subscribe")
+        // A burst of pipelined commands, the server killed while they are in flight.
+        var lines: [(id: String, change: (inout Expected) -> Void, text: String)] = []
+        var expiries: [String: Int64] = [:]
+        let known = model.filter {
+          !$0.value.uncertain && $0.value.phase != "ended" && $0.value.expiresAt == nil
+        }.map(\.key)
+        let t = nowMs()
+        for k in 0..<300 {
+          let r = Int.random(in: 0..<100, using: &rng)
+          if r < 40 || known.isEmpty {
+            let id = "r\(round)-\(k)"
+            let end = t + Int64.random(in: 50...400, using: &rng)
+            if r % 4 == 0 { expiries[id] = end }
+            let body =
+              r % 4 == 0
+              ? #""kind":"countdown","endDate":\#(end),"endOnExpiry":"default","milestones":[{"name":"soon","atMs":30}]"#
+              : #""kind":"elapsed""#
+            lines.append(
+              (
+                id, { _ in },
+                #"{"rid":"\#(id)","op":"start","id":"\#(id)",\#(body),"title":"\#(id)"}"#
+              ))
+          } else {
+            let id = known[Int.random(in: 0..<known.count, using: &rng)]
+            switch r {
+            case 40..<60:
+              let title = "\(id)@\(round).\(k)"
+              lines.append(
+                (
+                  id, { $0.title = title },
+                  #"{"rid":"\#(id)","op":"update","id":"\#(id)","title":"\#(title)"}"#
+                ))
+            case 60..<75:
+              lines.append(
+                (id, { $0.phase = "paused" }, #"{"rid":"\#(id)","op":"pause","id":"\#(id)"}"#))
+            case 75..<90:
+              lines.append(
+                (id, { $0.phase = "active" }, #"{"rid":"\#(id)","op":"resume","id":"\#(id)"}"#))
+            default:
+              lines.append(
+                (id, { $0.phase = "ended" }, #"{"rid":"\#(id)","op":"end","id":"\#(id)"}"#))
+            }
+          }
+        }
+        for l in lines where model[l.id] == nil && l.text.contains(#""op":"start""#) {
+          model[l.id] = Expected(title: l.id, expiresAt: expiries[l.id], uncertain: true)
+        }
+        c.send(lines.map(\.text).joined(separator: "\n") + "\n")
+        usleep(UInt32.random(in: 0...150_000, using: &rng))
+        kill(server.pid, SIGKILL)
+        _ = server.exitStatus(within: 5)
+        // Replies in request order: those that came are acknowledged; the rest are unknown.
+        var k = 0
+        while k < lines.count, let text = c.line(timeout: 1) {
+          let reply = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+          let l = lines[k]
+          k += 1
+          if reply?["ok"] as? Bool == true {
+            acknowledged += 1
+            if var e = model[l.id] {
+              if l.text.contains(#""op":"start""#) { e.uncertain = false }
+              l.change(&e)
+              model[l.id] = e
+            }
+          } else if let code = reply?["code"] as? String, code != "activityEnded",
+            code != "notFound"
+          {
+            Issue.record("seed \(seed) round \(round): \(l.text) got \(code)")
+          }
+        }
+        for l in lines[k...] { model[l.id]?.uncertain = true }
+        // Countdowns that expired: ended now, by the model too (checked from the events).
+        while let text = watcher.line(timeout: 0.2) {
+          guard let e = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+            let kind = e["event"] as? String, kind != "tick", let id = e["id"] as? String
+          else { continue }
+          let key = "\(id) \(kind) \(e["milestone"] as? String ?? "") \(e["at"] as? Int ?? 0)"
+          if ["expired", "milestone", "ended", "stale", "dismissed"].contains(kind) {
+            lifecycle[key, default: 0] += 1
+          }
+        }
+      }
+      for (key, n) in lifecycle where n > 1 {
+        Issue.record("seed \(seed): \(key) was delivered \(n) times")
+      }
+      #expect(lifecycle.keys.contains { $0.contains(" expired ") }, "no expiry was seen")
+      let last = try Self.serve(dir)
+      kill(last.pid, SIGTERM)
+      #expect(last.exitStatus(within: 10) == 0)
+      #expect(
+        acknowledged > 500 && checked > 500, "\(acknowledged) acknowledged, \(checked) checked")
+    }
+  }
+}

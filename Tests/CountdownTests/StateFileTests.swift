@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+
+@testable import Countdown
+@testable import CountdownStore
+
+/// The state file (SQLite) under the engine: written wake by wake from the events alone, as
+/// the server writes it, it always equals the engine's snapshot, and an engine restored from
+/// it goes on like one that never stopped.
+@Suite("State file")
+struct StateFileTests {
+  static func scratch() -> String {
+    let dir = "/tmp/cd-store-\(UInt32.random(in: 0...UInt32.max))"
+    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    return dir
+  }
+
+  /// What a file holds and what an engine holds, side by side: the stored engine options are
+  /// the limits and `enabled` (the rest are the process's own).
+  static func same(_ loaded: EngineSnapshot, _ live: EngineSnapshot) -> Bool {
+    loaded.now == live.now && loaded.nextOrder == live.nextOrder
+      && loaded.idGeneratorState == live.idGeneratorState
+      && loaded.options.maxActivities == live.options.maxActivities
+      && loaded.options.maxActiveDurationMs == live.options.maxActiveDurationMs
+      && loaded.options.enabled == live.options.enabled
+      && loaded.activities.sorted { $0.order < $1.order } == live.activities
+  }
+
+  @Test(
+    "Written from each wake's events, the file equals the engine; restored from it, the events go on alike"
+  )
+  func roundTrip() throws {
+    let dir = Self.scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let seed = testSeed()
+    var g = RandomRun(seed: seed)
+    var rowsChecked = 0
+    var eventsAfter = 0
+    let rounds = 300
+    for round in 0..<rounds {
+      let path = "\(dir)/r\(round).db"
+      let store = try StateStore(path: path, sync: .normal)
+      defer { store.close() }
+      let options = EngineOptions(
+        maxActivities: round % 3 == 0 ? 3 : nil,
+        maxActiveDurationMs: round % 4 == 1 ? 25_000 : nil, idSeed: UInt64(round) &* 7919)
+      g.t = t0.milliseconds
+      let commands = SnapshotTests.run(&g, count: 60)
+      let cut = Int(g.rand(0...Int64(commands.count)))
+      let a = Recorder()
+      var original = ActivityEngine(now: t0, options: options) { a.events.append($0) }
+      var written = 0
+      var ids: [String] = []
+      var seen: Set<String> = []
+      let context = "COUNTDOWN_TEST_SEED=\(seed) round \(round) cut \(cut)"
+      // One wake: the events since the last one name the rows to write.
+      func commit() throws {
+        StoreChanges.collect(Array(a.events[written...]), into: &ids, seen: &seen)
+        written = a.events.count
+        try store.write([StoreChanges(engine: original, ids: ids)])
+        ids.removeAll()
+        seen.removeAll()
+      }
+      try commit()
+      for (at, c) in commands[..<cut] {
+        if g.chance(0.3), at > original.now.milliseconds {
+          // The clock moves on alone first, in a wake of its own.
+          try original.advance(to: Instant(milliseconds: at - 1))
+          try commit()
+        }
+        _ = SnapshotTests.apply(c, at: at, to: &original)
+        try commit()
+        if g.chance(0.1) {
+          let loaded = try #require(try store.load())
+          #expect(Self.same(loaded, original.snapshot()), "mid-run (\(context))")
+        }
+      }
+      let loaded = try #require(try store.load())
+      let live = original.snapshot()
+      guard Self.same(loaded, live) else {
+        Issue.record("the file differs from the engine (\(context))")
+        return
+      }
+      rowsChecked += loaded.activities.count
+      // Restored from the file (with this process's own options), it goes on alike.
+      var stored = loaded
+      stored.options = live.options
+      let b = Recorder()
+      var restored = try ActivityEngine(restoring: stored) { b.events.append($0) }
+      let before = a.events.count
+      for (at, c) in commands[cut...] where at >= original.now.milliseconds {
+        _ = SnapshotTests.apply(c, at: at, to: &original)
+        _ = SnapshotTests.apply(c, at: at, to: &restored)
+      }
+      let end = Instant(milliseconds: max(original.now.milliseconds, commands.last!.at) + 40_000)
+      try original.advance(to: end)
+      try restored.advance(to: end)
+      let mine = SnapshotTests.lines(b)
+      let theirs = Array(SnapshotTests.lines(a).dropFirst(before))
+      guard mine == theirs else {
+        Issue.record("the restored engine's events differ (\(context))")
+        return
+      }
+      eventsAfter += mine.count
+    }
+    #expect(rowsChecked > 300 && eventsAfter > 5_000, "\(rowsChecked) \(eventsAfter)")
+  }
+
+  @Test("Every field survives the file: paused, stale, expired, ended, milestones, content")
+  func fields() throws {
+    let dir = Self.scratch()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    var e = ActivityEngine(now: t0, options: EngineOptions(maxActivities: 9, idSeed: 5))
+    let end = t0.advanced(by: 60_000)
+    var r = ActivityRequest.countdown(id: "gate", to: end, title: "Gate B12")
+    r.content = ActivityContent(
+      title: "Gate B12", subtitle: "Boarding ✈︎", color: "#112233",
+      fields: ["gate": .string("B12"), "n": .int(3)], relevance: 2.5)
+    r.startDate = t0.advanced(by: -60_000)
+    r.staleDate = t0.advanced(by: 5_000)
+    r.milestones = [
+      Milestone(name: "last \"call\"", atMs: 50_000), Milestone(name: "half", atMs: 30_000),
+    ]
+    r.endOnExpiry = .after(end.advanced(by: 1_000))
+    r.timestamp = t0.advanced(by: -1)
+    _ = try e.start(r, at: t0)
+    var dose = ActivityRequest.elapsed(id: "dose", title: "Dose")
+    dose.goalMs = 90_000
+    _ = try e.start(dose, at: t0)
+    var park = ActivityRequest.countdown(id: "park", to: t0.advanced(by: 3_000), title: "Park")
+    park.endOnExpiry = .default
+    _ = try e.start(park, at: t0)
+    _ = try e.start(.countdown(id: "done", to: end, title: "Done"), at: t0)
+    _ = try e.start(.elapsed(title: "made id"), at: t0)
+    try e.advance(to: t0.advanced(by: 12_000))
+    try e.pause("dose", at: e.now)
+    try e.end("done", ActivityEnding(dismissal: .after(t0.advanced(by: 100_000))), at: e.now)
+    try e.setMaxActiveDuration(3_600_000, at: e.now)
+    let store = try StateStore(path: "\(dir)/s.db", sync: .full)
+    let live = e.snapshot()
+    try store.write([StoreChanges(engine: e, ids: live.activities.map(\.id))])
+    store.close()
+    let reopened = try StateStore(path: "\(dir)/s.db", sync: .normal)
+    defer { reopened.close() }
+    let loaded = try #require(try reopened.load())
+    #expect(Self.same(loaded, live))
+    #expect(loaded.activities.count == 5)
+    #expect(loaded.options.maxActiveDurationMs == 3_600_000 && loaded.options.maxActivities == 9)
+    let restored = try ActivityEngine(restoring: loaded)
+    #expect(try restored.content(of: "gate") == r.content)
+    #expect(restored.activities() == e.activities())
+  }
+}
