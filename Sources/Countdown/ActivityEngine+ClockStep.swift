@@ -15,9 +15,10 @@ extension ActivityEngine {
     let old = now.milliseconds
     let target = t.milliseconds
     guard target != old else { return }
-    // Values shown before the step, for every activity on the wheel.
-    var shown: [UInt32: Int64] = [:]
-    for slot in slotsOnWheel() { shown[slot] = displayedSeconds(Int(slot), old) }
+    // Values shown before the step, for every activity on the wheel, by slot (.min: none).
+    var shown = [Int64](repeating: .min, count: phaseOf.count)
+    var ticking: [UInt32] = slotsOnWheel()
+    for slot in ticking { shown[Int(slot)] = displayedSeconds(Int(slot), old) }
     let catchUpAt: Int64
     if target > old {
       ticksSuppressed = true
@@ -30,15 +31,23 @@ extension ActivityEngine {
     }
     // Wheel entries carry values for the old clock: put every ticking activity back for the
     // new one (elapsed timers whose origin is now ahead leave the wheel until it comes).
-    let ticking = Set(shown.keys).union(slotsOnWheel())
+    // Slots that joined the wheel during the step are ticking too.
+    var listed = [Bool](repeating: false, count: phaseOf.count)
+    for slot in ticking { listed[Int(slot)] = true }
+    for slot in slotsOnWheel() where !listed[Int(slot)] {
+      listed[Int(slot)] = true
+      ticking.append(slot)
+    }
     for slot in ticking where phaseOf[Int(slot)] != .free {
       refresh(slot, skippingPassedMilestones: false)
     }
-    for slot in ticking.sorted(by: { seq[Int($0)] < seq[Int($1)] }) {
+    ticking.sort { seq[Int($0)] < seq[Int($1)] }
+    for slot in ticking {
       let s = Int(slot)
       guard phaseOf[s] == .active, !isExpired[s] else { continue }
       let v = displayedSeconds(s, catchUpAt)
-      if v != shown[slot, default: 0] { emit(.tick, slot, at: catchUpAt, value: v) }
+      let before = shown[s]
+      if v != (before == .min ? 0 : before) { emit(.tick, slot, at: catchUpAt, value: v) }
     }
     if target > old { runDue(upTo: target) }
   }

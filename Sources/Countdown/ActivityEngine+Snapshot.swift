@@ -149,24 +149,28 @@ extension ActivityEngine {
     restoring snapshot: EngineSnapshot, onEvent: @escaping (ActivityEvent) -> Void = { _ in }
   ) throws(CountdownError) {
     _ = try snapshot.now.validated("now")
-    var seen = Set<String>()
-    var orders = Set<UInt64>()
-    for a in snapshot.activities {
-      try Self.check(a, nextOrder: snapshot.nextOrder)
-      guard seen.insert(a.id).inserted else {
-        throw .payload("activity \(JSONValue.string(a.id)) is stored twice")
-      }
-      guard orders.insert(a.order).inserted else {
-        throw .payload("activity \(JSONValue.string(a.id)): order \(a.order) is not unique")
-      }
+    for a in snapshot.activities { try Self.check(a, nextOrder: snapshot.nextOrder) }
+    // In start order (a store gives rows in its own order): sort positions, not rows.
+    let rows = snapshot.activities
+    var byOrder = Array(rows.indices)
+    if !zip(rows, rows.dropFirst()).allSatisfy({ $0.order < $1.order }) {
+      byOrder.sort { rows[$0].order < rows[$1].order }
+    }
+    for (p, q) in zip(byOrder, byOrder.dropFirst()) where rows[p].order == rows[q].order {
+      throw .payload(
+        "activity \(JSONValue.string(rows[q].id)): order \(rows[q].order) is not unique")
     }
     var options = snapshot.options
-    options.reservedActivities = max(options.reservedActivities, snapshot.activities.count)
+    options.reservedActivities = max(options.reservedActivities, rows.count)
     self.init(now: snapshot.now, options: options, onEvent: onEvent)
     self.options.reservedActivities = snapshot.options.reservedActivities
     ids = SplitMix64(state: snapshot.idGeneratorState)
     nextSeq = snapshot.nextOrder
-    for a in snapshot.activities.sorted(by: { $0.order < $1.order }) {
+    for k in byOrder {
+      let a = rows[k]
+      if slotIndex.find(a.id, in: idOf) != nil {
+        throw .payload("activity \(JSONValue.string(a.id)) is stored twice")
+      }
       let slot = allocateSlot()
       let s = Int(slot)
       seq[s] = a.order
@@ -199,8 +203,13 @@ extension ActivityEngine {
 
   /// The checks a stored row must pass to be restored.
   static func check(_ a: StoredActivity, nextOrder: UInt64) throws(CountdownError) {
-    let name = JSONValue.string(a.id).canonicalText
-    func field(_ f: String) -> String { "activity \(name): \(f)" }
+    // Messages are built only for a bad row: this runs for every row of a restore.
+    func field(_ f: String) -> String { "activity \(JSONValue.string(a.id).canonicalText): \(f)" }
+    func instant(_ f: StaticString, _ v: Int64?) throws(CountdownError) {
+      guard let v else { return }
+      let range = Instant.wireMinimum.milliseconds...Instant.wireMaximum.milliseconds
+      if !range.contains(v) { _ = try Instant(milliseconds: v).validated(field("\(f)")) }
+    }
     do throws(CountdownError) {
       try validateID(a.id)
     } catch {
@@ -209,37 +218,40 @@ extension ActivityEngine {
     guard a.order < nextOrder else {
       throw .payload(field("order \(a.order) is not below nextOrder \(nextOrder)"))
     }
-    for (f, v) in [("startedAt", a.startedAt), ("frozenAt", a.frozenAt), ("anchor", a.anchor)] {
-      _ = try Instant(milliseconds: v).validated(field(f))
-    }
+    try instant("startedAt", a.startedAt)
+    try instant("frozenAt", a.frozenAt)
+    try instant("anchor", a.anchor)
     if a.phase == .ended {
-      _ = try Instant(milliseconds: a.endedAt).validated(field("endedAt"))
-      _ = try Instant(milliseconds: a.dismissAt).validated(field("dismissAt"))
+      try instant("endedAt", a.endedAt)
+      try instant("dismissAt", a.dismissAt)
       guard a.dismissAt >= a.endedAt, a.dismissAt - a.endedAt <= Int64(Int32.max) else {
         throw .payload(field("dismissAt \(a.dismissAt) is not within 24 days after endedAt"))
       }
     }
-    for (f, v) in [
-      ("staleDate", a.staleDate), ("countdownStart", a.countdownStart),
-      ("lastTimestamp", a.lastTimestamp),
-    ] {
-      if let v { _ = try Instant(milliseconds: v).validated(field(f)) }
-    }
+    try instant("staleDate", a.staleDate)
+    try instant("countdownStart", a.countdownStart)
+    try instant("lastTimestamp", a.lastTimestamp)
     guard a.pausedTotal >= 0, a.pausedTotal <= Instant.wireMaximum.milliseconds else {
       throw .payload(field("pausedTotal \(a.pausedTotal) is out of range"))
     }
-    if let g = a.goalMs { _ = try validatedDuration(field("goalMs"), g) }
+    if let g = a.goalMs, g < 0 || g > Instant.wireMaximum.milliseconds {
+      _ = try validatedDuration(field("goalMs"), g)
+    }
     try validateMilestones(a.milestones)
     guard (0...a.milestones.count).contains(a.nextMilestone) else {
       throw .payload(field("nextMilestone \(a.nextMilestone) is not 0 to \(a.milestones.count)"))
     }
-    let content: JSONValue
-    do throws(CountdownError) {
-      content = try JSONParser.parse(a.content)
-    } catch {
-      throw .payload(field("content is not JSON: \(error.message)"))
+    // Read as members (no dictionary per row): a restore checks every row's content.
+    var text = a.content
+    let parsed = text.withUTF8 { bytes in
+      Result { () throws(CountdownError) in try JSONParser.parseTopLevel(bytes: bytes) }
     }
-    guard case .object(let o) = content else { throw .payload(field("content is not an object")) }
-    _ = try ActivityContent(json: o)
+    let top: JSONTopLevel
+    switch parsed {
+    case .success(let t): top = t
+    case .failure(let error): throw .payload(field("content is not JSON: \(error.message)"))
+    }
+    guard case .object(let o) = top else { throw .payload(field("content is not an object")) }
+    _ = try ActivityContent { o[$0] }
   }
 }

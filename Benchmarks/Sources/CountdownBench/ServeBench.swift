@@ -19,10 +19,14 @@ struct ServeChild: AsyncParsableCommand {
 
   @Option var socket: String
   @Option var subscriberBufferBytes = 8 << 20
+  @Option var state = ":memory:"
+  @Option var sync = "normal"
 
   func run() async throws {
     let server = CountdownServer(
-      options: ServerOptions(socketPath: socket, subscriberBufferBytes: subscriberBufferBytes),
+      options: ServerOptions(
+        socketPath: socket, subscriberBufferBytes: subscriberBufferBytes, statePath: state,
+        sync: StoreSync(rawValue: sync) ?? .normal),
       logger: Logger(label: "bench"))
     try server.start()
     print("ready")
@@ -60,7 +64,7 @@ struct ServeBench: ParsableCommand {
     print("|---|---|---|")
     for connections in [1, 8] {
       for op in ["start", "get"] {
-        let rate = try throughput(op: op, connections: connections)
+        let rate = try Self.throughput(op: op, connections: connections, commands: commands)
         print("| \(op) | \(connections) | \(Int(rate)) |")
       }
     }
@@ -122,10 +126,14 @@ struct ServeBench: ParsableCommand {
   /// Starts a server child with `activities` countdowns ticking at random phases, subscribes
   /// `subscribers` reading clients (and one that never reads, when `stalled`), and records the
   /// lateness of every tick received for `seconds` after a warm-up.
+  ///
+  /// With `state`, the child keeps its state there; with `streamPerSecond` > 0 another client
+  /// sends that many `update` commands a second (in batches every 10 ms) while it records.
   func lateness(
-    activities: Int, subscribers: Int, stalled: Bool, subscriberBuffer: Int = 8 << 20
+    activities: Int, subscribers: Int, stalled: Bool, subscriberBuffer: Int = 8 << 20,
+    state: String = ":memory:", streamPerSecond: Int = 0
   ) throws -> LatenessResult {
-    let child = try Child(subscriberBufferBytes: subscriberBuffer)
+    let child = try Child(subscriberBufferBytes: subscriberBuffer, state: state)
     defer { child.stop() }
     let control = try Client(child.socket)
     var batch = [UInt8]()
@@ -163,6 +171,31 @@ struct ServeBench: ParsableCommand {
       t.start()
       threads.append(t)
     }
+    if streamPerSecond > 0 {
+      let streamer = try Client(child.socket)
+      let perBatch = max(1, streamPerSecond / 100)
+      let t = Thread {
+        var k = 0
+        var next = monotonicNanoseconds()
+        while !stop.isSet {
+          var batch = [UInt8]()
+          for _ in 0..<perBatch {
+            batch += Array(
+              #"{"op":"update","id":"a\#(k % activities)","subtitle":"u\#(k)"}"#.utf8)
+            batch.append(0x0A)
+            k += 1
+          }
+          streamer.send(batch)
+          next += 10_000_000
+          let wait = next - monotonicNanoseconds()
+          if wait > 0 { usleep(UInt32(wait / 1000)) }
+        }
+      }
+      let drain = Thread { streamer.drain(until: stop) }
+      t.start()
+      drain.start()
+      threads += [t, drain]
+    }
     usleep(1_500_000)
     let cpu0 = child.cpuNanoseconds()
     let t0 = monotonicNanoseconds()
@@ -180,8 +213,11 @@ struct ServeBench: ParsableCommand {
   }
 
   /// Pipelines `commands` requests over `connections` connections and times the replies.
-  func throughput(op: String, connections: Int) throws -> Double {
-    let child = try Child()
+  static func throughput(
+    op: String, connections: Int, commands: Int, state: String = ":memory:",
+    sync: String = "normal"
+  ) throws -> Double {
+    let child = try Child(state: state, sync: sync)
     defer { child.stop() }
     let clients = try (0..<connections).map { _ in try Client(child.socket) }
     // gets need activities to get.
@@ -226,11 +262,15 @@ final class Child {
   let process = Process()
   let socket: String
 
-  init(subscriberBufferBytes: Int = 8 << 20) throws {
+  /// `state` is the child's `--state` (a file, or `:memory:`), `sync` its `--sync`.
+  init(subscriberBufferBytes: Int = 8 << 20, state: String = ":memory:", sync: String = "normal")
+    throws
+  {
     socket = "/tmp/cdb-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
     process.arguments = [
       "serve-child", "--socket", socket, "--subscriber-buffer-bytes", "\(subscriberBufferBytes)",
+      "--state", state, "--sync", sync,
     ]
     let out = Pipe()
     process.standardOutput = out
@@ -277,6 +317,17 @@ final class Client: @unchecked Sendable {
     writer.start()
     awaitReplies(replies)
     while !writer.isFinished { usleep(1_000) }
+  }
+
+  /// Reads and drops whatever comes until `stop`.
+  func drain(until stop: StopFlag) {
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    while !stop.isSet {
+      guard poll(&p, 1, 100) > 0 else { continue }
+      let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 1 << 16, 0) }
+      if n <= 0 { return }
+    }
   }
 
   /// Reads until `count` lines have come.

@@ -1,0 +1,148 @@
+import ArgumentParser
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `countdown-bench store`: durable state (SPEC §6) measured on a real server child and a real
+/// SQLite file: acknowledged commands per second with group commit (`normal`, `full`, and
+/// `:memory:` beside them), restart time and file size with many activities stored, and tick
+/// lateness while commands stream in, with the file and without, in alternating rounds.
+struct StoreBench: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "store",
+    abstract: "Durable state: acknowledged commands/s, restart time, bytes per activity, ticks.")
+
+  @Option(help: "Commands per throughput run.")
+  var commands = 200_000
+
+  @Option(help: "Activities stored for the restart run.")
+  var activities = 1_000_000
+
+  @Option(help: "Ticking activities in the lateness runs.")
+  var ticking = 100_000
+
+  @Option(help: "update commands per second streamed during the lateness runs.")
+  var streamPerSecond = 10_000
+
+  @Option(help: "Seconds measured per lateness run.")
+  var seconds: Double = 5
+
+  @Option(help: "Alternating rounds of the lateness comparison.")
+  var rounds = 3
+
+  @Option(help: "Which parts to run: commands, restart, ticks (comma-separated).")
+  var parts = "commands,restart,ticks"
+
+  @Option(help: "Directory for the state files (on the disk to measure).")
+  var directory = "/tmp"
+
+  func run() throws {
+    let dir = "\(directory)/cdb-store-\(getpid())"
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    func fresh(_ name: String) -> String {
+      let path = "\(dir)/\(name).db"
+      for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+      return path
+    }
+
+    let parts = Set(self.parts.split(separator: ",").map(String.init))
+    if parts.contains("commands") { try commandRuns(fresh) }
+    if parts.contains("restart") { try restart(path: fresh("restart")) }
+    if parts.contains("ticks") { try latenessComparison(path: { fresh("ticks") }) }
+  }
+
+  func commandRuns(_ fresh: (String) -> String) throws {
+    print("| acknowledged commands | connections | :memory: | sync normal | sync full |")
+    print("|---|---|---|---|---|")
+    for (op, connections) in [("start", 1), ("start", 8)] {
+      let memory = try ServeBench.throughput(op: op, connections: connections, commands: commands)
+      let normal = try ServeBench.throughput(
+        op: op, connections: connections, commands: commands, state: fresh("n"), sync: "normal")
+      let full = try ServeBench.throughput(
+        op: op, connections: connections, commands: commands, state: fresh("f"), sync: "full")
+      print("| \(op) | \(connections) | \(Int(memory))/s | \(Int(normal))/s | \(Int(full))/s |")
+    }
+  }
+
+  /// Fills a file with `activities` countdowns through a server, stops it, and times a new
+  /// server on the file: to its first reply, and to its first tick.
+  func restart(path: String) throws {
+    do {
+      let child = try Child(state: path)
+      let client = try Client(child.socket)
+      let base = wallNanoseconds() / 1_000_000 + 3_600_000
+      var sent = 0
+      let t0 = monotonicNanoseconds()
+      while sent < activities {
+        let n = min(100_000, activities - sent)
+        var batch = [UInt8]()
+        batch.reserveCapacity(n * 110)
+        for k in sent..<(sent + n) {
+          batch += Array(
+            #"{"op":"start","id":"gate-\#(k)","kind":"countdown","endDate":\#(base + Int64(k % 3_600_000)),"title":"Gate \#(k % 500)"}"#
+              .utf8)
+          batch.append(0x0A)
+        }
+        client.sendWhileReading(batch, replies: n)
+        sent += n
+      }
+      let fill = Double(monotonicNanoseconds() - t0) / 1e9
+      print(
+        "\nfilled \(activities) activities through the socket in \(String(format: "%.1f", fill)) s (\(Int(Double(activities) / fill))/s, sync normal)"
+      )
+      child.stop()
+    }
+    var st = stat()
+    stat(path, &st)
+    let bytes = Int64(st.st_size)
+    print(
+      "state file: \(bytes / 1_048_576) MB, \(bytes / Int64(activities)) bytes per activity (after a clean stop: WAL checkpointed)"
+    )
+    if ProcessInfo.processInfo.environment["COUNTDOWN_BENCH_KEEP"] != nil {
+      try? FileManager.default.copyItem(atPath: path, toPath: "/tmp/cdb-kept.db")
+    }
+    for run in 1...2 {
+      let t0 = monotonicNanoseconds()
+      let child = try Child(state: path)
+      let ready = Double(monotonicNanoseconds() - t0) / 1e9
+      let client = try Client(child.socket)
+      client.send(Array(#"{"op":"subscribe","ids":["gate-0"],"ticks":true}"#.utf8) + [0x0A])
+      // The reply (its snapshot), then the first tick of gate-0.
+      client.awaitReplies(2)
+      let ticking = Double(monotonicNanoseconds() - t0) / 1e9
+      let rss = residentBytes(of: child.process.processIdentifier)
+      print(
+        "restart \(run) with \(activities) stored: serving after \(String(format: "%.2f", ready)) s, ticks resumed after \(String(format: "%.2f", ticking)) s, RSS \(rss / 1_048_576) MB"
+      )
+      child.stop()
+    }
+  }
+
+  /// Tick lateness of `ticking` activities while `update` commands stream in, with a state
+  /// file and with `:memory:`, alternating.
+  func latenessComparison(path: () -> String) throws {
+    print(
+      "\n| \(ticking / 1000)k ticking, \(streamPerSecond) updates/s streaming | round | p50 | p99 | max | server CPU | events/s |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    let bench = ServeBench.parseOrExit(["--seconds", "\(seconds)"])
+    var memory: [Double] = []
+    var stored: [Double] = []
+    for round in 1...max(1, rounds) {
+      for useFile in [false, true] {
+        let r = try bench.lateness(
+          activities: ticking, subscribers: 1, stalled: false, state: useFile ? path() : ":memory:",
+          streamPerSecond: streamPerSecond)
+        print("| \(useFile ? "state file (normal)" : ":memory:") | \(round) | \(r.row) |")
+        if useFile { stored.append(r.latency.p99) } else { memory.append(r.latency.p99) }
+      }
+    }
+    func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+    print(
+      "\nthe state file moves the median tick p99 by \(String(format: "%+.1f", (median(stored) / median(memory) - 1) * 100))% (\(fmt(median(memory))) → \(fmt(median(stored))), \(memory.count) rounds each)"
+    )
+  }
+}
