@@ -31,17 +31,18 @@ public struct EngineOptions: Sendable, Hashable {
 }
 
 extension Instant {
-  /// Checks that a wire instant is in the accepted range, naming `field` in the error.
-  public func validated(_ field: String) throws(CountdownError) -> Instant {
+  /// Checks that a wire instant is in the accepted range, naming `field` in the error (built
+  /// only when the check fails).
+  public func validated(_ field: @autoclosure () -> String) throws(CountdownError) -> Instant {
     if milliseconds < Instant.wireMinimum.milliseconds {
       throw CountdownError(
         .invalidDate,
-        "\(field) \(milliseconds) looks like seconds; the protocol takes milliseconds since 1970")
+        "\(field()) \(milliseconds) looks like seconds; the protocol takes milliseconds since 1970")
     }
     if milliseconds > Instant.wireMaximum.milliseconds {
       throw CountdownError(
         .invalidDate,
-        "\(field) \(milliseconds) is after 9999-12-31T23:59:59.999Z "
+        "\(field()) \(milliseconds) is after 9999-12-31T23:59:59.999Z "
           + "(\(Instant.wireMaximum.milliseconds) ms), the latest instant accepted")
     }
     return self
@@ -49,10 +50,12 @@ extension Instant {
 }
 
 /// Checks a wire duration: whole milliseconds from 0 to the largest wire instant.
-func validatedDuration(_ field: String, _ ms: Int64) throws(CountdownError) -> Int64 {
-  guard ms >= 0 else { throw .payload("\(field) \(ms) must be 0 or more milliseconds") }
+func validatedDuration(_ field: @autoclosure () -> String, _ ms: Int64) throws(CountdownError)
+  -> Int64
+{
+  guard ms >= 0 else { throw .payload("\(field()) \(ms) must be 0 or more milliseconds") }
   guard ms <= Instant.wireMaximum.milliseconds else {
-    throw .payload("\(field) \(ms) is larger than \(Instant.wireMaximum.milliseconds) ms")
+    throw .payload("\(field()) \(ms) is larger than \(Instant.wireMaximum.milliseconds) ms")
   }
   return ms
 }

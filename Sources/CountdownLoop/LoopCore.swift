@@ -21,11 +21,11 @@ final class LoopCore: @unchecked Sendable {
   let onBatch: (@Sendable (UInt64, [ActivityEvent]) -> Void)?
   /// Runs at the end of each wake that ran commands or produced events, with the engine.
   let onWake: WakeHandler?
-  /// What the engine calls with each event (kept to rebuild the engine in ``replaceEngine``).
+  /// What the engine calls with each event (kept to rebuild the engine in ``replace(_:with:)``).
   let emit: (ActivityEvent) -> Void
   /// Set when the engine was restored: the first thing the thread does is step its clock from
   /// the stored instant to now.
-  var stepsOnStart: Bool
+  let stepsOnStart: Bool
   let handles: LoopHandles
   /// The timer's armed instant (monotonic ns), so that it is re-armed only when it changes.
   var armedAt: Int64 = -1
@@ -107,7 +107,7 @@ final class LoopCore: @unchecked Sendable {
   func run() {
     _ = LibUV.setTimerSlack(nanoseconds: 1)
     if stepsOnStart {
-      stepToWallClock(&engine)
+      syncClock(&engine, stepping: true)
       afterWork(ranCommands: true)
     } else {
       rearm()
@@ -118,11 +118,16 @@ final class LoopCore: @unchecked Sendable {
   }
 
   /// Moves the engine to the wall clock's now, re-anchoring it after a step.
-  func syncClock() {
+  func syncClock() { syncClock(&engine, stepping: false) }
+
+  /// Moves `engine` to the wall clock's now. With `stepping` (a restored engine, whose clock
+  /// is the stored instant) it is re-anchored as after a wall-clock step: what fell due in
+  /// between fires once, at its own instant (SPEC §6, "Durability").
+  func syncClock(_ engine: inout ActivityEngine, stepping: Bool) {
     let (wall, mono) = Self.readClocks(options.wallClock)
     let offset = wall - mono
     let ms = Instant(milliseconds: Self.floorDiv(wall, 1_000_000))
-    if abs(offset - lastOffset) > Self.stepThresholdNs {
+    if stepping || abs(offset - lastOffset) > Self.stepThresholdNs {
       lastOffset = offset
       // A wall clock set outside the wire's range (before 1973, after 9999) is not followed:
       // the engine keeps its clock until the system's comes back.
@@ -131,14 +136,6 @@ final class LoopCore: @unchecked Sendable {
     }
     lastOffset = offset
     if ms > engine.now { try? engine.advance(to: ms) }
-  }
-
-  /// Steps a restored engine from its stored instant to the wall clock's now: what fell due
-  /// in between fires once, at its own instant (SPEC §6, "Durability").
-  func stepToWallClock(_ engine: inout ActivityEngine) {
-    let (wall, mono) = Self.readClocks(options.wallClock)
-    lastOffset = wall - mono
-    try? engine.stepClock(to: Instant(milliseconds: Self.floorDiv(wall, 1_000_000)))
   }
 
   /// Rebuilds `engine` (the loop's, handed to a command) from `snapshot`, a store's last
@@ -152,7 +149,7 @@ final class LoopCore: @unchecked Sendable {
     let fresh = try ActivityEngine(restoring: snapshot, onEvent: emit)
     handOn(engine, ranCommands: true)
     engine = fresh
-    stepToWallClock(&engine)
+    syncClock(&engine, stepping: true)
   }
 
   /// The OS timer fired.
@@ -194,12 +191,11 @@ final class LoopCore: @unchecked Sendable {
 
   /// Hands the events so far to the wake handler, the stream and the batch callback.
   func handOn(_ engine: borrowing ActivityEngine, ranCommands: Bool) {
-    if let onWake, ranCommands || !batch.events.isEmpty {
-      onWake(engine, batch.count - UInt64(batch.events.count), batch.events)
-    }
+    let first = batch.count - UInt64(batch.events.count)
+    if let onWake, ranCommands || !batch.events.isEmpty { onWake(engine, first, batch.events) }
     if !batch.events.isEmpty {
       stream?.push(batch.events)
-      onBatch?(batch.count - UInt64(batch.events.count), batch.events)
+      onBatch?(first, batch.events)
       batch.events.removeAll(keepingCapacity: true)
     }
   }

@@ -136,13 +136,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
           Self.release(result, items, handler, bound, hub: hub, channel: channel)
           return
         }
-        if case .success(let r) = result, !journal.optionsChanged {
-          for (k, item) in r.items.enumerated() {
-            if case .success(.command(.configure, _)) = items[k].request, case .ok = item.outcome {
-              journal.optionsChanged = true
-            }
-          }
-        }
         journal.releases.append { failure in
           var result = result
           if let failure, case .success(let r) = result {

@@ -128,7 +128,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
         try? group.syncShutdownGracefully()
         throw error
       }
-      let journal = Journal()
+      let journal = Journal(storedOptions: StoredOptions(snapshot?.options ?? options.engine))
       let logger = self.logger
       let options = self.options
       let loopBox = NIOLockedValueBox<CountdownLoop?>(nil)

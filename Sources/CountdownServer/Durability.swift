@@ -13,8 +13,11 @@ final class Journal: @unchecked Sendable {
   var epoch: UInt64 = 0
   /// Each runs once the wake is committed (nil) or failed.
   var releases: [@Sendable (StoreError?) -> Void] = []
-  /// A `configure` ran: the engine row changed though no activity did.
-  var optionsChanged = false
+  /// The engine options as the file has them (or as last handed to the writer): a change of
+  /// them (`configure`) changes the engine row even when no activity changed.
+  var storedOptions: StoredOptions
+
+  init(storedOptions: StoredOptions) { self.storedOptions = storedOptions }
   /// Numbers the wakes sent to the writer, for the hub's held events.
   var nextToken: UInt64 = 0
   /// Ids seen in this wake's events, reused from wake to wake.
@@ -28,7 +31,8 @@ final class Journal: @unchecked Sendable {
     writer: StoreWriter, hub: Hub
   ) {
     StoreChanges.collect(events, into: &ids, seen: &seen)
-    let changed = !ids.isEmpty || optionsChanged
+    let options = StoredOptions(engine.options)
+    let changed = !ids.isEmpty || options != storedOptions
     guard changed || !releases.isEmpty else {
       if !events.isEmpty { hub.eventLoop.execute { hub.publish(first: first, events, token: nil) } }
       return
@@ -40,7 +44,7 @@ final class Journal: @unchecked Sendable {
     self.releases = []
     seen.removeAll(keepingCapacity: true)
     ids.removeAll(keepingCapacity: true)
-    optionsChanged = false
+    storedOptions = options
     hub.eventLoop.execute { hub.publish(first: first, events, token: token) }
     writer.enqueue(
       StoreWriter.Unit(changes: changes, epoch: epoch) { failure in
@@ -64,31 +68,37 @@ extension CountdownServer {
   ) {
     do throws(StoreError) {
       let store = try StateStore(path: options.statePath, sync: options.sync)
-      var snapshot: EngineSnapshot?
+      let snapshot: EngineSnapshot?
       do throws(StoreError) {
         snapshot = try store.load()
       } catch {
         store.close()
         throw error
       }
-      if var s = snapshot {
-        if let n = options.engine.maxActivities { s.options.maxActivities = n }
-        if let ms = options.engine.maxActiveDurationMs { s.options.maxActiveDurationMs = ms }
-        snapshot = s
-      }
-      return (store, snapshot)
+      return (store, snapshot.map { overriding($0, with: options) })
     } catch {
       throw ServerStartError(error.message)
     }
   }
 
-  /// Rebuilds the loop's engine from the last committed state after a failed write.
+  /// `snapshot` with the limits given to this server put over the stored ones.
+  static func overriding(_ snapshot: EngineSnapshot, with options: ServerOptions)
+    -> EngineSnapshot
+  {
+    var s = snapshot
+    if let n = options.engine.maxActivities { s.options.maxActivities = n }
+    if let ms = options.engine.maxActiveDurationMs { s.options.maxActiveDurationMs = ms }
+    return s
+  }
+
+  /// Rebuilds the loop's engine from the last committed state after a failed write (with the
+  /// limits given to this server, as at start).
   static func reload(
     _ snapshot: EngineSnapshot?, epoch: UInt64, loop: CountdownLoop, journal: Journal,
     options: ServerOptions, logger: Logger
   ) {
     let state =
-      snapshot
+      snapshot.map { overriding($0, with: options) }
       ?? EngineSnapshot(
         now: wallClockNow(), options: options.engine, nextOrder: 0,
         idGeneratorState: UInt64.random(in: .min ... .max), activities: [])
@@ -96,6 +106,7 @@ extension CountdownServer {
       switch result {
       case .success:
         journal.epoch = epoch
+        journal.storedOptions = StoredOptions(state.options)
         logger.notice(
           "the engine was rebuilt from the state file's last commit; writing again")
       case .failure(let e):

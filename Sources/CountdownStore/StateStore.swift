@@ -23,6 +23,20 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
   public init(_ message: String) { self.message = message }
 }
 
+/// The engine options the engine row keeps (the rest are the process's own): a change of
+/// them is a change to write.
+package struct StoredOptions: Equatable, Sendable {
+  var enabled: Bool
+  var maxActivities: Int?
+  var maxActiveDurationMs: Int64?
+
+  package init(_ o: EngineOptions) {
+    enabled = o.enabled
+    maxActivities = o.maxActivities
+    maxActiveDurationMs = o.maxActiveDurationMs
+  }
+}
+
 /// What one group commit writes: the engine's own state, the activities that changed (their
 /// rows replace the stored ones) and the ids of those that are gone (dismissed).
 package struct StoreChanges: Sendable {
@@ -282,6 +296,11 @@ package final class StateStore {
     "endOnExpiry", "startedAt", "endedAt", "endReason", "dismissAt", "lastTimestamp",
   ]
 
+  /// The stored codes of kinds, phases and end reasons: their positions here.
+  static let kinds: [ActivityKind] = [.countdown, .elapsed]
+  static let phases: [ActivityPhase] = [.active, .paused, .ended]
+  static let reasons: [EndReason] = [.requested, .expired, .maxDuration, .disabled]
+
   private static func activity(_ s: OpaquePointer) throws(StoreError) -> StoredActivity {
     func int(_ i: Int32) -> Int64 { sqlite3_column_int64(s, i) }
     func optional(_ i: Int32) -> Int64? {
@@ -295,9 +314,6 @@ package final class StateStore {
     func bad(_ what: String) -> StoreError {
       StoreError("activity \(JSONValue.string(id).canonicalText): \(what)")
     }
-    let kinds: [ActivityKind] = [.countdown, .elapsed]
-    let phases: [ActivityPhase] = [.active, .paused, .ended]
-    let reasons: [EndReason] = [.requested, .expired, .maxDuration, .disabled]
     guard let kind = kinds.at(int(2)) else { throw bad("kind \(int(2)) is not 0 or 1") }
     guard let phase = phases.at(int(3)) else { throw bad("phase \(int(3)) is not 0 to 2") }
     guard let reason = reasons.at(int(18)) else { throw bad("endReason \(int(18)) is not 0 to 3") }
@@ -362,12 +378,13 @@ package final class StateStore {
           }
         }
         let e = last.engine
-        try db.execute(
+        try db.cachedStatement(
           sql: """
             INSERT OR REPLACE INTO engine
               (id, now, nextOrder, idGeneratorState, enabled, maxActivities, maxActiveDurationMs)
             VALUES (1, ?, ?, ?, ?, ?, ?)
-            """,
+            """
+        ).execute(
           arguments: [
             e.now.milliseconds, Int64(bitPattern: e.nextOrder),
             Int64(bitPattern: e.idGeneratorState), e.options.enabled ? 1 : 0,
@@ -413,8 +430,8 @@ package final class StateStore {
   private static func bind(_ s: OpaquePointer, _ a: StoredActivity) {
     bind(s, 1, a.id)
     bind(s, 2, Int64(bitPattern: a.order))
-    bind(s, 3, a.kind == .countdown ? 0 : 1)
-    bind(s, 4, a.phase == .active ? 0 : a.phase == .paused ? 1 : 2)
+    bind(s, 3, Int64(kinds.firstIndex(of: a.kind)!))
+    bind(s, 4, Int64(phases.firstIndex(of: a.phase)!))
     bind(s, 5, a.stale ? 1 : 0)
     bind(s, 6, a.expired ? 1 : 0)
     bind(s, 7, a.anchor)
@@ -440,8 +457,7 @@ package final class StateStore {
     bind(s, 16, policy)
     bind(s, 17, a.startedAt)
     bind(s, 18, a.endedAt)
-    let reasons: [EndReason] = [.requested, .expired, .maxDuration, .disabled]
-    bind(s, 19, Int64(reasons.firstIndex(of: a.endReason) ?? 0))
+    bind(s, 19, Int64(reasons.firstIndex(of: a.endReason)!))
     bind(s, 20, a.dismissAt)
     bind(s, 21, a.lastTimestamp)
   }

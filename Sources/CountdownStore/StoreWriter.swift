@@ -45,9 +45,6 @@ package final class StoreWriter: @unchecked Sendable {
   private var lastFailure = StoreError("an earlier write failed")
   private let reload: @Sendable (EngineSnapshot?, _ epoch: UInt64) -> Void
   private let onError: @Sendable (StoreError) -> Void
-  /// Transactions committed, and wakes they carried (for the benchmark and tests).
-  private(set) package var commits = 0
-  private(set) package var unitsCommitted = 0
 
   /// Starts the writer thread on `store`. `reload` gets the last committed state after a
   /// failed write (nil when nothing was ever committed), with the epoch the rebuilt engine's wakes must carry; `onError` hears of
@@ -121,8 +118,6 @@ package final class StoreWriter: @unchecked Sendable {
       if !changes.isEmpty {
         do throws(StoreError) {
           try store.write(changes)
-          commits += 1
-          unitsCommitted += current.count
         } catch {
           ok = false
           failure = error

@@ -101,9 +101,6 @@ struct StoreBench: ParsableCommand {
     print(
       "state file: \(bytes / 1_048_576) MB, \(bytes / Int64(activities)) bytes per activity (after a clean stop: WAL checkpointed)"
     )
-    if ProcessInfo.processInfo.environment["COUNTDOWN_BENCH_KEEP"] != nil {
-      try? FileManager.default.copyItem(atPath: path, toPath: "/tmp/cdb-kept.db")
-    }
     for run in 1...2 {
       let t0 = monotonicNanoseconds()
       let child = try Child(state: path)
