@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let package = Package(
@@ -22,6 +22,11 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    // HTTP (SPEC §7). Its default traits pull in swift-configuration and full Foundation,
+    // neither of which the service uses.
+    .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+    .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
   ],
   targets: [
     .systemLibrary(
@@ -57,6 +62,9 @@ let package = Package(
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "Metrics", package: "swift-metrics"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
       ]
     ),
     .executableTarget(
@@ -64,6 +72,7 @@ let package = Package(
       dependencies: [
         "Countdown", "CountdownServer",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]

@@ -214,6 +214,14 @@ extension ActivityEngine {
   public mutating func end(
     _ id: String, _ e: ActivityEnding = ActivityEnding(), at t: Instant
   ) throws(CountdownError) {
+    _ = try ending(id, e, at: t)
+  }
+
+  /// ``end(_:_:at:)``, returning the activity as it stands once ended (before an immediate
+  /// dismissal removes it): what an HTTP `end` answers with.
+  package mutating func ending(
+    _ id: String, _ e: ActivityEnding, at t: Instant
+  ) throws(CountdownError) -> ActivityState {
     if case .after(let d) = e.dismissal { _ = try d.validated("dismissal.after") }
     try moveClock(to: t)
     let slot = try lookupRunning(id, for: "end")
@@ -223,7 +231,9 @@ extension ActivityEngine {
     if let content { cold[s].content = content }
     if let ts = e.timestamp { cold[s].lastTimestamp = ts.milliseconds }
     finish(slot, reason: .requested, dismissal: e.dismissal, at: t.milliseconds)
+    let ended = snapshot(slot)
     runDue(upTo: t.milliseconds)
+    return ended
   }
 
   /// Turns the engine on or off at `t`. Turning it off ends every activity with reason

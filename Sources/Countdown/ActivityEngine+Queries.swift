@@ -58,6 +58,22 @@ extension ActivityEngine {
     liveSlots().sorted { seq[Int($0)] < seq[Int($1)] }.map(snapshot)
   }
 
+  /// How many activities are in each phase (`active`, `paused`, `ended`), and how many of
+  /// them are stale. For metrics: O(n) over the slots, no allocation.
+  public func phaseCounts() -> (active: Int, paused: Int, ended: Int, stale: Int) {
+    var counts = (active: 0, paused: 0, ended: 0, stale: 0)
+    for s in phaseOf.indices {
+      switch phaseOf[s] {
+      case .free: continue
+      case .active: counts.active += 1
+      case .paused: counts.paused += 1
+      case .ended: counts.ended += 1
+      }
+      if isStale[s] { counts.stale += 1 }
+    }
+    return counts
+  }
+
   /// The `k` active countdowns that end soonest after `t` (not paused, not yet at zero), the
   /// earliest first; equal ends in start order.
   /// - Complexity: O(n log k).

@@ -42,6 +42,13 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
     public static let systemError = Code(rawValue: "systemError")
 
     public var description: String { rawValue }
+
+    /// Every code, in the order above.
+    package static let allCases: [Code] = [
+      .invalidPayload, .invalidDate, .attributesTooLarge, .duplicateID, .notFound, .activityEnded,
+      .outOfOrder, .limitReached, .disabled, .timeWentBackwards, .lineTooLong, .unauthorized,
+      .slowConsumer, .storageFailed, .shutdown, .systemError,
+    ]
   }
 
   /// What kind of error this is.

@@ -5,6 +5,9 @@ struct CountdownCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "countdown",
     abstract: "Live Activity timers for Linux: replay scenarios, format durations, serve them.",
-    subcommands: [ReplayCommand.self, FormatCommand.self, ServeCommand.self, SendCommand.self]
+    subcommands: [
+      ReplayCommand.self, FormatCommand.self, ServeCommand.self, SendCommand.self,
+      BoardCommand.self,
+    ]
   )
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Countdown
 import CountdownServer
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 #if canImport(Glibc)
@@ -37,7 +38,18 @@ struct ServeCommand: AsyncParsableCommand {
   @Option(help: "Also listen on TCP, HOST:PORT. Anything but loopback needs --token.")
   var listen: String?
 
-  @Option(help: "The token each TCP connection sends first: {\"op\":\"auth\",\"token\":…}.")
+  @Option(
+    help: """
+      Also serve HTTP on HOST:PORT: the API, server-sent events, /metrics and the kiosk board \
+      at /. Anything but loopback needs --token.
+      """)
+  var http: String?
+
+  @Option(
+    help: """
+      The token each TCP connection sends first ({"op":"auth","token":…}) and each HTTP \
+      request as "Authorization: Bearer TOKEN" (or ?token=TOKEN for the board page).
+      """)
   var token: String?
 
   @OptionGroup var styleOptions: StyleOptions
@@ -86,7 +98,8 @@ struct ServeCommand: AsyncParsableCommand {
     }
     let logger = Logger(label: "countdown.serve")
     let options = ServerOptions(
-      socketPath: socket, listen: listen, token: token, style: styleOptions.timerStyle,
+      socketPath: socket, listen: listen, http: http, token: token,
+      style: styleOptions.timerStyle,
       engine: limits.engineOptions,
       maxConnections: maxConnections, subscriberBufferBytes: subscriberBufferBytes,
       slowConsumerMilliseconds: slowConsumerMs, statePath: state, sync: StoreSync(rawValue: sync)!)
@@ -101,6 +114,9 @@ struct ServeCommand: AsyncParsableCommand {
     }
     var line = "countdown serve: pid \(getpid()), socket \(socket) (mode 0600)"
     if let address = server.tcpAddress { line += ", tcp \(address)" }
+    if let address = server.httpAddress {
+      line += ", http http://\(Self.hostPort(address))/"
+    }
     if let restored = server.restoredCount {
       line +=
         ", state \(state) (sync \(sync), \(restored) \(restored == 1 ? "activity" : "activities") restored)"
@@ -113,6 +129,15 @@ struct ServeCommand: AsyncParsableCommand {
     let group = ServiceGroup(
       services: [server, announce], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
     try await group.run()
+  }
+}
+
+extension ServeCommand {
+  /// `127.0.0.1:8080` or `[::1]:8080`.
+  static func hostPort(_ address: SocketAddress) -> String {
+    let ip = address.ipAddress ?? "localhost"
+    let host = ip.contains(":") ? "[\(ip)]" : ip
+    return "\(host):\(address.port ?? 0)"
   }
 }
 

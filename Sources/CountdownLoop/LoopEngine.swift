@@ -62,6 +62,12 @@ public struct LoopEngine: ~Copyable {
     try engine.pointee.end(id, e, at: now)
   }
 
+  /// Ends an activity now and returns it as it stands once ended (before an immediate
+  /// dismissal removes it).
+  package func ending(_ id: String, _ e: ActivityEnding) throws(CountdownError) -> ActivityState {
+    try engine.pointee.ending(id, e, at: now)
+  }
+
   /// Turns the engine on or off now.
   public func setEnabled(_ enabled: Bool) throws(CountdownError) {
     try engine.pointee.setEnabled(enabled, at: now)
@@ -87,6 +93,11 @@ public struct LoopEngine: ~Copyable {
 
   /// Every activity not yet dismissed, as seen now, in start order.
   public func activities() -> [ActivityState] { engine.pointee.activities() }
+
+  /// How many activities are in each phase, and how many are stale.
+  public func phaseCounts() -> (active: Int, paused: Int, ended: Int, stale: Int) {
+    engine.pointee.phaseCounts()
+  }
 
   /// The activity's content.
   public func content(of id: String) throws(CountdownError) -> ActivityContent {

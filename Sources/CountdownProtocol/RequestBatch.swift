@@ -100,6 +100,51 @@ extension LoopEngine {
   }
 }
 
+extension LoopEngine {
+  /// Runs one HTTP request (SPEC §7). A command that succeeds answers with the activity object
+  /// as it stands after it (`start`, `update`, `pause`, `resume`, `end`), so the reply is the
+  /// engine's own view, read in the same step.
+  package func runForHTTP(_ request: Result<ServerRequest, CountdownError>) -> BatchResult {
+    if case .success(.command(.end(let e), let id?)) = request {
+      let outcome: Outcome
+      do throws(CountdownError) {
+        outcome = .activity(try ending(id, e))
+      } catch {
+        outcome = .failed(error)
+      }
+      return BatchResult(at: now, items: [(nil, outcome)])
+    }
+    var result = run([BatchItem(rid: nil, request: request)])
+    let id: String?
+    switch result.items[0].outcome {
+    case .started(let started): id = started
+    case .ok:
+      if case .success(.command(let op, let commandID)) = request, op.isActivityCommand {
+        id = commandID
+      } else {
+        id = nil
+      }
+    default: id = nil
+    }
+    if let id {
+      result.items[0].outcome =
+        (try? state(of: id)).map(Outcome.activity)
+        ?? .failed(CountdownError(.notFound, "no activity with id \(JSONValue.string(id))"))
+    }
+    return result
+  }
+}
+
+extension WireCommand.Operation {
+  /// Whether the operation changes one activity (`update`, `pause`, `resume`; `end` apart).
+  fileprivate var isActivityCommand: Bool {
+    switch self {
+    case .update, .pause, .resume: return true
+    default: return false
+    }
+  }
+}
+
 extension BatchResult {
   /// The results as they stand when their wake could not be stored, or ran on state that was
   /// never stored: every request that had succeeded gets `storageFailed` instead (the engine

@@ -74,6 +74,37 @@ package enum ServerRequest: Sendable {
     return Decoded(rid: rid, request: Result { () throws(CountdownError) in try request(o) })
   }
 
+  /// Decodes an HTTP request (SPEC §7) as the §6 request `op`: the JSON object `body` (none
+  /// or empty: no fields) with the path's `id`. The body may name neither `op` nor `at`, nor an
+  /// `id` when the path has one.
+  package static func decode(
+    op: String, id: String?, body: UnsafeBufferPointer<UInt8>?
+  ) -> Result<ServerRequest, CountdownError> {
+    Result { () throws(CountdownError) in
+      var o = JSONMembers()
+      if let body, body.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) {
+        try UTF8Validation.check(body)
+        switch try JSONParser.parseTopLevel(bytes: body) {
+        case .object(let members): o = members
+        case .other(let json):
+          throw .payload("the request body must be a JSON object, not \(json.typeName)")
+        }
+      }
+      for key in ["op", "at"] where o[key] != nil {
+        throw .payload(
+          key == "op"
+            ? "the body has no \"op\": the method and path say what to do"
+            : "the body has no \"at\": the server stamps each request with its own clock")
+      }
+      if let id {
+        if o["id"] != nil { throw .payload("the body has no \"id\": the path names the activity") }
+        o["id"] = .string(id)
+      }
+      o["op"] = .string(op)
+      return try request(o)
+    }
+  }
+
   private static func request(_ o: JSONMembers) throws(CountdownError) -> ServerRequest {
     if o["at"] != nil {
       throw .payload("a request has no \"at\": the server stamps each request with its own clock")

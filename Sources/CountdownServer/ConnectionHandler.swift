@@ -125,22 +125,14 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
     let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
     let hub = core.hub
-    let journal = core.durable?.journal
+    let core = self.core
     core.loop.submit(
       { engine in engine.run(items) },
       completion: { result in
         // On the loop thread: the replies go to this connection's event loop first, then the
         // subscriptions to the hub, so that they are in place before this wake's events. With
         // a state file, both wait for the wake's commit.
-        guard let journal else {
-          Self.release(result, items, handler, bound, hub: hub, channel: channel)
-          return
-        }
-        journal.releases.append { failure in
-          var result = result
-          if let failure, case .success(let r) = result {
-            result = .success(r.storageFailed(failure.message))
-          }
+        core.release(result) { result in
           Self.release(result, items, handler, bound, hub: hub, channel: channel)
         }
       })
@@ -158,10 +150,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
       switch item.outcome {
       case .subscribed(_, let from, let ids, let ticks):
         hub.eventLoop.execute {
-          hub.subscribe(channel, ids: ids, ticks: ticks, fromSequence: from)
+          hub.subscribe(ChannelSink(channel), ids: ids, ticks: ticks, fromSequence: from)
         }
       case .unsubscribed:
-        hub.eventLoop.execute { hub.unsubscribe(channel) }
+        hub.eventLoop.execute { hub.unsubscribe(ObjectIdentifier(channel)) }
       default: break
       }
     }
@@ -174,7 +166,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     inFlight -= 1
     switch result {
     case .success(let r):
-      for item in r.items { writer.reply(item.rid, item.outcome, at: r.at) }
+      for item in r.items {
+        writer.reply(item.rid, item.outcome, at: r.at)
+        core.metrics.answered(item.outcome)
+      }
     case .failure(let e):
       let now = wallClockNow()
       for item in items { writer.failure(item.rid, e, at: now) }
@@ -200,7 +195,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     if context.channel.isWritable {
       let channel = context.channel
       let hub = core.hub
-      hub.eventLoop.execute { hub.writable(channel) }
+      hub.eventLoop.execute { hub.writable(ObjectIdentifier(channel)) }
       if readPending {
         readPending = false
         context.read()
@@ -212,7 +207,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
   func channelInactive(context: ChannelHandlerContext) {
     let channel = context.channel
     let hub = core.hub
-    hub.eventLoop.execute { hub.unsubscribe(channel) }
+    hub.eventLoop.execute { hub.unsubscribe(ObjectIdentifier(channel)) }
     core.connectionClosed(channel)
     context.fireChannelInactive()
   }

@@ -24,9 +24,16 @@ final class ServerCore: @unchecked Sendable {
   let logger: Logger
   /// The state file's writer and the loop's journal; nil for `:memory:`.
   let durable: Durable?
+  let group: MultiThreadedEventLoopGroup
+  let metrics: ServerMetrics
   let connections = NIOLockedValueBox([ObjectIdentifier: Channel]())
 
-  init(options: ServerOptions, loop: CountdownLoop, hub: Hub, logger: Logger, durable: Durable?) {
+  init(
+    options: ServerOptions, loop: CountdownLoop, hub: Hub, logger: Logger, durable: Durable?,
+    group: MultiThreadedEventLoopGroup, metrics: ServerMetrics
+  ) {
+    self.group = group
+    self.metrics = metrics
     self.options = options
     self.formatter = TimerFormatter(style: options.style)
     self.loop = loop
@@ -46,6 +53,38 @@ final class ServerCore: @unchecked Sendable {
 
   func connectionClosed(_ channel: Channel) {
     _ = connections.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+  }
+
+  /// On the loop thread, in a command's completion: hands `result` to `deliver` now (in
+  /// memory) or once the wake it ran in is committed, as `storageFailed` if the commit failed.
+  func release(
+    _ result: Result<BatchResult, CountdownError>,
+    _ deliver: @escaping @Sendable (Result<BatchResult, CountdownError>) -> Void
+  ) {
+    guard let journal = durable?.journal else {
+      deliver(result)
+      return
+    }
+    journal.releases.append { failure in
+      var result = result
+      if let failure, case .success(let r) = result {
+        result = .success(r.storageFailed(failure.message))
+      }
+      deliver(result)
+    }
+  }
+
+  /// Runs `body` on the loop and returns its result once it may be told (committed).
+  func perform(
+    _ body: @escaping @Sendable (borrowing LoopEngine) -> BatchResult
+  ) async -> Result<BatchResult, CountdownError> {
+    await withCheckedContinuation { continuation in
+      loop.submit(
+        { engine in body(engine) },
+        completion: { [self] result in
+          release(result) { continuation.resume(returning: $0) }
+        })
+    }
   }
 }
 
@@ -74,6 +113,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
     var restored: Int?
     var group: MultiThreadedEventLoopGroup?
     var core: ServerCore?
+    var http: HTTPFrontEnd?
     var listeners: [Channel] = []
     var socketBound = false
   }
@@ -88,23 +128,35 @@ public final class CountdownServer: Service, @unchecked Sendable {
     state.withLockedValue { $0.listeners.dropFirst().first?.localAddress }
   }
 
+  /// The HTTP address actually bound (its port when `http` asked for port 0), once started.
+  public var httpAddress: SocketAddress? {
+    state.withLockedValue { $0.http?.address }
+  }
+
   /// Binds the socket (and TCP), starts the loop thread and the network threads.
   /// - Throws: ``ServerStartError`` when another server is live on the socket, an address
   ///   cannot be bound, or `listen` is not loopback and there is no token.
   public func start() throws {
-    let tcp = try options.listen.map { text in try Self.parseHostPort(text) }
+    let tcp = try options.listen.map { text in try Self.parseHostPort(text, option: "--listen") }
     if let tcp, !Self.isLoopback(tcp.host), options.token == nil {
       throw ServerStartError(
         "--listen \(options.listen!) is not a loopback address: give a --token, which each TCP connection must send first"
       )
     }
+    let http = try options.http.map { text in try Self.parseHostPort(text, option: "--http") }
+    if let http, !Self.isLoopback(http.host), options.token == nil {
+      throw ServerStartError(
+        "--http \(options.http!) is not a loopback address: give a --token, which each HTTP request must send as \"Authorization: Bearer TOKEN\""
+      )
+    }
     try Self.clearStaleSocket(options.socketPath)
 
     let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.networkThreads))
+    let metrics = ServerMetrics()
     let hub = Hub(
       eventLoop: group.next(), formatter: TimerFormatter(style: options.style),
       bound: options.subscriberBufferBytes,
-      slowConsumerAfter: .milliseconds(options.slowConsumerMilliseconds))
+      slowConsumerAfter: .milliseconds(options.slowConsumerMilliseconds), metrics: metrics)
     let loop: CountdownLoop
     var durable: Durable?
     let loopOptions = LoopOptions(precision: options.precision, engine: options.engine)
@@ -157,7 +209,9 @@ public final class CountdownServer: Service, @unchecked Sendable {
       durable = Durable(writer: writer, journal: journal)
       restoredCount = snapshot?.activities.count ?? 0
     }
-    let core = ServerCore(options: options, loop: loop, hub: hub, logger: logger, durable: durable)
+    let core = ServerCore(
+      options: options, loop: loop, hub: hub, logger: logger, durable: durable, group: group,
+      metrics: metrics)
     state.withLockedValue {
       $0.group = group
       $0.core = core
@@ -180,6 +234,15 @@ public final class CountdownServer: Service, @unchecked Sendable {
     } catch {
       stop()
       throw ServerStartError("cannot listen: \(error)")
+    }
+    if let http {
+      do {
+        let front = try HTTPFrontEnd(core: core, host: http.host, port: http.port, logger: logger)
+        state.withLockedValue { $0.http = front }
+      } catch {
+        stop()
+        throw error
+      }
     }
   }
 
@@ -216,14 +279,20 @@ public final class CountdownServer: Service, @unchecked Sendable {
   /// Stops accepting, answers every request already read, closes the connections, stops the
   /// loop and removes the socket file. Safe to call more than once.
   public func stop() {
-    let (group, core, listeners, socketBound) = state.withLockedValue { s in
+    let (group, core, listeners, socketBound, http) = state.withLockedValue { s in
       defer {
         s.group = nil
         s.core = nil
+        s.http = nil
         s.listeners = []
         s.socketBound = false
       }
-      return (s.group, s.core, s.listeners, s.socketBound)
+      return (s.group, s.core, s.listeners, s.socketBound, s.http)
+    }
+    if let http, let core {
+      // Event streams never end by themselves: end them, then let HTTP finish what it has.
+      try? core.hub.eventLoop.submit { core.hub.closeStreams() }.wait()
+      http.stop()
     }
     for l in listeners { try? l.close().wait() }
     if let core {
@@ -257,16 +326,18 @@ public final class CountdownServer: Service, @unchecked Sendable {
 
   // MARK: - Addresses
 
-  static func parseHostPort(_ text: String) throws -> (host: String, port: Int) {
+  static func parseHostPort(_ text: String, option: String = "--listen") throws -> (
+    host: String, port: Int
+  ) {
     guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
       (0...65535).contains(port)
     else {
       throw ServerStartError(
-        "--listen \(text) is not HOST:PORT (like 127.0.0.1:7000 or [::1]:7000)")
+        "\(option) \(text) is not HOST:PORT (like 127.0.0.1:7000 or [::1]:7000)")
     }
     var host = String(text[..<colon])
     if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-    guard !host.isEmpty else { throw ServerStartError("--listen \(text) has no host") }
+    guard !host.isEmpty else { throw ServerStartError("\(option) \(text) has no host") }
     return (host, port)
   }
 

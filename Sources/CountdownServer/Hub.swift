@@ -19,7 +19,7 @@ final class Hub: @unchecked Sendable {
   // @unchecked Sendable: every field is touched only on `eventLoop` (asserted in debug).
 
   final class Subscriber {
-    let channel: Channel
+    let sink: any EventSink
     var ids: Set<String>?
     var ticks: Bool
     var fromSequence: UInt64
@@ -33,8 +33,8 @@ final class Hub: @unchecked Sendable {
     var overSince: NIODeadline?
     var coalesced = 0
 
-    init(channel: Channel, ids: [String]?, ticks: Bool, fromSequence: UInt64) {
-      self.channel = channel
+    init(sink: any EventSink, ids: [String]?, ticks: Bool, fromSequence: UInt64) {
+      self.sink = sink
       self.ids = ids.map(Set.init)
       self.ticks = ticks
       self.fromSequence = fromSequence
@@ -50,12 +50,18 @@ final class Hub: @unchecked Sendable {
   let bound: Int
   let slowConsumerAfter: TimeAmount
   private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+  /// Counters for `/metrics` (nil: none kept).
+  let metrics: ServerMetrics?
   private var writer: WireEventWriter
   private var offsets: [Int] = []
   /// Ticks replaced while subscribers were over their bound, in all.
   private(set) var coalescedTicks = 0
 
-  init(eventLoop: EventLoop, formatter: TimerFormatter, bound: Int, slowConsumerAfter: TimeAmount) {
+  init(
+    eventLoop: EventLoop, formatter: TimerFormatter, bound: Int, slowConsumerAfter: TimeAmount,
+    metrics: ServerMetrics? = nil
+  ) {
+    self.metrics = metrics
     self.eventLoop = eventLoop
     self.formatter = formatter
     self.bound = bound
@@ -65,21 +71,35 @@ final class Hub: @unchecked Sendable {
 
   var subscriberCount: Int { subscribers.count }
 
-  /// Registers (or replaces) the subscription of `channel`.
-  func subscribe(_ channel: Channel, ids: [String]?, ticks: Bool, fromSequence: UInt64) {
+  /// Registers (or replaces) the subscription of `sink`.
+  func subscribe(_ sink: any EventSink, ids: [String]?, ticks: Bool, fromSequence: UInt64) {
     eventLoop.assertInEventLoop()
-    subscribers[ObjectIdentifier(channel)] = Subscriber(
-      channel: channel, ids: ids, ticks: ticks, fromSequence: fromSequence)
+    subscribers[sink.key] = Subscriber(
+      sink: sink, ids: ids, ticks: ticks, fromSequence: fromSequence)
+    metrics?.subscribers.record(subscribers.count)
   }
 
-  func unsubscribe(_ channel: Channel) {
+  func unsubscribe(_ key: ObjectIdentifier) {
     eventLoop.assertInEventLoop()
-    subscribers[ObjectIdentifier(channel)] = nil
+    guard subscribers.removeValue(forKey: key) != nil else { return }
+    metrics?.subscribers.record(subscribers.count)
+  }
+
+  /// Ends every subscription whose sink is an HTTP event stream (the server is stopping: the
+  /// streams must end for the HTTP server to finish).
+  func closeStreams() {
+    eventLoop.assertInEventLoop()
+    for (key, sub) in subscribers where sub.sink.framing == .serverSentEvents {
+      subscribers[key] = nil
+      sub.sink.close(after: nil)
+    }
+    metrics?.subscribers.record(subscribers.count)
   }
 
   /// One wake's events, the first numbered `first`, delivered now.
   func publish(first: UInt64, _ events: [ActivityEvent]) {
     eventLoop.assertInEventLoop()
+    metrics?.published(events)
     guard !subscribers.isEmpty else { return }
     deliver(events) { first + UInt64($0) }
   }
@@ -101,6 +121,7 @@ final class Hub: @unchecked Sendable {
       publish(first: first, events)
       return
     }
+    metrics?.published(events)
     var lifecycle: Set<ActivityHandle> = []
     if token != nil {
       for e in events where e.kind != .tick { lifecycle.insert(e.handle) }
@@ -161,32 +182,69 @@ final class Hub: @unchecked Sendable {
     }
   }
 
+  /// The bytes of event `k` as `framing` frames it: the JSON line, or an SSE message (`event:`
+  /// its name, `data:` the JSON, a blank line).
+  private func frame(
+    _ k: Int, _ e: ActivityEvent, _ encoded: UnsafeBufferPointer<UInt8>, _ framing: EventFraming,
+    into append: (UnsafeBufferPointer<UInt8>) -> Void
+  ) {
+    let line = UnsafeBufferPointer(rebasing: encoded[offsets[k]..<offsets[k + 1]])
+    guard framing == .serverSentEvents else {
+      append(line)
+      return
+    }
+    Self.sseNames[e.kind]!.withUnsafeBufferPointer(append)
+    append(UnsafeBufferPointer(rebasing: line.dropLast()))
+    Self.sseEnd.withUnsafeBufferPointer(append)
+  }
+
+  private static let sseNames: [ActivityEvent.Kind: [UInt8]] = {
+    var names: [ActivityEvent.Kind: [UInt8]] = [:]
+    for kind in [
+      ActivityEvent.Kind.started, .updated, .tick, .milestone, .stale, .expired, .paused, .resumed,
+      .ended, .dismissed,
+    ] {
+      names[kind] = Array("event: \(kind.rawValue)\ndata: ".utf8)
+    }
+    return names
+  }()
+  private static let sseEnd: [UInt8] = [0x0A, 0x0A]
+
+  /// `json` (one line, with its newline) as an SSE message named `name`.
+  static func sse(_ name: String, _ json: [UInt8]) -> [UInt8] {
+    var bytes = Array("event: \(name)\ndata: ".utf8)
+    bytes += json.last == 0x0A ? json.dropLast() : json[...]
+    bytes += sseEnd
+    return bytes
+  }
+
   private func deliver(
     _ events: [ActivityEvent], sequence: (Int) -> UInt64, _ encoded: UnsafeBufferPointer<UInt8>,
     to sub: Subscriber
   ) {
-    if sub.waiting.isEmpty && sub.channel.isWritable {
+    let framing = sub.sink.framing
+    if sub.waiting.isEmpty && sub.sink.isWritable {
       var size = 0
       for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
-        size += offsets[k + 1] - offsets[k]
+        size += offsets[k + 1] - offsets[k] + (framing == .serverSentEvents ? 24 : 0)
       }
       guard size > 0 else { return }
-      var buffer = sub.channel.allocator.buffer(capacity: size)
+      var buffer = sub.sink.allocator.buffer(capacity: size)
       for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
-        buffer.writeBytes(
-          UnsafeRawBufferPointer(
-            UnsafeBufferPointer(rebasing: encoded[offsets[k]..<offsets[k + 1]])))
+        frame(k, e, encoded, framing) { buffer.writeBytes(UnsafeRawBufferPointer($0)) }
       }
-      sub.channel.writeAndFlush(buffer, promise: nil)
+      sub.sink.write(buffer)
       return
     }
     for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
-      let bytes = Array(encoded[offsets[k]..<offsets[k + 1]])
+      var bytes: [UInt8] = []
+      frame(k, e, encoded, framing) { bytes.append(contentsOf: $0) }
       if e.kind == .tick, sub.waitingBytes >= bound, let at = sub.waitingTick[e.handle] {
         sub.waitingBytes += bytes.count - sub.waiting[at].bytes.count
         sub.waiting[at].bytes = bytes
         sub.coalesced += 1
         coalescedTicks += 1
+        metrics?.coalescedTicks.increment()
         continue
       }
       if e.kind == .tick {
@@ -208,7 +266,7 @@ final class Hub: @unchecked Sendable {
     guard sub.overSince == nil else { return }
     let since = NIODeadline.now()
     sub.overSince = since
-    let key = ObjectIdentifier(sub.channel)
+    let key = sub.sink.key
     eventLoop.scheduleTask(in: slowConsumerAfter) { [weak self] in
       guard let self, let sub = self.subscribers[key], sub.overSince == since else { return }
       self.cutOff(sub)
@@ -217,34 +275,70 @@ final class Hub: @unchecked Sendable {
 
   /// Disconnects a subscriber that stayed over its bound.
   private func cutOff(_ sub: Subscriber) {
-    subscribers[ObjectIdentifier(sub.channel)] = nil
+    unsubscribe(sub.sink.key)
     var w = ReplyWriter(formatter: formatter)
     w.eventError(
       CountdownError(
         .slowConsumer,
         "the subscriber read too slowly: over \(bound) bytes of events waited for \(slowConsumerAfter.nanoseconds / 1_000_000_000) s; reconnect and subscribe again"
       ), at: wallClockNow())
-    let channel = sub.channel
-    channel.writeAndFlush(channel.allocator.buffer(bytes: w.take())).whenComplete { _ in
-      channel.close(promise: nil)
-    }
-    // Close even if the error cannot be written (the socket is full).
-    eventLoop.scheduleTask(in: .milliseconds(100)) { channel.close(promise: nil) }
+    let line = w.take()
+    let bytes = sub.sink.framing == .serverSentEvents ? Self.sse("error", line) : line
+    sub.sink.close(after: sub.sink.allocator.buffer(bytes: bytes))
   }
 
-  /// The socket of `channel` can take more: hand it what waits.
-  func writable(_ channel: Channel) {
+  /// The sink `key` can take more: hand it what waits.
+  func writable(_ key: ObjectIdentifier) {
     eventLoop.assertInEventLoop()
-    guard let sub = subscribers[ObjectIdentifier(channel)], !sub.waiting.isEmpty,
-      channel.isWritable
-    else { return }
-    var buffer = channel.allocator.buffer(capacity: sub.waitingBytes)
+    guard let sub = subscribers[key], !sub.waiting.isEmpty, sub.sink.isWritable else { return }
+    var buffer = sub.sink.allocator.buffer(capacity: sub.waitingBytes)
     for w in sub.waiting { buffer.writeBytes(w.bytes) }
     sub.waiting.removeAll()
     sub.waitingTick.removeAll()
     sub.waitingBytes = 0
     sub.overSince = nil
-    channel.writeAndFlush(buffer, promise: nil)
+    sub.sink.write(buffer)
+  }
+}
+
+/// How a subscriber's events are framed.
+enum EventFraming {
+  /// JSON Lines (the socket protocol, SPEC §6).
+  case lines
+  /// Server-sent events (`GET /v1/events`, SPEC §7).
+  case serverSentEvents
+}
+
+/// Where a subscriber's output goes. Used on the hub's event loop only.
+protocol EventSink: AnyObject {
+  var key: ObjectIdentifier { get }
+  var framing: EventFraming { get }
+  /// Whether more may be written now; when it becomes true again, the owner calls
+  /// ``Hub/writable(_:)``.
+  var isWritable: Bool { get }
+  var allocator: ByteBufferAllocator { get }
+  func write(_ buffer: ByteBuffer)
+  /// Writes `last` (if any, and if it can) and closes.
+  func close(after last: ByteBuffer?)
+}
+
+/// A socket connection's subscription (SPEC §6).
+final class ChannelSink: EventSink {
+  let channel: Channel
+  init(_ channel: Channel) { self.channel = channel }
+  var key: ObjectIdentifier { ObjectIdentifier(channel) }
+  var framing: EventFraming { .lines }
+  var isWritable: Bool { channel.isWritable }
+  var allocator: ByteBufferAllocator { channel.allocator }
+  func write(_ buffer: ByteBuffer) { channel.writeAndFlush(buffer, promise: nil) }
+
+  func close(after last: ByteBuffer?) {
+    let channel = self.channel
+    if let last {
+      channel.writeAndFlush(last).whenComplete { _ in channel.close(promise: nil) }
+    }
+    // Close even if the last bytes cannot be written (the socket is full).
+    channel.eventLoop.scheduleTask(in: .milliseconds(100)) { channel.close(promise: nil) }
   }
 }
 

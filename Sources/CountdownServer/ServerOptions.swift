@@ -9,6 +9,9 @@ public struct ServerOptions: Sendable {
   public var socketPath: String
   /// TCP as `HOST:PORT` (`127.0.0.1:7000`, `[::1]:7000`, `0.0.0.0:7000`), or nil for none.
   public var listen: String?
+  /// HTTP as `HOST:PORT` (SPEC §7): the API, the event stream, `/metrics` and the board page;
+  /// nil for none. Needs `token` when not a loopback address.
+  public var http: String?
   /// The token a TCP connection sends first (`{"op":"auth","token":…}`). Required when
   /// `listen` is not a loopback address.
   public var token: String?
@@ -35,7 +38,8 @@ public struct ServerOptions: Sendable {
   public var sync: StoreSync
 
   public init(
-    socketPath: String = "countdown.sock", listen: String? = nil, token: String? = nil,
+    socketPath: String = "countdown.sock", listen: String? = nil, http: String? = nil,
+    token: String? = nil,
     style: TimerStyle = .timer, engine: EngineOptions = EngineOptions(),
     precision: TimerPrecision = .default, maxConnections: Int = 1024,
     subscriberBufferBytes: Int = 8 << 20, slowConsumerMilliseconds: Int64 = 10_000,
@@ -46,6 +50,7 @@ public struct ServerOptions: Sendable {
     self.sync = sync
     self.socketPath = socketPath
     self.listen = listen
+    self.http = http
     self.token = token
     self.style = style
     self.engine = engine

@@ -10,8 +10,13 @@ final class TestClient {
 
   init(unix path: String) throws { fd = try UnixSocket.connect(path) }
 
-  init(tcpPort port: Int) throws {
+  /// `receiveBuffer` sets SO_RCVBUF before connecting (set after, the window already offered
+  /// shrinks, and the kernel then sends what waits only at zero-window probe pace).
+  init(tcpPort port: Int, receiveBuffer: Int32? = nil) throws {
     fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    if var size = receiveBuffer {
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     var addr = sockaddr_in()
     addr.sin_family = sa_family_t(AF_INET)
     addr.sin_port = in_port_t(UInt16(port).bigEndian)

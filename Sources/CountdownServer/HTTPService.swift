@@ -1,0 +1,461 @@
+import Countdown
+import CountdownLoop
+import CountdownProtocol
+import Dispatch
+import Hummingbird
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// `--http HOST:PORT` (SPEC §7): Hummingbird on the server's own NIO event loops, in front of
+/// the same engine, hub and state file as the socket protocol.
+///
+/// Each request is decoded here into the §6 request it stands for and run on the loop like a
+/// one-request batch; its answer, and the events it causes, wait for the commit as a socket
+/// reply does. `GET /v1/events` is a hub subscriber like a socket's `subscribe`, framed as
+/// server-sent events, with the same bound, coalescing and cut-off.
+final class HTTPFrontEnd: Sendable {
+  private let group: ServiceGroup
+  private let task: Task<Void, Never>
+  private let finished: DispatchSemaphore
+  /// The address bound (its real port when the port asked for was 0).
+  let address: SocketAddress?
+
+  /// Binds and starts serving; throws when the address cannot be bound.
+  init(core: ServerCore, host: String, port: Int, logger: Logger) throws(ServerStartError) {
+    let ready = DispatchSemaphore(value: 0)
+    let bound = NIOLockedValueBox<SocketAddress?>(nil)
+    let failure = NIOLockedValueBox<(any Error)?>(nil)
+    let app = Application(
+      responder: HTTPRoutes(core: core),
+      configuration: ApplicationConfiguration(address: .hostname(host, port: port)),
+      onServerRunning: { channel in
+        bound.withLockedValue { $0 = channel.localAddress }
+        ready.signal()
+      },
+      eventLoopGroupProvider: .shared(core.group),
+      logger: logger)
+    let group = ServiceGroup(
+      configuration: ServiceGroupConfiguration(
+        services: [app], gracefulShutdownSignals: [], logger: logger))
+    let finished = DispatchSemaphore(value: 0)
+    task = Task.detached {
+      do {
+        try await group.run()
+      } catch {
+        failure.withLockedValue { $0 = error }
+      }
+      ready.signal()
+      finished.signal()
+    }
+    self.group = group
+    self.finished = finished
+    _ = ready.wait(timeout: .now() + .seconds(30))
+    address = bound.withLockedValue { $0 }
+    if address == nil {
+      let error = failure.withLockedValue { $0 }
+      stop()
+      throw ServerStartError(
+        "cannot listen for HTTP on \(host):\(port): \(error.map { "\($0)" } ?? "it did not start within 30 s")"
+      )
+    }
+  }
+
+  /// Stops accepting, lets the requests in progress finish (event streams are ended first by
+  /// the hub), and waits for the server to be gone (at most 5 s, then it is cancelled).
+  func stop() {
+    let group = self.group
+    Task.detached { await group.triggerGracefulShutdown() }
+    if finished.wait(timeout: .now() + .seconds(5)) == .timedOut {
+      task.cancel()
+      _ = finished.wait(timeout: .now() + .seconds(5))
+    }
+  }
+}
+
+/// A request's context: Hummingbird's, and the connection (an event stream that is cut off
+/// closes it).
+struct HTTPContext: RequestContext {
+  var coreContext: CoreRequestContextStorage
+  let channel: any Channel
+
+  init(source: ApplicationRequestContextSource) {
+    coreContext = .init(source: source)
+    channel = source.channel
+  }
+}
+
+/// The routes of SPEC §7.
+struct HTTPRoutes: HTTPResponder {
+  typealias Context = HTTPContext
+  let core: ServerCore
+
+  /// SPEC §7: bodies over 64 KiB get 413.
+  static let maxBodyBytes = 65536
+
+  func respond(to request: Request, context: Context) async throws -> Response {
+    let path = request.uri.path.split(separator: "/", omittingEmptySubsequences: true)
+    let query = request.uri.queryParameters
+    if let token = core.options.token, !Self.authorized(request, token: token) {
+      return failure(
+        CountdownError(
+          .unauthorized,
+          "this server needs its token: send the header \"Authorization: Bearer TOKEN\" (or ?token=TOKEN in the page's address)"
+        ))
+    }
+    let method = request.method
+    switch path.count {
+    case 0:
+      guard method == .get || method == .head else { return notAllowed("GET", request) }
+      return page()
+    case 1 where path[0] == "metrics":
+      guard method == .get else { return notAllowed("GET", request) }
+      let text = await core.metrics.render(loop: core.loop)
+      return Response(
+        status: .ok,
+        headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+        body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
+    case 2 where path[0] == "v1" && path[1] == "time":
+      guard method == .get else { return notAllowed("GET", request) }
+      var w = JSONWriter()
+      w.raw("{\"now\":")
+      w.write(int: wallClockNow().milliseconds)
+      w.raw("}")
+      return json(.ok, w.bytes)
+    case 2 where path[0] == "v1" && path[1] == "events":
+      guard method == .get else { return notAllowed("GET", request) }
+      return await events(request, channel: context.channel)
+    case 2 where path[0] == "v1" && path[1] == "activities":
+      switch method {
+      case .get:
+        let list: Result<ServerRequest, CountdownError>
+        switch (query["soonest"], query["endedWithinMs"]) {
+        case (nil, nil): list = .success(.list(.all))
+        case (let k?, nil):
+          list = Self.count(k, "soonest").map { .list(.soonest(Int(clamping: $0))) }
+        case (nil, let w?):
+          list = Self.count(w, "endedWithinMs").map { .list(.endedWithin(milliseconds: $0)) }
+        default: list = .failure(.payload("give soonest or endedWithinMs, not both"))
+        }
+        return await run(list, created: false)
+      case .post:
+        return await command("start", id: nil, request, created: true)
+      default: return notAllowed("GET, POST", request)
+      }
+    case 3 where path[0] == "v1" && path[1] == "activities":
+      guard let id = Self.percentDecoded(path[2]) else { return badID(path[2]) }
+      switch method {
+      case .get: return await command("get", id: id, request, created: false)
+      case .patch: return await command("update", id: id, request, created: false)
+      default: return notAllowed("GET, PATCH", request)
+      }
+    case 4
+    where path[0] == "v1" && path[1] == "activities"
+      && ["pause", "resume", "end"].contains(path[3]):
+      guard method == .post else { return notAllowed("POST", request) }
+      guard let id = Self.percentDecoded(path[2]) else { return badID(path[2]) }
+      return await command(String(path[3]), id: id, request, created: false)
+    default:
+      return failure(
+        CountdownError(
+          .notFound,
+          "no route \(request.method) \(request.uri.path): see GET /v1/activities, /v1/events, /v1/time, /metrics or the board at /"
+        ))
+    }
+  }
+
+  // MARK: - Commands
+
+  private func command(_ op: String, id: String?, _ request: Request, created: Bool) async
+    -> Response
+  {
+    let body: ByteBuffer
+    do {
+      body = try await request.body.collect(upTo: Self.maxBodyBytes)
+    } catch {
+      return failure(
+        CountdownError(
+          .attributesTooLarge,
+          "the request body is over \(Self.maxBodyBytes) bytes (64 KiB), the limit; the content itself may have at most 4096"
+        ), status: .contentTooLarge)
+    }
+    let decoded = body.withUnsafeReadableBytes { raw in
+      ServerRequest.decode(
+        op: op, id: id, body: raw.isEmpty ? nil : raw.bindMemory(to: UInt8.self))
+    }
+    return await run(decoded, created: created)
+  }
+
+  /// Runs one request on the loop and answers with its outcome once it is committed.
+  private func run(_ request: Result<ServerRequest, CountdownError>, created: Bool) async
+    -> Response
+  {
+    let result = await core.perform { engine in engine.runForHTTP(request) }
+    let batch: BatchResult
+    switch result {
+    case .success(let b): batch = b
+    case .failure(let e):
+      core.metrics.refused(e.code)
+      return failure(e)
+    }
+    let outcome = batch.items[0].outcome
+    core.metrics.answered(outcome)
+    var w = ReplyWriter(formatter: core.formatter)
+    switch outcome {
+    case .failed(let e): return failure(e)
+    case .activity(let s):
+      w.activity(s)
+      return json(created ? .created : .ok, w.out.bytes)
+    case .activities(let list):
+      w.out.raw("{\"at\":")
+      w.out.write(int: batch.at.milliseconds)
+      w.out.raw(",\"activities\":")
+      w.activities(list)
+      w.out.raw("}")
+      return json(.ok, w.out.bytes)
+    default:
+      w.out.raw("{\"at\":")
+      w.out.write(int: batch.at.milliseconds)
+      w.out.raw("}")
+      return json(.ok, w.out.bytes)
+    }
+  }
+
+  // MARK: - Server-sent events
+
+  private func events(_ request: Request, channel: any Channel) async -> Response {
+    let query = request.uri.queryParameters
+    var ticks = false
+    switch query["ticks"] {
+    case nil, "0", "false": ticks = false
+    case "1", "true": ticks = true
+    case let other?:
+      return failure(.payload("ticks must be 1 or 0, not \(JSONValue.string(String(other)))"))
+    }
+    var ids: [String]?
+    if let list = query["ids"] {
+      ids = list.split(separator: ",", omittingEmptySubsequences: true).map(String.init)
+    }
+    let subscribe = ServerRequest.subscribe(ids: ids, ticks: ticks)
+    let sink = StreamSink(hub: core.hub, channel: channel)
+    let hub = core.hub
+    let formatter = core.formatter
+    let metrics = core.metrics
+    // The subscription is registered, and the snapshot written, on the hub's event loop in one
+    // step once the request is done (committed), so no event after the snapshot is missed.
+    let result = await core.perform { engine in engine.runForHTTP(.success(subscribe)) }
+    guard case .success(let batch) = result,
+      case .subscribed(let snapshot, let from, let ids, let ticks) = batch.items[0].outcome
+    else {
+      switch result {
+      case .failure(let e): return failure(e)
+      case .success(let b):
+        if case .failed(let e) = b.items[0].outcome { return failure(e) }
+        return failure(CountdownError(.systemError, "the subscription did not start"))
+      }
+    }
+    metrics.answered(batch.items[0].outcome)
+    let at = batch.at
+    hub.eventLoop.execute {
+      var w = ReplyWriter(formatter: formatter)
+      w.out.raw("{\"at\":")
+      w.out.write(int: at.milliseconds)
+      w.out.raw(",\"activities\":")
+      w.activities(snapshot)
+      w.out.raw("}")
+      // `retry`: the browser reconnects after 1 s when the server goes away.
+      sink.write(ByteBuffer(bytes: Array("retry: 1000\n\n".utf8) + Hub.sse("snapshot", w.take())))
+      hub.subscribe(sink, ids: ids, ticks: ticks, fromSequence: from)
+    }
+    // A comment every 15 s keeps proxies from closing a quiet stream and finds gone clients.
+    let heartbeat = hub.eventLoop.scheduleRepeatedTask(
+      initialDelay: .seconds(15), delay: .seconds(15)
+    ) { _ in
+      if sink.isWritable && !sink.isClosed { sink.write(ByteBuffer(string: ": keep-alive\n\n")) }
+    }
+    let body = ResponseBody { writer in
+      defer {
+        heartbeat.cancel()
+        hub.eventLoop.execute { hub.unsubscribe(sink.key) }
+      }
+      for await chunk in sink.stream {
+        try await writer.write(chunk)
+        sink.drained(chunk.readableBytes)
+      }
+      try await writer.finish(nil)
+    }
+    return Response(
+      status: .ok,
+      headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+      body: body)
+  }
+
+  // MARK: - Answers
+
+  private func page() -> Response {
+    Response(
+      status: .ok,
+      headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
+      body: ResponseBody(byteBuffer: ByteBuffer(bytes: BoardPage.html(style: core.options.style))))
+  }
+
+  private func json(_ status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response {
+    Response(
+      status: status, headers: [.contentType: "application/json"],
+      body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+  }
+
+  private func failure(_ e: CountdownError, status: HTTPResponse.Status? = nil) -> Response {
+    var w = JSONWriter()
+    w.raw("{\"code\":")
+    w.write(string: e.code.rawValue)
+    w.raw(",\"message\":")
+    w.write(string: e.message)
+    w.raw("}")
+    var headers: HTTPFields = [.contentType: "application/json"]
+    if e.code == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+    return Response(
+      status: status ?? Self.status(of: e.code), headers: headers,
+      body: ResponseBody(byteBuffer: ByteBuffer(bytes: w.bytes)))
+  }
+
+  private func notAllowed(_ allowed: String, _ request: Request) -> Response {
+    var r = failure(
+      .payload("\(request.uri.path) takes \(allowed), not \(request.method)"),
+      status: .methodNotAllowed)
+    r.headers[.allow] = allowed
+    return r
+  }
+
+  private func badID(_ raw: Substring) -> Response {
+    failure(
+      .payload(
+        "the id in the path is not valid percent-encoded UTF-8: \(JSONValue.string(String(raw)))"))
+  }
+
+  /// The HTTP status of each error code (SPEC §7).
+  static func status(of code: CountdownError.Code) -> HTTPResponse.Status {
+    switch code {
+    case .invalidPayload, .invalidDate, .outOfOrder, .timeWentBackwards, .lineTooLong:
+      return .badRequest
+    case .unauthorized: return .unauthorized
+    case .notFound: return .notFound
+    case .duplicateID, .activityEnded: return .conflict
+    case .attributesTooLarge: return .contentTooLarge
+    case .limitReached: return .tooManyRequests
+    case .disabled, .storageFailed, .shutdown: return .serviceUnavailable
+    default: return .internalServerError
+    }
+  }
+
+  // MARK: - Helpers
+
+  static func authorized(_ request: Request, token: String) -> Bool {
+    if let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+      constantTimeEqual(header.dropFirst(7).utf8, token.utf8)
+    {
+      return true
+    }
+    if let given = request.uri.queryParameters["token"] {
+      return constantTimeEqual(given.utf8, token.utf8)
+    }
+    return false
+  }
+
+  static func constantTimeEqual(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+    guard a.count == b.count else { return false }
+    var diff: UInt8 = 0
+    for (x, y) in zip(a, b) { diff |= x ^ y }
+    return diff == 0
+  }
+
+  static func count(_ text: Substring, _ name: String) -> Result<Int64, CountdownError> {
+    guard let n = Int64(text), n >= 0 else {
+      return .failure(
+        .payload("\(name) must be a whole number ≥ 0, not \(JSONValue.string(String(text)))"))
+    }
+    return .success(n)
+  }
+
+  /// `%XX` escapes decoded; nil when an escape is broken or the result is not UTF-8.
+  static func percentDecoded(_ s: Substring) -> String? {
+    var bytes: [UInt8] = []
+    var it = Array(s.utf8)[...]
+    while let b = it.popFirst() {
+      guard b == UInt8(ascii: "%") else {
+        bytes.append(b)
+        continue
+      }
+      guard it.count >= 2, let hi = hex(it.popFirst()!), let lo = hex(it.popFirst()!) else {
+        return nil
+      }
+      bytes.append(hi << 4 | lo)
+    }
+    return String(validating: bytes, as: UTF8.self)
+  }
+
+  private static func hex(_ c: UInt8) -> UInt8? {
+    switch c {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+    default: return nil
+    }
+  }
+}
+
+/// An HTTP event stream's end of the hub: what the hub writes is yielded to the response
+/// body's task, which writes it to the connection. `pending` counts the bytes yielded and not
+/// yet written; over 1 MiB (or the subscriber bound, if smaller) the sink is not writable and the hub keeps (and coalesces) the
+/// events itself, exactly as for a socket whose NIO buffer is full.
+final class StreamSink: EventSink, Sendable {
+  let stream: AsyncStream<ByteBuffer>
+  private let continuation: AsyncStream<ByteBuffer>.Continuation
+  private let pending = Atomic<Int>(0)
+  private let closed = Atomic<Bool>(false)
+  private let hub: Hub
+  private let channel: any Channel
+  /// 1 MiB, or the subscriber bound when that is smaller.
+  let highWater: Int
+
+  init(hub: Hub, channel: any Channel) {
+    self.hub = hub
+    self.channel = channel
+    highWater = min(1 << 20, hub.bound)
+    (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
+  }
+
+  var key: ObjectIdentifier { ObjectIdentifier(self) }
+  var framing: EventFraming { .serverSentEvents }
+  var isWritable: Bool { pending.load(ordering: .relaxed) < highWater }
+  var isClosed: Bool { closed.load(ordering: .relaxed) }
+  var allocator: ByteBufferAllocator { ByteBufferAllocator() }
+
+  func write(_ buffer: ByteBuffer) {
+    pending.add(buffer.readableBytes, ordering: .relaxed)
+    continuation.yield(buffer)
+  }
+
+  /// Ends the stream after `last`; the connection is closed 100 ms later if the response is
+  /// still not done (a client that does not read keeps the writer waiting).
+  func close(after last: ByteBuffer?) {
+    if let last { continuation.yield(last) }
+    closed.store(true, ordering: .relaxed)
+    continuation.finish()
+    let channel = self.channel
+    channel.eventLoop.scheduleTask(in: .milliseconds(100)) { channel.close(promise: nil) }
+  }
+
+  /// `n` bytes reached the connection; below the high-water mark again, the hub hands over
+  /// what it kept.
+  func drained(_ n: Int) {
+    let before = pending.subtract(n, ordering: .relaxed).oldValue
+    if before >= highWater && before - n < highWater {
+      let hub = self.hub
+      let key = self.key
+      hub.eventLoop.execute { hub.writable(key) }
+    }
+  }
+}

@@ -1,0 +1,103 @@
+import CoreMetrics
+import Countdown
+import CountdownLoop
+import CountdownProtocol
+import Metrics
+import Prometheus
+import Synchronization
+
+/// The service's metrics (`GET /metrics`, SPEC §7), kept through swift-metrics in a
+/// Prometheus registry of this server's own (so two servers in one process do not mix).
+///
+/// Nothing here runs on the loop thread: ticks and their lateness are counted once per wake
+/// on the hub's event loop, commands and errors where replies are written, and activities by
+/// phase and wake-ups are read from the loop when `/metrics` is asked for.
+final class ServerMetrics: Sendable {
+  let registry = PrometheusCollectorRegistry()
+  let factory: PrometheusMetricsFactory
+  /// Ticks the loop published.
+  let ticks: CoreMetrics.Counter
+  /// Lateness of each wake's ticks when the hub had them: now − their `at`.
+  let lateness: Metrics.Timer
+  let subscribers: CoreMetrics.Gauge
+  /// Ticks replaced in a slow subscriber's waiting output (SPEC §6, "Backpressure").
+  let coalescedTicks: CoreMetrics.Counter
+  let commands: CoreMetrics.Counter
+  private let errors: [CountdownError.Code: CoreMetrics.Counter]
+  private let phases: [CoreMetrics.Gauge]
+  private let wakeups: CoreMetrics.Counter
+  private let wakeupsSeen = Mutex<UInt64>(0)
+
+  init() {
+    var factory = PrometheusMetricsFactory(registry: registry)
+    factory.durationHistogramBuckets["countdown_tick_lateness_seconds"] = [
+      .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1),
+      .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+      .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
+    ]
+    self.factory = factory
+    ticks = CoreMetrics.Counter(label: "countdown_ticks_total", factory: factory)
+    lateness = Metrics.Timer(label: "countdown_tick_lateness_seconds", factory: factory)
+    subscribers = CoreMetrics.Gauge(label: "countdown_subscribers", factory: factory)
+    coalescedTicks = CoreMetrics.Counter(label: "countdown_ticks_coalesced_total", factory: factory)
+    commands = CoreMetrics.Counter(label: "countdown_commands_total", factory: factory)
+    wakeups = CoreMetrics.Counter(label: "countdown_wakeups_total", factory: factory)
+    var errors: [CountdownError.Code: CoreMetrics.Counter] = [:]
+    for code in CountdownError.Code.allCases {
+      errors[code] = CoreMetrics.Counter(
+        label: "countdown_errors_total", dimensions: [("code", code.rawValue)], factory: factory)
+    }
+    self.errors = errors
+    phases = ["active", "paused", "ended", "stale"].map {
+      CoreMetrics.Gauge(
+        label: "countdown_activities", dimensions: [("phase", $0)], factory: factory)
+    }
+    subscribers.record(0)
+  }
+
+  /// One wake's events, as the hub receives them.
+  func published(_ events: [ActivityEvent]) {
+    var n = 0
+    var firstTick: Instant?
+    for e in events where e.kind == .tick {
+      n += 1
+      if firstTick == nil { firstTick = e.at }
+    }
+    guard n > 0, let at = firstTick else { return }
+    ticks.increment(by: n)
+    let now = SystemWallClock().nanosecondsSinceEpoch()
+    lateness.recordNanoseconds(max(0, now - at.milliseconds * 1_000_000))
+  }
+
+  /// One request answered.
+  func answered(_ outcome: Outcome) {
+    commands.increment()
+    if case .failed(let e) = outcome { errors[e.code]?.increment() }
+  }
+
+  /// A request refused before it reached the engine (HTTP: body too large, unauthorized…).
+  func refused(_ code: CountdownError.Code) {
+    commands.increment()
+    errors[code]?.increment()
+  }
+
+  /// The Prometheus text, with the activities by phase and the wake-ups read from `loop` now.
+  func render(loop: CountdownLoop) async -> [UInt8] {
+    if let counts = try? await loop.submit({ engine in engine.phaseCounts() }) {
+      phases[0].record(counts.active)
+      phases[1].record(counts.paused)
+      phases[2].record(counts.ended)
+      phases[3].record(counts.stale)
+    }
+    if let stats = try? await loop.statistics() {
+      let delta = wakeupsSeen.withLock { seen -> UInt64 in
+        defer { seen = max(seen, stats.wakeups) }
+        return stats.wakeups > seen ? stats.wakeups - seen : 0
+      }
+      if delta > 0 { wakeups.increment(by: Int64(delta)) }
+    }
+    var out: [UInt8] = []
+    registry.emit(into: &out)
+    return out
+  }
+}

@@ -1,0 +1,518 @@
+import Foundation
+import Testing
+
+@testable import CountdownServer
+
+/// An HTTP/1.1 answer read off a real socket.
+struct HTTPAnswer {
+  var status: Int
+  var headers: [String: String]
+  var body: String
+
+  var json: [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+  }
+  var code: String? { json["code"] as? String }
+}
+
+/// One request on a fresh TCP connection (`Connection: close`), the answer read to the end.
+func http(
+  _ method: String, _ path: String, port: Int, body: String? = nil, bodyBytes: [UInt8]? = nil,
+  headers: [String: String] = [:]
+) throws -> HTTPAnswer {
+  let c = try TestClient(tcpPort: port)
+  var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+  for (k, v) in headers { head += "\(k): \(v)\r\n" }
+  let payload = bodyBytes ?? body.map { Array($0.utf8) }
+  if let payload {
+    head += "Content-Type: application/json\r\nContent-Length: \(payload.count)\r\n"
+  }
+  head += "\r\n"
+  c.sendBytes(Array(head.utf8) + (payload ?? []))
+  // Read to the end: the server closes after the answer.
+  var raw: [UInt8] = []
+  let deadline = Date().addingTimeInterval(10)
+  while deadline.timeIntervalSinceNow > 0 {
+    var p = pollfd(fd: c.fd, events: Int16(POLLIN), revents: 0)
+    if poll(&p, 1, 100) <= 0 { continue }
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    let n = chunk.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, 65536, 0) }
+    if n <= 0 { break }
+    raw += chunk[0..<n]
+  }
+  let text = String(decoding: raw, as: UTF8.self)
+  guard let split = text.range(of: "\r\n\r\n") else {
+    throw TestFailure("no HTTP answer to \(method) \(path): \(text)")
+  }
+  let lines = text[..<split.lowerBound].components(separatedBy: "\r\n")
+  guard let first = lines.first, first.hasPrefix("HTTP/1.1 "),
+    let status = Int(first.dropFirst(9).prefix(3))
+  else { throw TestFailure("no HTTP status line: \(text)") }
+  var headers: [String: String] = [:]
+  for line in lines.dropFirst() {
+    let parts = line.split(separator: ":", maxSplits: 1)
+    if parts.count == 2 {
+      headers[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
+    }
+  }
+  return HTTPAnswer(status: status, headers: headers, body: String(text[split.upperBound...]))
+}
+
+/// A server in this process with HTTP on a free loopback port.
+final class HTTPServer {
+  let running: RunningServer
+  let port: Int
+
+  init(_ configure: (inout ServerOptions) -> Void = { _ in }) throws {
+    running = try RunningServer { o in
+      o.http = "127.0.0.1:0"
+      configure(&o)
+    }
+    guard let p = running.server.httpAddress?.port else { throw TestFailure("no HTTP port") }
+    port = p
+  }
+
+  func callAsFunction(
+    _ method: String, _ path: String, _ body: String? = nil, headers: [String: String] = [:]
+  ) throws -> HTTPAnswer {
+    try http(method, path, port: port, body: body, headers: headers)
+  }
+}
+
+/// A `GET /v1/events` stream read as it comes: (event name, data) pairs.
+final class EventStream {
+  let client: TestClient
+  var status = 0
+  var contentType = ""
+
+  init(port: Int, query: String = "", headers: [String: String] = [:], receiveBuffer: Int32? = nil)
+    throws
+  {
+    client = try TestClient(tcpPort: port, receiveBuffer: receiveBuffer)
+    var head = "GET /v1/events\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    for (k, v) in headers { head += "\(k): \(v)\r\n" }
+    client.send(head + "\r\n")
+    guard receiveBuffer == nil else { return }
+    try readHead()
+  }
+
+  func readHead() throws {
+    guard let first = client.line(timeout: 10) else { throw TestFailure("no answer") }
+    status = Int(first.dropFirst(9).prefix(3)) ?? 0
+    while let line = client.line(timeout: 5), line != "\r" {
+      if line.lowercased().hasPrefix("content-type:") {
+        contentType = line.dropFirst(13).trimmingCharacters(in: .whitespacesAndNewlines)
+      }
+    }
+  }
+
+  /// The next event, or nil when the stream ended or `timeout` passed. Chunk-size lines of the
+  /// chunked encoding, comments and `retry:` are skipped.
+  func next(timeout: Double = 5) -> (name: String, data: [String: Any])? {
+    var name: String?
+    var data: String?
+    let deadline = Date().addingTimeInterval(timeout)
+    while deadline.timeIntervalSinceNow > 0 {
+      guard let raw = client.line(timeout: deadline.timeIntervalSinceNow) else { return nil }
+      let line = raw.hasSuffix("\r") ? String(raw.dropLast()) : raw
+      if line.hasPrefix("event: ") {
+        name = String(line.dropFirst(7))
+      } else if line.hasPrefix("data: ") {
+        data = String(line.dropFirst(6))
+      } else if line.isEmpty, let n = name, let d = data {
+        let o = (try? JSONSerialization.jsonObject(with: Data(d.utf8))) as? [String: Any] ?? [:]
+        return (n, o)
+      }
+    }
+    return nil
+  }
+}
+
+@Suite("HTTP (SPEC §7) on real sockets", .serialized, .timeLimit(.minutes(3)))
+struct HTTPTests {
+  static let objectKeys: Set<String> = [
+    "id", "kind", "phase", "value", "text", "progress", "stale", "content", "endDate",
+    "startDate", "pausedAt", "milestone", "nextMilestone",
+  ]
+
+  @Test("Every route: start, list, get, merge patch, pause, resume, end, time")
+  func routes() async throws {
+    try await onThread {
+      let h = try HTTPServer()
+      let end = nowMs() + 90_000
+      let start = nowMs() - 30_000
+      var r = try h(
+        "POST", "/v1/activities",
+        ##"{"id":"gate","kind":"countdown","endDate":\##(end),"startDate":\##(start),"title":"Gate B12","subtitle":"Boarding","color":"#22AA55","fields":{"gate":"B12"},"milestones":[{"name":"last-call","atMs":30000}]}"##
+      )
+      #expect(r.status == 201, "\(r)")
+      #expect(r.headers["content-type"] == "application/json")
+      #expect(Set(r.json.keys) == Self.objectKeys)
+      #expect(r.json["id"] as? String == "gate" && r.json["phase"] as? String == "active")
+      #expect(r.json["endDate"] as? Int64 == end && r.json["startDate"] as? Int64 == start)
+      #expect((r.json["value"] as? Int ?? 0) >= 85)
+      #expect((r.json["nextMilestone"] as? [String: Any])?["at"] as? Int64 == end - 30_000)
+      // A generated id.
+      r = try h("POST", "/v1/activities", #"{"kind":"elapsed","title":"Dose","goalMs":60000}"#)
+      #expect(r.status == 201)
+      let dose = try #require(r.json["id"] as? String)
+      #expect(dose.count == 36)
+
+      r = try h("GET", "/v1/activities")
+      #expect(r.status == 200)
+      #expect((r.json["at"] as? Int64 ?? 0) > nowMs() - 5_000)
+      let all = r.json["activities"] as? [[String: Any]] ?? []
+      #expect(all.map { $0["id"] as? String } == ["gate", dose])
+      r = try h("GET", "/v1/activities?soonest=1")
+      #expect((r.json["activities"] as? [[String: Any]])?.map { $0["id"] as? String } == ["gate"])
+
+      r = try h("GET", "/v1/activities/gate")
+      #expect(r.status == 200 && r.json["id"] as? String == "gate")
+      #expect((r.json["content"] as? [String: Any])?["title"] as? String == "Gate B12")
+
+      // Merge patch: title changed, subtitle removed, fields merged, the rest kept.
+      r = try h(
+        "PATCH", "/v1/activities/gate",
+        #"{"title":"Gate B14","subtitle":null,"fields":{"terminal":"2"},"timestamp":\#(nowMs())}"#)
+      #expect(r.status == 200, "\(r)")
+      let content = r.json["content"] as? [String: Any] ?? [:]
+      #expect(content["title"] as? String == "Gate B14" && content["subtitle"] == nil)
+      #expect(content["color"] as? String == "#22AA55")
+      #expect(
+        (content["fields"] as? [String: Any])?["gate"] as? String == "B12"
+          && (content["fields"] as? [String: Any])?["terminal"] as? String == "2")
+
+      r = try h("POST", "/v1/activities/gate/pause")
+      #expect(r.status == 200 && r.json["phase"] as? String == "paused")
+      #expect(r.json["pausedAt"] as? Int64 != nil)
+      r = try h("POST", "/v1/activities/gate/resume", "{}")
+      #expect(r.status == 200 && r.json["phase"] as? String == "active")
+      #expect((r.json["endDate"] as? Int64 ?? 0) >= end)
+      r = try h("POST", "/v1/activities/\(dose)/end", #"{"title":"Dose done"}"#)
+      #expect(r.status == 200 && r.json["phase"] as? String == "ended")
+      #expect((r.json["content"] as? [String: Any])?["title"] as? String == "Dose done")
+      r = try h("GET", "/v1/activities?endedWithinMs=60000")
+      #expect((r.json["activities"] as? [[String: Any]])?.map { $0["id"] as? String } == [dose])
+      // An immediate dismissal still answers with the ended activity; then it is gone.
+      r = try h("POST", "/v1/activities/gate/end", #"{"dismissal":"immediate"}"#)
+      #expect(r.status == 200 && r.json["phase"] as? String == "ended", "\(r)")
+      r = try h("GET", "/v1/activities/gate")
+      #expect(r.status == 404 && r.code == "notFound")
+      // Ids in the path are percent-decoded.
+      r = try h("POST", "/v1/activities", #"{"id":"gate/7 b","kind":"elapsed","title":"X"}"#)
+      #expect(r.status == 201)
+      r = try h("GET", "/v1/activities/gate%2F7%20b")
+      #expect(r.status == 200 && r.json["id"] as? String == "gate/7 b")
+
+      let before = nowMs()
+      r = try h("GET", "/v1/time")
+      #expect(r.status == 200 && Set(r.json.keys) == ["now"])
+      let now = r.json["now"] as? Int64 ?? 0
+      #expect(now >= before && now <= nowMs())
+    }
+  }
+
+  @Test("Error mapping: 400, 404, 405, 409, 413, 429, 503, each with code and message")
+  func errors() async throws {
+    try await onThread {
+      let h = try HTTPServer { $0.engine.maxActivities = 3 }
+      let end = nowMs() + 60_000
+      func check(
+        _ r: HTTPAnswer, _ status: Int, _ code: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+      ) {
+        #expect(r.status == status, "\(r)", sourceLocation: sourceLocation)
+        #expect(r.code == code, "\(r)", sourceLocation: sourceLocation)
+        #expect(Set(r.json.keys) == ["code", "message"], sourceLocation: sourceLocation)
+        #expect(!(r.json["message"] as? String ?? "").isEmpty, sourceLocation: sourceLocation)
+        #expect(r.headers["content-type"] == "application/json", sourceLocation: sourceLocation)
+      }
+      check(try h("POST", "/v1/activities", "{not json"), 400, "invalidPayload")
+      check(try h("POST", "/v1/activities", "[1,2]"), 400, "invalidPayload")
+      check(
+        try h("POST", "/v1/activities", #"{"kind":"countdown","title":"X"}"#), 400, "invalidPayload"
+      )
+      check(
+        try h("POST", "/v1/activities", #"{"op":"start","kind":"elapsed","title":"X"}"#), 400,
+        "invalidPayload")
+      check(
+        try h("POST", "/v1/activities", #"{"at":\#(end),"kind":"elapsed","title":"X"}"#), 400,
+        "invalidPayload")
+      check(
+        try h("POST", "/v1/activities", #"{"kind":"countdown","endDate":1700000000,"title":"X"}"#),
+        400, "invalidDate")
+      var r = try h(
+        "POST", "/v1/activities",
+        #"{"id":"a","kind":"countdown","endDate":\#(end),"title":"A"}"#)
+      #expect(r.status == 201)
+      check(
+        try h("POST", "/v1/activities", #"{"id":"a","kind":"elapsed","title":"again"}"#), 409,
+        "duplicateID")
+      check(try h("PATCH", "/v1/activities/a", #"{"id":"b","title":"X"}"#), 400, "invalidPayload")
+      r = try h("PATCH", "/v1/activities/a", #"{"title":"A2","timestamp":\#(end)}"#)
+      #expect(r.status == 200)
+      check(
+        try h("PATCH", "/v1/activities/a", #"{"title":"A3","timestamp":\#(end - 1)}"#), 400,
+        "outOfOrder")
+      check(try h("GET", "/v1/activities/ghost"), 404, "notFound")
+      check(try h("POST", "/v1/activities/ghost/pause"), 404, "notFound")
+      check(try h("GET", "/v2/anything"), 404, "notFound")
+      check(try h("GET", "/v1/activities/a/explode"), 404, "notFound")
+      check(try h("GET", "/v1/activities/%ZZ"), 400, "invalidPayload")
+      check(try h("GET", "/v1/activities?soonest=many"), 400, "invalidPayload")
+      check(try h("GET", "/v1/activities?soonest=1&endedWithinMs=5"), 400, "invalidPayload")
+      check(try h("GET", "/v1/events?ticks=maybe"), 400, "invalidPayload")
+      r = try h("DELETE", "/v1/activities/a")
+      check(r, 405, "invalidPayload")
+      #expect(r.headers["allow"] == "GET, PATCH")
+      // Content over 4096 bytes, and a body over 64 KiB.
+      let long = String(repeating: "x", count: 5000)
+      check(
+        try h("POST", "/v1/activities", #"{"kind":"elapsed","title":"\#(long)"}"#), 413,
+        "attributesTooLarge")
+      let huge = #"{"kind":"elapsed","title":"\#(String(repeating: "y", count: 70_000))"}"#
+      r = try h("POST", "/v1/activities", huge)
+      check(r, 413, "attributesTooLarge")
+      #expect((r.json["message"] as? String ?? "").contains("65536"))
+      // Nothing the refused requests asked for happened.
+      r = try h("GET", "/v1/activities")
+      #expect((r.json["activities"] as? [[String: Any]])?.count == 1)
+      r = try h("POST", "/v1/activities/a/end")
+      #expect(r.status == 200)
+      check(try h("POST", "/v1/activities/a/pause"), 409, "activityEnded")
+      check(try h("PATCH", "/v1/activities/a", #"{"title":"late"}"#), 409, "activityEnded")
+      for k in 0..<2 {
+        r = try h("POST", "/v1/activities", #"{"kind":"elapsed","title":"\#(k)"}"#)
+        #expect(r.status == 201)
+      }
+      check(
+        try h("POST", "/v1/activities", #"{"kind":"elapsed","title":"4th"}"#), 429, "limitReached")
+      // Disabled through the socket protocol: HTTP starts get 503.
+      let c = try h.running.client()
+      #expect(try c.request(#"{"op":"configure","enabled":false}"#)["ok"] as? Bool == true)
+      check(try h("POST", "/v1/activities", #"{"kind":"elapsed","title":"off"}"#), 503, "disabled")
+      // The mapping of the codes HTTP cannot provoke here.
+      #expect(HTTPRoutes.status(of: .storageFailed) == .serviceUnavailable)
+      #expect(HTTPRoutes.status(of: .unauthorized) == .unauthorized)
+    }
+  }
+
+  @Test("A token is required when given; a non-loopback --http without one does not start")
+  func token() async throws {
+    try await onThread {
+      let h = try HTTPServer { $0.token = "s3cret-token" }
+      var r = try h("GET", "/v1/time")
+      #expect(r.status == 401 && r.code == "unauthorized")
+      #expect(r.headers["www-authenticate"] == "Bearer")
+      r = try h("GET", "/v1/activities", headers: ["Authorization": "Bearer wrong-token!"])
+      #expect(r.status == 401 && r.code == "unauthorized")
+      r = try h("POST", "/v1/activities", #"{"kind":"elapsed","title":"X"}"#)
+      #expect(r.status == 401)
+      r = try h("GET", "/v1/activities", headers: ["Authorization": "Bearer s3cret-token"])
+      #expect(r.status == 200)
+      r = try h("GET", "/?token=s3cret-token")
+      #expect(r.status == 200 && r.headers["content-type"]?.hasPrefix("text/html") == true)
+      let e = try EventStream(port: h.port)
+      #expect(e.status == 401)
+      // Nothing was started by the refused request.
+      r = try h("GET", "/v1/activities", headers: ["Authorization": "Bearer s3cret-token"])
+      #expect((r.json["activities"] as? [[String: Any]])?.isEmpty == true)
+
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let open = CountdownServer(
+        options: ServerOptions(
+          socketPath: dir.appendingPathComponent("o.sock").path, http: "0.0.0.0:0"))
+      #expect {
+        try open.start()
+      } throws: { error in
+        "\(error)".contains("--http 0.0.0.0:0 is not a loopback address: give a --token")
+      }
+      #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("o.sock").path))
+    }
+  }
+
+  @Test("Events: a snapshot first, then each event; ticks=1 and ids= filter")
+  func events() async throws {
+    try await onThread {
+      let h = try HTTPServer()
+      let end = nowMs() + 4_500
+      _ = try h(
+        "POST", "/v1/activities",
+        #"{"id":"one","kind":"countdown","endDate":\#(end),"title":"One"}"#)
+      let all = try EventStream(port: h.port)
+      #expect(all.status == 200 && all.contentType == "text/event-stream")
+      let ticks = try EventStream(port: h.port, query: "?ticks=1&ids=two,three")
+      let snapshot = try #require(all.next())
+      #expect(snapshot.name == "snapshot")
+      let list = snapshot.data["activities"] as? [[String: Any]] ?? []
+      #expect(list.map { $0["id"] as? String } == ["one"])
+      #expect(Set(list.first?.keys.map { $0 } ?? []) == Self.objectKeys)
+      #expect((snapshot.data["at"] as? Int64 ?? 0) > nowMs() - 5_000)
+      let filtered = try #require(ticks.next())
+      #expect(filtered.name == "snapshot")
+      #expect((filtered.data["activities"] as? [[String: Any]])?.isEmpty == true)
+
+      _ = try h(
+        "POST", "/v1/activities",
+        #"{"id":"two","kind":"countdown","endDate":\#(end + 1_000),"title":"Two"}"#)
+      _ = try h("POST", "/v1/activities/two/pause")
+      _ = try h("POST", "/v1/activities/two/resume")
+      // Without ticks=1: lifecycle events only, of every activity, in order.
+      var names: [String] = []
+      var ids: Set<String> = []
+      while let e = all.next(timeout: 8) {
+        names.append(e.name)
+        ids.insert(e.data["id"] as? String ?? "")
+        #expect(e.data["event"] as? String == e.name)
+        if e.name == "expired" && e.data["id"] as? String == "two" { break }
+      }
+      #expect(!names.contains("tick"))
+      #expect(Array(names.prefix(3)) == ["started", "paused", "resumed"])
+      #expect(names.filter { $0 == "expired" }.count == 2, "\(names)")
+      #expect(ids == ["one", "two"])
+      // With ticks=1&ids=two,three: two's ticks and events only, no event written before its at.
+      var tickCount = 0
+      var early = 0
+      var sawOne = false
+      while let e = ticks.next(timeout: 3) {
+        if e.data["id"] as? String != "two" { sawOne = true }
+        if e.name == "tick" {
+          tickCount += 1
+          #expect(e.data["value"] as? Int != nil && e.data["text"] as? String != nil)
+        }
+        if (e.data["at"] as? Int64 ?? 0) > nowMs() { early += 1 }
+        if e.name == "expired" { break }
+      }
+      #expect(tickCount >= 3 && early == 0 && !sawOne, "ticks \(tickCount), early \(early)")
+    }
+  }
+
+  @Test("A slow event-stream client is coalesced, then cut off; a fast one stays on time")
+  func slowStream() async throws {
+    try await onThread {
+      let h = try HTTPServer {
+        $0.subscriberBufferBytes = 16_384
+        $0.slowConsumerMilliseconds = 1_500
+      }
+      // Both streams start empty; the 4000 activities come after (a stream without ids
+      // includes activities started later).
+      let slow = try EventStream(port: h.port, query: "?ticks=1", receiveBuffer: 2048)
+      let fast = try EventStream(port: h.port, query: "?ticks=1")
+      #expect(fast.next()?.name == "snapshot")
+      let c = try h.running.client()
+      let base = nowMs() + 300
+      var batch = ""
+      for k in 0..<4_000 {
+        batch +=
+          #"{"op":"start","id":"a\#(k)","kind":"countdown","endDate":\#(base + 600_000 + Int64(k)),"title":"A"}"#
+          + "\n"
+      }
+      c.send(batch)
+      for _ in 0..<4_000 { _ = try c.json() }
+      // The fast client reads every line; the instant is read off the text (no JSON parse),
+      // so that this debug-built reader keeps up. Meanwhile the slow one's socket fills (about
+      // 2 MB of kernel buffers at ~300 KB/s), its ticks coalesce and it is cut off: /metrics
+      // shows both, read between the fast client's lines.
+      var lateness: [Int64] = []
+      let warmUp = Date().addingTimeInterval(1.5)
+      while Date() < warmUp, fast.client.line(timeout: 1) != nil {}
+      var coalesced = 0.0
+      var subscribers = 2.0
+      let until = Date().addingTimeInterval(30)
+      var nextCheck = Date().addingTimeInterval(1)
+      while Date() < until, let line = fast.client.line(timeout: 2) {
+        if line.hasPrefix(#"data: {"at":"#), line.contains(#""event":"tick""#) {
+          let digits = line.dropFirst(12).prefix { $0.isNumber }
+          lateness.append(nowMs() - (Int64(digits) ?? 0))
+        }
+        guard Date() >= nextCheck else { continue }
+        nextCheck = Date().addingTimeInterval(1)
+        for m in try h("GET", "/metrics").body.split(separator: "\n") {
+          let parts = m.split(separator: " ")
+          guard parts.count == 2 else { continue }
+          if parts[0] == "countdown_ticks_coalesced_total" { coalesced = Double(parts[1]) ?? 0 }
+          if parts[0] == "countdown_subscribers" { subscribers = Double(parts[1]) ?? 0 }
+        }
+        if coalesced > 0 && subscribers == 1 { break }
+      }
+      #expect(coalesced > 0, "no tick was coalesced")
+      #expect(subscribers == 1, "the slow client was not cut off")
+      #expect(lateness.count > 4_000 * 5, "received \(lateness.count)")
+      lateness.sort()
+      let p99 = lateness.isEmpty ? 0 : lateness[lateness.count * 99 / 100]
+      #expect(p99 <= 150, "fast client's p99 lateness \(p99) ms")
+      // The slow client's stream ends (read raw: what it holds is kernel buffers' worth).
+      var ended = false
+      var tail: [UInt8] = []
+      let deadline = Date().addingTimeInterval(20)
+      while Date() < deadline {
+        var p = pollfd(fd: slow.client.fd, events: Int16(POLLIN), revents: 0)
+        if poll(&p, 1, 500) <= 0 { continue }
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(slow.client.fd, $0.baseAddress, 65536, 0) }
+        if n <= 0 {
+          ended = true
+          break
+        }
+        tail = Array((tail + chunk[0..<n]).suffix(4096))
+      }
+      #expect(ended)
+      let sawError = String(decoding: tail, as: UTF8.self).contains(#""code":"slowConsumer""#)
+      // Best effort, as for a socket: the error is written only if the socket takes it.
+      _ = sawError
+    }
+  }
+
+  @Test("/metrics: activities by phase, ticks, lateness, wake-ups, commands, errors, subscribers")
+  func metrics() async throws {
+    try await onThread {
+      let h = try HTTPServer()
+      let end = nowMs() + 60_000
+      for (id, extra) in [("a", ""), ("b", ""), ("c", "")] {
+        _ = try h(
+          "POST", "/v1/activities",
+          #"{"id":"\#(id)","kind":"countdown","endDate":\#(end),"title":"X"\#(extra)}"#)
+      }
+      _ = try h("POST", "/v1/activities/b/pause")
+      _ = try h("POST", "/v1/activities/c/end")
+      _ = try h("GET", "/v1/activities/ghost")
+      let stream = try EventStream(port: h.port)
+      _ = stream.next()
+      Thread.sleep(forTimeInterval: 2.2)
+      let r = try h("GET", "/metrics")
+      #expect(r.status == 200 && r.headers["content-type"]?.hasPrefix("text/plain") == true)
+      var values: [String: Double] = [:]
+      for line in r.body.split(separator: "\n") where !line.hasPrefix("#") {
+        let parts = line.split(separator: " ")
+        if parts.count == 2 { values[String(parts[0])] = Double(parts[1]) }
+      }
+      #expect(values[#"countdown_activities{phase="active"}"#] == 1)
+      #expect(values[#"countdown_activities{phase="paused"}"#] == 1)
+      #expect(values[#"countdown_activities{phase="ended"}"#] == 1)
+      #expect((values["countdown_ticks_total"] ?? 0) >= 2)
+      #expect((values["countdown_tick_lateness_seconds_count"] ?? 0) >= 2)
+      #expect(values[#"countdown_tick_lateness_seconds_bucket{le="+Inf"}"#] != nil)
+      #expect((values["countdown_wakeups_total"] ?? 0) >= 2)
+      #expect((values["countdown_commands_total"] ?? 0) >= 7)
+      #expect(values[#"countdown_errors_total{code="notFound"}"#] == 1)
+      #expect(values["countdown_subscribers"] == 1)
+      #expect(values["countdown_ticks_coalesced_total"] == 0)
+    }
+  }
+
+  @Test("The board page: self-contained, no external assets, the server's style in it")
+  func page() async throws {
+    try await onThread {
+      let h = try HTTPServer { $0.style = .units(maxUnits: 3) }
+      let r = try h("GET", "/")
+      #expect(r.status == 200 && r.headers["content-type"] == "text/html; charset=utf-8")
+      #expect(r.body.contains(#"<main id="board">"#))
+      #expect(r.body.contains(#"const STYLE = {"name":"units","maxUnits":3};"#))
+      // No external assets: no src or href, no http(s) address, no import.
+      for needle in ["src=", "href=", "http://", "https://", "@import", "url("] {
+        #expect(!r.body.contains(needle), "the page contains \(needle)")
+      }
+    }
+  }
+}
