@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: run replay plot test deps cdeps lint build release tsan asan bench-format consumer fuzz lib install examples ctest
+.PHONY: run replay plot test deps cdeps browserdeps tuideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -38,6 +38,37 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 	$(MAKE) ctest
+	$(MAKE) browser
+	$(MAKE) tui
+
+# The board's browser tests need Debian's chromium and chromium-driver and PyPI's selenium;
+# the terminal board's, tmux.
+browserdeps:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  echo "installing chromium, chromium-driver"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-dejavu-core; }
+	@python3 -c "import selenium" 2>/dev/null || { echo "installing selenium"; pip install -q selenium; }
+
+tuideps:
+	@command -v tmux >/dev/null || { \
+	  echo "installing tmux"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux; }
+
+# The kiosk board (GET /) in a real headless Chromium driven by Selenium, against a real
+# `countdown serve --http` (the debug build); screenshots land in .build-browser.
+browser: deps browserdeps
+	$(SWIFT) build --product countdown
+	SCRATCH=$(CURDIR)/.build-browser python3 Tests/browser/test_board.py
+
+# `countdown board` under tmux, read back with capture-pane.
+tui: deps tuideps
+	$(SWIFT) build --product countdown
+	python3 Tests/terminal/test_board_tmux.py
+
+# The README's screenshots (docs/board-1280x800.png, docs/board-800x480.png).
+screenshots: deps browserdeps
+	$(SWIFT) build --product countdown
+	SCRATCH=$(CURDIR)/.build-browser SCREENSHOTS=$(CURDIR)/docs python3 Tests/browser/test_board.py
 
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests Fuzz Examples/consumer Package.swift Benchmarks/Sources Benchmarks/Package.swift

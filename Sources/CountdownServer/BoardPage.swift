@@ -247,31 +247,38 @@ enum BoardPage {
           if (board.children[i] !== t.root) board.insertBefore(t.root, board.children[i] || null);
         });
         emptyEl.hidden = acts.size > 0;
-        schedule();
+        schedule(now);
       }
 
-      // One timeout, for the soonest second boundary of any tile (by the server's clock).
-      function schedule() {
+      // One timeout, for the soonest second boundary of any tile (by the server's clock) after
+      // `now`, the instant the tiles were last drawn for: a boundary that passed since then
+      // is due at once (a timeout that fired a little early is simply run again).
+      function schedule(now) {
         if (timer !== null) clearTimeout(timer);
-        const now = serverNow();
         let next = Infinity;
         for (const a of acts.values()) {
           const n = nextChange(a, now);
           if (n !== null && n < next) next = n;
         }
         if (next === Infinity) { timer = null; return; }
-        timer = setTimeout(onBoundary, Math.max(0, next - now));
+        target = next;
+        timer = setTimeout(onBoundary, Math.max(0, next - serverNow()));
       }
+      // The last redraws: [the boundary aimed at, when it ran], by the server's clock.
+      const redraws = [];
+      let target = 0;
       function onBoundary() {
         timer = null;
         const now = serverNow();
+        redraws.push([target, now]);
+        if (redraws.length > 32) redraws.shift();
         let resort = false;
         for (const a of acts.values()) {
           const t = tiles.get(a.id);
           if (t) tick(a, t, now);
           if (a.kind === "countdown" && a.phase === "active" && valueAt(a, now) === 0) resort = true;
         }
-        if (resort) layout(); else schedule();
+        if (resort) layout(); else schedule(now);
       }
 
       async function api(method, path, body) {
@@ -283,16 +290,22 @@ enum BoardPage {
         return j;
       }
 
+      // The server's clock: the sample of five with the shortest round trip, its midpoint.
+      // A slow sample (a busy page, a first connection) is retried a second later.
+      let resync = null;
       async function syncClock() {
         let best = null;
-        for (let i = 0; i < 3; i++) {
+        for (let i = 0; i < 5; i++) {
           const t0 = Date.now(), p0 = performance.now();
           const j = await api("GET", "/v1/time");
           const rtt = performance.now() - p0;
-          if (best === null || rtt < best.rtt) best = { rtt, offset: j.now + rtt / 2 - (t0 + rtt) };
+          if (best === null || rtt < best.rtt) best = { rtt, offset: j.now - (t0 + rtt / 2) };
         }
         offset = best.offset;
         board.dataset.offset = String(Math.round(offset));
+        board.dataset.rtt = best.rtt.toFixed(1);
+        if (resync !== null) clearTimeout(resync);
+        resync = setTimeout(() => syncClock().then(layout).catch(() => {}), best.rtt > 20 ? 1000 : 30000);
       }
 
       async function command(id, op) {
@@ -350,9 +363,8 @@ enum BoardPage {
         source.addEventListener("dismissed", (m) => { acts.delete(JSON.parse(m.data).id); layout(); });
       }
 
-      window.countdownBoard = { format, serverNow, acts, get offset() { return offset; } };
+      window.countdownBoard = { format, serverNow, acts, redraws, get offset() { return offset; } };
       syncClock().catch(() => {}).finally(connect);
-      setInterval(() => syncClock().catch(() => {}), 60000);
     })();
     </script>
     </body>

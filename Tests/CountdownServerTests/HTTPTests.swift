@@ -391,16 +391,24 @@ struct HTTPTests {
   @Test("A slow event-stream client is coalesced, then cut off; a fast one stays on time")
   func slowStream() async throws {
     try await onThread {
-      let h = try HTTPServer {
-        $0.subscriberBufferBytes = 16_384
-        $0.slowConsumerMilliseconds = 1_500
-      }
+      // A child process, as for the socket's stalled subscriber: the other suites running
+      // meanwhile in this process would otherwise take the server's threads' time.
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let server = try ServerProcess(
+        [
+          "--socket", "c.sock", "--state", ":memory:", "--http", "127.0.0.1:0",
+          "--subscriber-buffer-bytes", "16384", "--slow-consumer-ms", "1500",
+        ], in: dir)
+      let port = try #require(
+        server.startLine.firstMatch(of: /http http:\/\/127\.0\.0\.1:(\d+)\//).flatMap { Int($0.1) })
+      let h = { (method: String, path: String) in try http(method, path, port: port) }
       // Both streams start empty; the 4000 activities come after (a stream without ids
       // includes activities started later).
-      let slow = try EventStream(port: h.port, query: "?ticks=1", receiveBuffer: 2048)
-      let fast = try EventStream(port: h.port, query: "?ticks=1")
+      let slow = try EventStream(port: port, query: "?ticks=1", receiveBuffer: 2048)
+      let fast = try EventStream(port: port, query: "?ticks=1")
       #expect(fast.next()?.name == "snapshot")
-      let c = try h.running.client()
+      let c = try TestClient(unix: dir.appendingPathComponent("c.sock").path)
       let base = nowMs() + 300
       var batch = ""
       for k in 0..<4_000 {

@@ -1,0 +1,155 @@
+"""`countdown board` in a real terminal: tmux, read back with capture-pane.
+
+Run by `make tui` (part of `make test`). COUNTDOWN is the executable (default
+.build/debug/countdown).
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COUNTDOWN = os.environ.get("COUNTDOWN", os.path.join(ROOT, ".build/debug/countdown"))
+SESSION = "cd-board-test-%d" % os.getpid()
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def tmux(*args):
+    return subprocess.run(["tmux", "-L", SESSION] + list(args), capture_output=True, text=True,
+                          check=True).stdout
+
+
+def screen(escapes=False):
+    return tmux("capture-pane", "-p", "-t", SESSION, *(["-e"] if escapes else []))
+
+
+def wait_for(condition, timeout, what):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = screen()
+        if condition(last):
+            return last
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for %s; the screen:\n%s" % (what, last))
+
+
+class Server:
+    def __init__(self, dir):
+        self.dir = dir
+        self.socket = os.path.join(dir, "c.sock")
+        self.proc = subprocess.Popen(
+            [COUNTDOWN, "serve", "--socket", self.socket, "--state", os.path.join(dir, "s.db")],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert self.proc.stdout.readline().startswith("countdown serve:")
+
+    def send(self, *requests):
+        out = subprocess.run([COUNTDOWN, "send", "--socket", self.socket] +
+                             [json.dumps(r) for r in requests],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return [json.loads(line) for line in out.stdout.splitlines()]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=15)
+        self.proc.stdout.close()
+
+
+class TerminalBoardTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="cd-tui-", dir="/tmp")
+        self.server = Server(self.dir)
+        t = now_ms()
+        self.server.send(
+            {"op": "start", "id": "gate", "kind": "countdown", "endDate": t + 95_500,
+             "startDate": t - 60_000, "title": "Gate B12", "subtitle": "Boarding",
+             "color": "#1E88E5"},
+            {"op": "start", "id": "auction", "kind": "countdown", "endDate": t + 35_500,
+             "title": "Auction #3", "color": "#E53935"},
+            {"op": "start", "id": "dose", "kind": "elapsed", "startDate": t - 5_000,
+             "title": "Medication", "milestones": [{"name": "second dose", "atMs": 6_000}]},
+            {"op": "start", "id": "parking", "kind": "countdown", "endDate": t + 3_600_000,
+             "title": "Parking P2"},
+            {"op": "pause", "id": "parking"})
+        self.shell_out = os.path.join(self.dir, "shell.txt")
+        tmux("new-session", "-d", "-s", SESSION, "-x", "110", "-y", "14",
+             "env -i PATH=%s TERM=xterm-256color HOME=%s bash --norc --noprofile" %
+             (os.environ["PATH"], self.dir))
+        tmux("send-keys", "-t", SESSION,
+             "stty -a > %s/before.txt; %s board --socket %s; echo BOARD-EXIT=$?; stty -a > %s/after.txt"
+             % (self.dir, COUNTDOWN, self.server.socket, self.dir), "Enter")
+
+    def tearDown(self):
+        subprocess.run(["tmux", "-L", SESSION, "kill-server"], capture_output=True)
+        self.server.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def rows(self, text):
+        return [line for line in text.splitlines() if line.startswith("▌")]
+
+    def test_board(self):
+        text = wait_for(lambda s: len(self.rows(s)) == 4 and " live" in s, 10, "four rows, live")
+        rows = self.rows(text)
+        # Soonest ending first: the running countdowns by end, the paused one, the elapsed timer.
+        order = [next(n for n in ("Auction", "Gate", "Parking", "Medication") if n in r) for r in rows]
+        self.assertEqual(order, ["Auction", "Gate", "Parking", "Medication"])
+        self.assertIn("Gate B12 · Boarding", rows[1])
+        self.assertIn("[PAUSED]", rows[2])
+        self.assertIn("1:00:00", rows[2])
+        self.assertTrue(text.splitlines()[0].startswith("Countdown  4 activities"))
+        self.assertIn("q quits", text)
+        # Values change every second, and the elapsed timer passes its milestone.
+        gate = re.search(r"(\d+:\d\d)", rows[1]).group(1)
+        text = wait_for(lambda s: re.search(r"(\d+:\d\d)", self.rows(s)[1]).group(1) != gate, 3,
+                        "the gate's value to change")
+        wait_for(lambda s: "● second dose" in s, 5, "the milestone")
+        # Colors (the content's color, in the 256-color palette) with TERM=xterm-256color.
+        self.assertIn("\x1b[38;5;", screen(escapes=True))
+        # A lifecycle event redraws the row: end the auction, it goes last with its badge.
+        self.server.send({"op": "end", "id": "auction"})
+        text = wait_for(lambda s: "[ENDED]" in self.rows(s)[-1], 5, "the ended badge")
+        self.assertIn("Auction", self.rows(text)[-1])
+        # Follows the terminal's size: narrower, every line fits (no wrap), rows still there.
+        tmux("resize-window", "-t", SESSION, "-x", "60", "-y", "10")
+        text = wait_for(lambda s: len(self.rows(s)) == 4 and
+                        all(len(line) <= 60 for line in s.splitlines()), 5, "a 60-column board")
+        self.assertIn("Gate", "".join(self.rows(text)))
+        # q quits, restores the terminal (cooked mode again, the shell's screen back).
+        tmux("send-keys", "-t", SESSION, "q")
+        text = wait_for(lambda s: "BOARD-EXIT=0" in s, 5, "the board to quit")
+        self.assertIn("board --socket", text)  # the shell's own screen is back
+        time.sleep(0.3)
+        with open(os.path.join(self.dir, "before.txt")) as f:
+            before = f.read()
+        with open(os.path.join(self.dir, "after.txt")) as f:
+            after = f.read()
+        # The same settings but the size (resized above).
+        self.assertEqual(before.splitlines()[1:], after.splitlines()[1:])
+        self.assertRegex(after, r"(^|\s)icanon(\s|$)")
+        self.assertRegex(after, r"(^|\s)echo(\s|$)")
+
+    def test_reconnects(self):
+        wait_for(lambda s: len(self.rows(s)) == 4 and " live" in s, 10, "four rows")
+        self.server.stop()
+        wait_for(lambda s: "reconnecting" in s, 5, "reconnecting")
+        self.server = Server(self.dir)
+        self.server.send({"op": "start", "id": "new", "kind": "countdown",
+                          "endDate": now_ms() + 10_000, "title": "Late arrival"})
+        text = wait_for(lambda s: " live" in s and len(self.rows(s)) == 5, 10, "live again")
+        self.assertIn("Late arrival", self.rows(text)[0])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
