@@ -83,10 +83,10 @@ release: deps
 bench-format: deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/countdown-bench format
 
-# ThreadSanitizer over the real-loop tests and the service's socket tests (own scratch path,
-# so the debug build stays).
+# ThreadSanitizer over the real-loop tests, the service's socket tests and its HTTP tests that
+# run in this process (own scratch path, so the debug build stays).
 tsan: deps
-	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests'
+	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page)'
 
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.

@@ -12,14 +12,16 @@ import ServiceLifecycle
 struct ServeCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "serve",
-    abstract: "Run the engine on the real clock as a service on a Unix socket (and TCP).",
+    abstract:
+      "Run the engine on the real clock as a service on a Unix socket (and TCP, and HTTP).",
     discussion: """
       Requests are JSON lines: the commands of replay without "at" (the server stamps them), \
       plus subscribe, unsubscribe, list and ping; each gets one reply line, in order. Runs \
       until SIGTERM or SIGINT, then answers what it has read, removes the socket file and \
       exits 0. State is kept in an SQLite file (--state, WAL): a reply with "ok":true is sent \
       only once its change is committed, and a restart on the same file (after any stop, kill \
-      -9 included) has every activity back, with what fell due meanwhile applied once.
+      -9 included) has every activity back, with what fell due meanwhile applied once. \
+      --http adds the HTTP API, server-sent events, /metrics and the kiosk board page at /.
       """
   )
 

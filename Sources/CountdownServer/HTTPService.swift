@@ -280,7 +280,7 @@ struct HTTPRoutes: HTTPResponder {
         heartbeat.cancel()
         hub.eventLoop.execute { hub.unsubscribe(sink.key) }
       }
-      for await chunk in sink.stream {
+      while let chunk = await sink.next() {
         try await writer.write(chunk)
         sink.drained(chunk.readableBytes)
       }
@@ -406,13 +406,19 @@ struct HTTPRoutes: HTTPResponder {
   }
 }
 
-/// An HTTP event stream's end of the hub: what the hub writes is yielded to the response
-/// body's task, which writes it to the connection. `pending` counts the bytes yielded and not
-/// yet written; over 1 MiB (or the subscriber bound, if smaller) the sink is not writable and the hub keeps (and coalesces) the
-/// events itself, exactly as for a socket whose NIO buffer is full.
+/// An HTTP event stream's end of the hub: what the hub writes is appended to one pending
+/// buffer, which the response body's task takes whole and writes to the connection. While that
+/// task is writing, later events gather behind it, so a busy stream makes fewer, larger writes.
+/// `pending` counts the bytes handed over and not yet written; over 1 MiB (or the subscriber
+/// bound, if smaller) the sink is not writable and the hub keeps (and coalesces) the events
+/// itself, exactly as for a socket whose NIO buffer is full.
 final class StreamSink: EventSink, Sendable {
-  let stream: AsyncStream<ByteBuffer>
-  private let continuation: AsyncStream<ByteBuffer>.Continuation
+  private struct State {
+    var buffer = ByteBuffer()
+    var finished = false
+    var waiter: CheckedContinuation<Void, Never>?
+  }
+  private let state = NIOLockedValueBox(State())
   private let pending = Atomic<Int>(0)
   private let closed = Atomic<Bool>(false)
   private let hub: Hub
@@ -424,28 +430,62 @@ final class StreamSink: EventSink, Sendable {
     self.hub = hub
     self.channel = channel
     highWater = min(1 << 20, hub.bound)
-    (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
   }
 
   var key: ObjectIdentifier { ObjectIdentifier(self) }
   var framing: EventFraming { .serverSentEvents }
   var isWritable: Bool { pending.load(ordering: .relaxed) < highWater }
   var isClosed: Bool { closed.load(ordering: .relaxed) }
-  var allocator: ByteBufferAllocator { ByteBufferAllocator() }
+  var allocator: ByteBufferAllocator { channel.allocator }
 
   func write(_ buffer: ByteBuffer) {
     pending.add(buffer.readableBytes, ordering: .relaxed)
-    continuation.yield(buffer)
+    let waiter = state.withLockedValue { s in
+      var buffer = buffer
+      s.buffer.writeBuffer(&buffer)
+      defer { s.waiter = nil }
+      return s.waiter
+    }
+    waiter?.resume()
   }
 
   /// Ends the stream after `last`; the connection is closed 100 ms later if the response is
   /// still not done (a client that does not read keeps the writer waiting).
   func close(after last: ByteBuffer?) {
-    if let last { continuation.yield(last) }
+    if let last { write(last) }
     closed.store(true, ordering: .relaxed)
-    continuation.finish()
+    let waiter = state.withLockedValue { s in
+      s.finished = true
+      defer { s.waiter = nil }
+      return s.waiter
+    }
+    waiter?.resume()
     let channel = self.channel
     channel.eventLoop.scheduleTask(in: .milliseconds(100)) { channel.close(promise: nil) }
+  }
+
+  /// Everything written since the last call, once there is something; nil once closed and
+  /// drained.
+  func next() async -> ByteBuffer? {
+    while true {
+      let taken: ByteBuffer?? = state.withLockedValue { s in
+        if s.buffer.readableBytes > 0 {
+          let out = s.buffer
+          s.buffer = ByteBuffer()
+          return .some(out)
+        }
+        return s.finished ? .some(nil) : nil
+      }
+      if let taken { return taken }
+      await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+        let ready = state.withLockedValue { s in
+          if s.buffer.readableBytes > 0 || s.finished { return true }
+          s.waiter = c
+          return false
+        }
+        if ready { c.resume() }
+      }
+    }
   }
 
   /// `n` bytes reached the connection; below the high-water mark again, the hub hands over

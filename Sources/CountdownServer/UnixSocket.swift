@@ -2,8 +2,8 @@
   import Glibc
 #endif
 
-/// Client side of the service's Unix domain socket, for tools and tests that speak the
-/// protocol without SwiftNIO (`countdown send`, the benchmark).
+/// Client side of the service's Unix domain socket (and loopback TCP), for tools and tests that
+/// speak the protocol without SwiftNIO (`countdown send`, `countdown board`, the benchmark).
 public enum UnixSocket {
   /// A blocking stream socket connected to `path`.
   /// - Throws: ``SocketError`` naming the path and the reason (no server there, a path
@@ -31,6 +31,33 @@ public enum UnixSocket {
       let reason = String(cString: strerror(errno))
       close(fd)
       throw SocketError("cannot connect to \(path): \(reason)")
+    }
+    return fd
+  }
+
+  /// A blocking TCP socket connected to `127.0.0.1:port`, optionally with SO_RCVBUF set
+  /// before connecting (set after, the window already offered shrinks).
+  public static func connect(loopbackPort port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else {
+      throw SocketError("cannot make a socket: \(String(cString: strerror(errno)))")
+    }
+    if var size = receiveBuffer {
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let rc = withUnsafePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    guard rc == 0 else {
+      let reason = String(cString: strerror(errno))
+      close(fd)
+      throw SocketError("cannot connect to 127.0.0.1:\(port): \(reason)")
     }
     return fd
   }

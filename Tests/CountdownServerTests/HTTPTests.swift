@@ -472,6 +472,49 @@ struct HTTPTests {
     }
   }
 
+  @Test("With a state file, a 2xx answer means committed: after kill -9 and a restart it holds")
+  func durable() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let arguments = ["--socket", "c.sock", "--state", "s.db", "--http", "127.0.0.1:0"]
+      func port(_ server: ServerProcess) throws -> Int {
+        try #require(
+          server.startLine.firstMatch(of: /http http:\/\/127\.0\.0\.1:(\d+)\//).flatMap {
+            Int($0.1)
+          })
+      }
+      var server = try ServerProcess(arguments, in: dir)
+      var p = try port(server)
+      let end = nowMs() + 600_000
+      for k in 0..<40 {
+        let r = try http(
+          "POST", "/v1/activities", port: p,
+          body: #"{"id":"h\#(k)","kind":"countdown","endDate":\#(end + Int64(k)),"title":"H\#(k)"}"#
+        )
+        #expect(r.status == 201)
+      }
+      #expect(try http("POST", "/v1/activities/h3/pause", port: p).status == 200)
+      #expect(
+        try http("PATCH", "/v1/activities/h5", port: p, body: #"{"title":"changed"}"#).status == 200
+      )
+      #expect(try http("POST", "/v1/activities/h7/end", port: p).status == 200)
+      kill(server.pid, SIGKILL)
+      #expect(server.exitStatus(within: 10) != nil)
+      server = try ServerProcess(arguments, in: dir)
+      #expect(server.startLine.contains("40 activities restored"), "\(server.startLine)")
+      p = try port(server)
+      let list = try http("GET", "/v1/activities", port: p).json["activities"] as? [[String: Any]]
+      let byID = Dictionary(
+        uniqueKeysWithValues: (list ?? []).map { ($0["id"] as? String ?? "", $0) })
+      #expect(byID.count == 40)
+      #expect(byID["h3"]?["phase"] as? String == "paused")
+      #expect((byID["h5"]?["content"] as? [String: Any])?["title"] as? String == "changed")
+      #expect(byID["h7"]?["phase"] as? String == "ended")
+      #expect(byID["h9"]?["endDate"] as? Int64 == end + 9)
+    }
+  }
+
   @Test("/metrics: activities by phase, ticks, lateness, wake-ups, commands, errors, subscribers")
   func metrics() async throws {
     try await onThread {

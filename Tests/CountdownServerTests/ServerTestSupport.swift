@@ -13,23 +13,7 @@ final class TestClient {
   /// `receiveBuffer` sets SO_RCVBUF before connecting (set after, the window already offered
   /// shrinks, and the kernel then sends what waits only at zero-window probe pace).
   init(tcpPort port: Int, receiveBuffer: Int32? = nil) throws {
-    fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    if var size = receiveBuffer {
-      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-    }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_port = in_port_t(UInt16(port).bigEndian)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let rc = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-      }
-    }
-    if rc != 0 {
-      close(fd)
-      throw TestFailure("cannot connect to port \(port)")
-    }
+    fd = try UnixSocket.connect(loopbackPort: port, receiveBuffer: receiveBuffer)
   }
 
   deinit { close(fd) }

@@ -7,7 +7,7 @@ struct BenchCommand: AsyncParsableCommand {
     abstract: "Measure Countdown beside what people would otherwise use.",
     subcommands: [
       SuiteBench.self, TicksBench.self, WakeBench.self, FormatBench.self, OpsBench.self,
-      ServeBench.self, ServeChild.self, CABIBench.self, StoreBench.self,
+      ServeBench.self, ServeChild.self, CABIBench.self, StoreBench.self, SSEBench.self,
     ],
     defaultSubcommand: SuiteBench.self
   )

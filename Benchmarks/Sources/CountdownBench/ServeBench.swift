@@ -21,15 +21,18 @@ struct ServeChild: AsyncParsableCommand {
   @Option var subscriberBufferBytes = 8 << 20
   @Option var state = ":memory:"
   @Option var sync = "normal"
+  @Option var http: String?
 
   func run() async throws {
+    raiseDescriptorLimit()
     let server = CountdownServer(
       options: ServerOptions(
-        socketPath: socket, subscriberBufferBytes: subscriberBufferBytes, statePath: state,
-        sync: StoreSync(rawValue: sync) ?? .normal),
+        socketPath: socket, http: http, subscriberBufferBytes: subscriberBufferBytes,
+        statePath: state, sync: StoreSync(rawValue: sync) ?? .normal),
       logger: Logger(label: "bench"))
     try server.start()
     print("ready")
+    if let port = server.httpAddress?.port { print("port \(port)") }
     fflush(nil)
     try await ServiceGroup(
       services: [server], gracefulShutdownSignals: [.sigterm], logger: Logger(label: "bench")
@@ -172,30 +175,49 @@ struct ServeBench: ParsableCommand {
       threads.append(t)
     }
     if streamPerSecond > 0 {
-      let streamer = try Client(child.socket)
-      let perBatch = max(1, streamPerSecond / 100)
-      let t = Thread {
-        var k = 0
-        var next = monotonicNanoseconds()
-        while !stop.isSet {
-          var batch = [UInt8]()
-          for _ in 0..<perBatch {
-            batch += Array(
-              #"{"op":"update","id":"a\#(k % activities)","subtitle":"u\#(k)"}"#.utf8)
-            batch.append(0x0A)
-            k += 1
-          }
-          streamer.send(batch)
-          next += 10_000_000
-          let wait = next - monotonicNanoseconds()
-          if wait > 0 { usleep(UInt32(wait / 1000)) }
-        }
-      }
-      let drain = Thread { streamer.drain(until: stop) }
-      t.start()
-      drain.start()
-      threads += [t, drain]
+      threads += try Self.streamUpdates(
+        child, activities: activities, perSecond: streamPerSecond, until: stop)
     }
+    let result = Self.measure(
+      child, seconds: seconds, threads: threads, stop: stop, recorder: recorder)
+    _ = idle
+    return result
+  }
+
+  /// Sends `perSecond` updates a second, one activity (`a0`…) each, in 10 ms batches, from a
+  /// thread of its own (and drains the replies on another) until `stop`.
+  static func streamUpdates(
+    _ child: Child, activities: Int, perSecond: Int, until stop: StopFlag
+  ) throws -> [Thread] {
+    let streamer = try Client(child.socket)
+    let perBatch = max(1, perSecond / 100)
+    let t = Thread {
+      var k = 0
+      var next = monotonicNanoseconds()
+      while !stop.isSet {
+        var batch = [UInt8]()
+        for _ in 0..<perBatch {
+          batch += Array(#"{"op":"update","id":"a\#(k % activities)","subtitle":"u\#(k)"}"#.utf8)
+          batch.append(0x0A)
+          k += 1
+        }
+        streamer.send(batch)
+        next += 10_000_000
+        let wait = next - monotonicNanoseconds()
+        if wait > 0 { usleep(UInt32(wait / 1000)) }
+      }
+    }
+    let drain = Thread { streamer.drain(until: stop) }
+    t.start()
+    drain.start()
+    return [t, drain]
+  }
+
+  /// After 1.5 s of warm-up, `seconds` measured: the child's CPU share, its RSS, and what the
+  /// reader `threads` recorded; then stops them.
+  static func measure(
+    _ child: Child, seconds: Double, threads: [Thread], stop: StopFlag, recorder: LatencyBox
+  ) -> LatenessResult {
     usleep(1_500_000)
     let cpu0 = child.cpuNanoseconds()
     let t0 = monotonicNanoseconds()
@@ -205,11 +227,10 @@ struct ServeBench: ParsableCommand {
     let wall = Double(monotonicNanoseconds() - t0)
     stop.set()
     while threads.contains(where: { !$0.isFinished }) { usleep(10_000) }
-    _ = idle
     let h = recorder.histogram()
     return LatenessResult(
       latency: Latency(h), cpu: Double(cpu1 - cpu0) / wall,
-      eventsPerSecond: Double(h.totalCount) / (Double(seconds) + 0), rss: rss)
+      eventsPerSecond: Double(h.totalCount) / seconds, rss: rss)
   }
 
   /// Pipelines `commands` requests over `connections` connections and times the replies.
@@ -262,20 +283,35 @@ final class Child {
   let process = Process()
   let socket: String
 
-  /// `state` is the child's `--state` (a file, or `:memory:`), `sync` its `--sync`.
-  init(subscriberBufferBytes: Int = 8 << 20, state: String = ":memory:", sync: String = "normal")
-    throws
-  {
+  /// The HTTP port, when the child serves HTTP.
+  private(set) var httpPort: Int?
+
+  /// `state` is the child's `--state` (a file, or `:memory:`), `sync` its `--sync`; `http`
+  /// makes it serve HTTP on a free loopback port.
+  init(
+    subscriberBufferBytes: Int = 8 << 20, state: String = ":memory:", sync: String = "normal",
+    http: Bool = false
+  ) throws {
     socket = "/tmp/cdb-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = [
-      "serve-child", "--socket", socket, "--subscriber-buffer-bytes", "\(subscriberBufferBytes)",
-      "--state", state, "--sync", sync,
-    ]
+    process.arguments =
+      [
+        "serve-child", "--socket", socket, "--subscriber-buffer-bytes", "\(subscriberBufferBytes)",
+        "--state", state, "--sync", sync,
+      ] + (http ? ["--http", "127.0.0.1:0"] : [])
     let out = Pipe()
     process.standardOutput = out
     try process.run()
     _ = out.fileHandleForReading.readData(ofLength: 6)  // "ready\n"
+    if http {
+      var line = [UInt8]()
+      while true {
+        let b = out.fileHandleForReading.readData(ofLength: 1)
+        if b.isEmpty || b.first == 0x0A { break }
+        line.append(b.first!)
+      }
+      httpPort = Int(String(decoding: line, as: UTF8.self).dropFirst(5))
+    }
   }
 
   /// The child's CPU time (user + system) from /proc, in nanoseconds.
@@ -396,4 +432,12 @@ final class StopFlag: @unchecked Sendable {
   private var value = false
   func set() { lock.withLock { value = true } }
   var isSet: Bool { lock.withLock { value } }
+}
+
+/// Lifts the soft limit on open descriptors to the hard one (a thousand clients each side).
+func raiseDescriptorLimit() {
+  var limit = rlimit()
+  getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+  limit.rlim_cur = limit.rlim_max
+  setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }

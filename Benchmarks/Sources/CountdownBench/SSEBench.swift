@@ -1,0 +1,127 @@
+import ArgumentParser
+import CountdownServer
+import Foundation
+import Histogram
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `countdown-bench sse`: server-sent events fan-out (`GET /v1/events`, SPEC §7) from a real
+/// server child over real TCP connections: the lateness of each event at the clients (receipt
+/// time − `at`) and the server's CPU.
+struct SSEBench: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "sse",
+    abstract: "Server-sent events fan-out: lateness at the clients and the server's CPU.")
+
+  @Option(help: "Seconds measured per run (after 1.5 s of warm-up).")
+  var seconds: Double = 5
+
+  @Option(help: "Updates a second in the lifecycle run (each goes to every client).")
+  var updatesPerSecond = 100
+
+  func run() throws {
+    raiseDescriptorLimit()
+    print("| run | p50 | p99 | max | server CPU | events/s at the clients |")
+    print("|---|---|---|---|---|---|")
+    let lifecycle = try measure(activities: 1_000, clients: 1_000, ticks: false)
+    print(
+      "| lifecycle events: 1000 activities, \(updatesPerSecond) updates/s, 1000 clients | \(lifecycle.row) |"
+    )
+    let ticking = try measure(activities: 10_000, clients: 100, ticks: true)
+    print("| ticks: 10k activities, 100 clients (ticks=1) | \(ticking.row) |")
+  }
+
+  func measure(activities: Int, clients: Int, ticks: Bool) throws -> ServeBench.LatenessResult {
+    let child = try Child(http: true)
+    defer { child.stop() }
+    guard let port = child.httpPort else { throw ValidationError("the child did not serve HTTP") }
+    let control = try Client(child.socket)
+    var batch = [UInt8]()
+    let base = wallNanoseconds() / 1_000_000 + 3_600_000
+    for k in 0..<activities {
+      batch += Array(
+        #"{"op":"start","id":"a\#(k)","kind":"countdown","endDate":\#(base + Int64.random(in: 0..<1000)),"title":"A"}"#
+          .utf8)
+      batch.append(0x0A)
+    }
+    control.sendWhileReading(batch, replies: activities)
+    let streams = try (0..<clients).map { _ in
+      try EventStreamClient(port: port, query: ticks ? "?ticks=1" : "")
+    }
+    let recorder = LatencyBox()
+    let stop = StopFlag()
+    let warmUpUntil = monotonicNanoseconds() + 1_500_000_000
+    var threads: [Thread] = []
+    // Readers: one thread per 50 clients (two cores: the readers share them with the server).
+    for start in stride(from: 0, to: streams.count, by: 50) {
+      let group = Array(streams[start..<min(start + 50, streams.count)])
+      let t = Thread {
+        EventStreamClient.read(group, recorder: recorder, stop: stop, after: warmUpUntil)
+      }
+      t.start()
+      threads.append(t)
+    }
+    if !ticks {
+      threads += try ServeBench.streamUpdates(
+        child, activities: activities, perSecond: updatesPerSecond, until: stop)
+    }
+    return ServeBench.measure(
+      child, seconds: seconds, threads: threads, stop: stop, recorder: recorder)
+  }
+}
+
+/// One `GET /v1/events` connection over TCP.
+final class EventStreamClient: @unchecked Sendable {
+  // @unchecked Sendable: read by one thread at a time.
+  let fd: Int32
+
+  init(port: Int, query: String) throws {
+    fd = try UnixSocket.connect(loopbackPort: port)
+    let request = "GET /v1/events\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    _ = Array(request.utf8).withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count, 0) }
+  }
+
+  deinit { close(fd) }
+
+  /// Records the lateness of every `data:` line of an event (not the snapshot) received after
+  /// `after` (monotonic ns), until `stop`.
+  static func read(
+    _ clients: [EventStreamClient], recorder: LatencyBox, stop: StopFlag, after: Int64
+  ) {
+    var local = Histogram<UInt64>(
+      highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+    var polls = clients.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+    var partial = clients.map { _ in [UInt8]() }
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    let prefix = Array(#"data: {"at":"#.utf8)
+    while !stop.isSet {
+      guard poll(&polls, nfds_t(polls.count), 100) > 0 else { continue }
+      let now = wallNanoseconds()
+      let counting = monotonicNanoseconds() >= after
+      for k in polls.indices where polls[k].revents & Int16(POLLIN) != 0 {
+        let n = chunk.withUnsafeMutableBytes { recv(polls[k].fd, $0.baseAddress, 1 << 16, 0) }
+        if n <= 0 { continue }
+        var data = partial[k]
+        data += chunk[0..<n]
+        var start = 0
+        for i in 0..<data.count where data[i] == 0x0A {
+          defer { start = i + 1 }
+          guard counting, i - start > prefix.count,
+            data[start..<(start + prefix.count)].elementsEqual(prefix)
+          else { continue }
+          var j = start + prefix.count
+          var at: Int64 = 0
+          while j < i, data[j] >= 48, data[j] <= 57 {
+            at = at * 10 + Int64(data[j] - 48)
+            j += 1
+          }
+          local.record(UInt64(max(0, now - at * 1_000_000)))
+        }
+        partial[k] = Array(data[start...])
+      }
+    }
+    recorder.merge(local)
+  }
+}
