@@ -85,43 +85,13 @@ final class EventStreamClient: @unchecked Sendable {
 
   deinit { close(fd) }
 
-  /// Records the lateness of every `data:` line of an event (not the snapshot) received after
-  /// `after` (monotonic ns), until `stop`.
+  /// Records the lateness of every `data:` line of an event received after `after` (monotonic
+  /// ns), until `stop` (the snapshot's comes before).
   static func read(
     _ clients: [EventStreamClient], recorder: LatencyBox, stop: StopFlag, after: Int64
   ) {
-    var local = Histogram<UInt64>(
-      highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
-    var polls = clients.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-    var partial = clients.map { _ in [UInt8]() }
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    let prefix = Array(#"data: {"at":"#.utf8)
-    while !stop.isSet {
-      guard poll(&polls, nfds_t(polls.count), 100) > 0 else { continue }
-      let now = wallNanoseconds()
-      let counting = monotonicNanoseconds() >= after
-      for k in polls.indices where polls[k].revents & Int16(POLLIN) != 0 {
-        let n = chunk.withUnsafeMutableBytes { recv(polls[k].fd, $0.baseAddress, 1 << 16, 0) }
-        if n <= 0 { continue }
-        var data = partial[k]
-        data += chunk[0..<n]
-        var start = 0
-        for i in 0..<data.count where data[i] == 0x0A {
-          defer { start = i + 1 }
-          guard counting, i - start > prefix.count,
-            data[start..<(start + prefix.count)].elementsEqual(prefix)
-          else { continue }
-          var j = start + prefix.count
-          var at: Int64 = 0
-          while j < i, data[j] >= 48, data[j] <= 57 {
-            at = at * 10 + Int64(data[j] - 48)
-            j += 1
-          }
-          local.record(UInt64(max(0, now - at * 1_000_000)))
-        }
-        partial[k] = Array(data[start...])
-      }
-    }
-    recorder.merge(local)
+    Client.recordLateness(
+      clients.map(\.fd), linePrefix: Array(#"data: {"at":"#.utf8), recorder: recorder,
+      stop: stop, after: after)
   }
 }

@@ -380,12 +380,21 @@ final class Client: @unchecked Sendable {
   /// Records the lateness of every event line received on `clients` after `after` (monotonic
   /// ns), until `stop`.
   static func readTicks(_ clients: [Client], recorder: LatencyBox, stop: StopFlag, after: Int64) {
+    recordLateness(
+      clients.map(\.fd), linePrefix: Array(#"{"at":"#.utf8), recorder: recorder, stop: stop,
+      after: after)
+  }
+
+  /// Reads `fds` until `stop`; each line that starts with `linePrefix` (which ends just before
+  /// an event's `at` digits) received after `after` (monotonic ns) records its lateness.
+  static func recordLateness(
+    _ fds: [Int32], linePrefix prefix: [UInt8], recorder: LatencyBox, stop: StopFlag, after: Int64
+  ) {
     var local = Histogram<UInt64>(
       highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
-    var polls = clients.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-    var partial = clients.map { _ in [UInt8]() }
+    var polls = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+    var partial = fds.map { _ in [UInt8]() }
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    let atKey = Array(#""at":"#.utf8)
     while !stop.isSet {
       guard poll(&polls, nfds_t(polls.count), 100) > 0 else { continue }
       let now = wallNanoseconds()
@@ -398,9 +407,10 @@ final class Client: @unchecked Sendable {
         var start = 0
         for i in 0..<data.count where data[i] == 0x0A {
           defer { start = i + 1 }
-          guard counting, i - start > 8, data[start + 2] == UInt8(ascii: "a") else { continue }
-          // {"at":1795…,"event":… : the digits after "at":
-          var j = start + 1 + atKey.count
+          guard counting, i - start > prefix.count,
+            data[start..<(start + prefix.count)].elementsEqual(prefix)
+          else { continue }
+          var j = start + prefix.count
           var at: Int64 = 0
           while j < i, data[j] >= 48, data[j] <= 57 {
             at = at * 10 + Int64(data[j] - 48)
