@@ -353,8 +353,6 @@ struct TerminalBoard {
     let milestone = t.milestone.map { "● \($0)" } ?? ""
     let fixed = 2 + timerWidth + 2 + (barWidth > 0 ? barWidth + 2 : 0)
     let nameWidth = max(8, (width - fixed) * 3 / 5)
-    var name = t.title
-    if !t.subtitle.isEmpty { name += " · " + t.subtitle }
     line.nameColumn(t.title, t.subtitle, width: nameWidth, dimmed: t.phase == "ended")
     line.plain("  ")
     line.timer(String(repeating: " ", count: timerWidth - timerText.count) + timerText)
@@ -381,8 +379,6 @@ struct TerminalBoard {
 struct Line {
   let colors: TerminalBoard.Colors
   var bytes: [UInt8] = []
-  var visible = 0
-  var width = Int.max
 
   init(colors: TerminalBoard.Colors) { self.colors = colors }
 
@@ -390,12 +386,7 @@ struct Line {
     if colors != .none { bytes += Array("\u{1B}[\(code)m".utf8) }
   }
 
-  private mutating func text(_ s: String) {
-    for c in s {
-      bytes += Array(String(c).utf8)
-      visible += 1
-    }
-  }
+  private mutating func text(_ s: String) { bytes += Array(s.utf8) }
 
   mutating func plain(_ s: String) { text(s) }
   mutating func bold(_ s: String) {
@@ -542,9 +533,8 @@ final class RawTerminal {
 
 /// SIGWINCH, SIGINT and SIGTERM, turned into bytes on a pipe that `poll` watches.
 enum SignalPipe {
-  nonisolated(unsafe) static var fds: [Int32] = [-1, -1]
-  static var readEnd: Int32 { fds[0] }
-
+  nonisolated(unsafe) static var readEnd: Int32 = -1
+  nonisolated(unsafe) static var writeEnd: Int32 = -1
   enum Received { case none, resize, quit }
 
   static func install() {
@@ -552,7 +542,7 @@ enum SignalPipe {
     guard pipe(&p) == 0 else { return }
     _ = fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK)
     _ = fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK)
-    fds = p
+    readEnd = p[0]
     writeEnd = p[1]
     for sig in [SIGWINCH, SIGINT, SIGTERM, SIGHUP] {
       signal(sig) { s in
@@ -561,8 +551,6 @@ enum SignalPipe {
       }
     }
   }
-
-  nonisolated(unsafe) static var writeEnd: Int32 = -1
 
   static func drain() -> Received {
     var got = Received.none

@@ -69,6 +69,15 @@ package struct ReplyWriter {
     out.raw("}\n")
   }
 
+  /// `{"at":…,"activities":[…]}`: an HTTP listing or event-stream snapshot (SPEC §7).
+  package mutating func listing(_ list: [ActivityState], at: Instant) {
+    out.raw("{\"at\":")
+    out.write(int: at.milliseconds)
+    out.raw(",\"activities\":")
+    activities(list)
+    out.raw("}")
+  }
+
   package mutating func activities(_ list: [ActivityState]) {
     out.raw("[")
     for (k, s) in list.enumerated() {

@@ -115,21 +115,19 @@ extension LoopEngine {
       return BatchResult(at: now, items: [(nil, outcome)])
     }
     var result = run([BatchItem(rid: nil, request: request)])
+    guard case .success(.command(let op, let commandID)) = request else { return result }
     let id: String?
     switch result.items[0].outcome {
     case .started(let started): id = started
-    case .ok:
-      if case .success(.command(let op, let commandID)) = request, op.isActivityCommand {
-        id = commandID
-      } else {
-        id = nil
-      }
+    case .ok where op.isActivityCommand: id = commandID
     default: id = nil
     }
     if let id {
-      result.items[0].outcome =
-        (try? state(of: id)).map(Outcome.activity)
-        ?? .failed(CountdownError(.notFound, "no activity with id \(JSONValue.string(id))"))
+      do throws(CountdownError) {
+        result.items[0].outcome = .activity(try state(of: id))
+      } catch {
+        result.items[0].outcome = .failed(error)
+      }
     }
     return result
   }

@@ -302,7 +302,6 @@ enum BoardPage {
           if (best === null || rtt < best.rtt) best = { rtt, offset: j.now - (t0 + rtt / 2) };
         }
         offset = best.offset;
-        board.dataset.offset = String(Math.round(offset));
         board.dataset.rtt = best.rtt.toFixed(1);
         if (resync !== null) clearTimeout(resync);
         resync = setTimeout(() => syncClock().then(layout).catch(() => {}), best.rtt > 20 ? 1000 : 30000);

@@ -188,20 +188,26 @@ struct HTTPRoutes: HTTPResponder {
     return await run(decoded, created: created)
   }
 
-  /// Runs one request on the loop and answers with its outcome once it is committed.
+  /// Runs one request on the loop and returns its outcome once it is committed (a loop that
+  /// is shutting down gives `shutdown`); counted for `/metrics`.
+  private func outcome(of request: Result<ServerRequest, CountdownError>) async -> (
+    at: Instant, outcome: Outcome
+  ) {
+    switch await core.perform({ engine in engine.runForHTTP(request) }) {
+    case .success(let batch):
+      core.metrics.answered(batch.items[0].outcome)
+      return (batch.at, batch.items[0].outcome)
+    case .failure(let e):
+      core.metrics.refused(e.code)
+      return (wallClockNow(), .failed(e))
+    }
+  }
+
+  /// Runs one request and answers with its outcome.
   private func run(_ request: Result<ServerRequest, CountdownError>, created: Bool) async
     -> Response
   {
-    let result = await core.perform { engine in engine.runForHTTP(request) }
-    let batch: BatchResult
-    switch result {
-    case .success(let b): batch = b
-    case .failure(let e):
-      core.metrics.refused(e.code)
-      return failure(e)
-    }
-    let outcome = batch.items[0].outcome
-    core.metrics.answered(outcome)
+    let (at, outcome) = await outcome(of: request)
     var w = ReplyWriter(formatter: core.formatter)
     switch outcome {
     case .failed(let e): return failure(e)
@@ -209,15 +215,11 @@ struct HTTPRoutes: HTTPResponder {
       w.activity(s)
       return json(created ? .created : .ok, w.out.bytes)
     case .activities(let list):
-      w.out.raw("{\"at\":")
-      w.out.write(int: batch.at.milliseconds)
-      w.out.raw(",\"activities\":")
-      w.activities(list)
-      w.out.raw("}")
+      w.listing(list, at: at)
       return json(.ok, w.out.bytes)
     default:
       w.out.raw("{\"at\":")
-      w.out.write(int: batch.at.milliseconds)
+      w.out.write(int: at.milliseconds)
       w.out.raw("}")
       return json(.ok, w.out.bytes)
     }
@@ -238,33 +240,19 @@ struct HTTPRoutes: HTTPResponder {
     if let list = query["ids"] {
       ids = list.split(separator: ",", omittingEmptySubsequences: true).map(String.init)
     }
-    let subscribe = ServerRequest.subscribe(ids: ids, ticks: ticks)
     let sink = StreamSink(hub: core.hub, channel: channel)
     let hub = core.hub
     let formatter = core.formatter
-    let metrics = core.metrics
     // The subscription is registered, and the snapshot written, on the hub's event loop in one
     // step once the request is done (committed), so no event after the snapshot is missed.
-    let result = await core.perform { engine in engine.runForHTTP(.success(subscribe)) }
-    guard case .success(let batch) = result,
-      case .subscribed(let snapshot, let from, let ids, let ticks) = batch.items[0].outcome
-    else {
-      switch result {
-      case .failure(let e): return failure(e)
-      case .success(let b):
-        if case .failed(let e) = b.items[0].outcome { return failure(e) }
-        return failure(CountdownError(.systemError, "the subscription did not start"))
-      }
+    let (at, outcome) = await outcome(of: .success(.subscribe(ids: ids, ticks: ticks)))
+    guard case .subscribed(let snapshot, let from, let ids, let ticks) = outcome else {
+      if case .failed(let e) = outcome { return failure(e) }
+      return failure(CountdownError(.systemError, "the subscription did not start"))
     }
-    metrics.answered(batch.items[0].outcome)
-    let at = batch.at
     hub.eventLoop.execute {
       var w = ReplyWriter(formatter: formatter)
-      w.out.raw("{\"at\":")
-      w.out.write(int: at.milliseconds)
-      w.out.raw(",\"activities\":")
-      w.activities(snapshot)
-      w.out.raw("}")
+      w.listing(snapshot, at: at)
       // `retry`: the browser reconnects after 1 s when the server goes away.
       sink.write(ByteBuffer(bytes: Array("retry: 1000\n\n".utf8) + Hub.sse("snapshot", w.take())))
       hub.subscribe(sink, ids: ids, ticks: ticks, fromSequence: from)

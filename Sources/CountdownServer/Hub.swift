@@ -31,7 +31,6 @@ final class Hub: @unchecked Sendable {
     var waitingTick: [ActivityHandle: Int] = [:]
     /// When `waitingBytes` went over the bound (nil while under it).
     var overSince: NIODeadline?
-    var coalesced = 0
 
     init(sink: any EventSink, ids: [String]?, ticks: Bool, fromSequence: UInt64) {
       self.sink = sink
@@ -50,16 +49,14 @@ final class Hub: @unchecked Sendable {
   let bound: Int
   let slowConsumerAfter: TimeAmount
   private var subscribers: [ObjectIdentifier: Subscriber] = [:]
-  /// Counters for `/metrics` (nil: none kept).
-  let metrics: ServerMetrics?
+  /// Counters for `/metrics`.
+  let metrics: ServerMetrics
   private var writer: WireEventWriter
   private var offsets: [Int] = []
-  /// Ticks replaced while subscribers were over their bound, in all.
-  private(set) var coalescedTicks = 0
 
   init(
     eventLoop: EventLoop, formatter: TimerFormatter, bound: Int, slowConsumerAfter: TimeAmount,
-    metrics: ServerMetrics? = nil
+    metrics: ServerMetrics
   ) {
     self.metrics = metrics
     self.eventLoop = eventLoop
@@ -69,20 +66,18 @@ final class Hub: @unchecked Sendable {
     writer = WireEventWriter(formatter: formatter, writesTicks: true)
   }
 
-  var subscriberCount: Int { subscribers.count }
-
   /// Registers (or replaces) the subscription of `sink`.
   func subscribe(_ sink: any EventSink, ids: [String]?, ticks: Bool, fromSequence: UInt64) {
     eventLoop.assertInEventLoop()
     subscribers[sink.key] = Subscriber(
       sink: sink, ids: ids, ticks: ticks, fromSequence: fromSequence)
-    metrics?.subscribers.record(subscribers.count)
+    metrics.subscribers.record(subscribers.count)
   }
 
   func unsubscribe(_ key: ObjectIdentifier) {
     eventLoop.assertInEventLoop()
     guard subscribers.removeValue(forKey: key) != nil else { return }
-    metrics?.subscribers.record(subscribers.count)
+    metrics.subscribers.record(subscribers.count)
   }
 
   /// Ends every subscription whose sink is an HTTP event stream (the server is stopping: the
@@ -93,13 +88,13 @@ final class Hub: @unchecked Sendable {
       subscribers[key] = nil
       sub.sink.close(after: nil)
     }
-    metrics?.subscribers.record(subscribers.count)
+    metrics.subscribers.record(subscribers.count)
   }
 
   /// One wake's events, the first numbered `first`, delivered now.
   func publish(first: UInt64, _ events: [ActivityEvent]) {
     eventLoop.assertInEventLoop()
-    metrics?.published(events)
+    metrics.published(events)
     guard !subscribers.isEmpty else { return }
     deliver(events) { first + UInt64($0) }
   }
@@ -121,7 +116,7 @@ final class Hub: @unchecked Sendable {
       publish(first: first, events)
       return
     }
-    metrics?.published(events)
+    metrics.published(events)
     var lifecycle: Set<ActivityHandle> = []
     if token != nil {
       for e in events where e.kind != .tick { lifecycle.insert(e.handle) }
@@ -242,9 +237,7 @@ final class Hub: @unchecked Sendable {
       if e.kind == .tick, sub.waitingBytes >= bound, let at = sub.waitingTick[e.handle] {
         sub.waitingBytes += bytes.count - sub.waiting[at].bytes.count
         sub.waiting[at].bytes = bytes
-        sub.coalesced += 1
-        coalescedTicks += 1
-        metrics?.coalescedTicks.increment()
+        metrics.coalescedTicks.increment()
         continue
       }
       if e.kind == .tick {

@@ -18,46 +18,42 @@ public enum UnixSocket {
     withUnsafeMutableBytes(of: &addr.sun_path) { raw in
       for (k, b) in bytes.enumerated() { raw[k] = b }
     }
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else {
-      throw SocketError("cannot make a socket: \(String(cString: strerror(errno)))")
-    }
-    let rc = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    guard rc == 0 else {
-      let reason = String(cString: strerror(errno))
-      close(fd)
-      throw SocketError("cannot connect to \(path): \(reason)")
-    }
-    return fd
+    return try connected(AF_UNIX, to: &addr, naming: path)
   }
 
   /// A blocking TCP socket connected to `127.0.0.1:port`, optionally with SO_RCVBUF set
   /// before connecting (set after, the window already offered shrinks).
   public static func connect(loopbackPort port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else {
-      throw SocketError("cannot make a socket: \(String(cString: strerror(errno)))")
-    }
-    if var size = receiveBuffer {
-      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-    }
     var addr = sockaddr_in()
     addr.sin_family = sa_family_t(AF_INET)
     addr.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
     addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let rc = withUnsafePointer(to: &addr) {
+    return try connected(AF_INET, to: &addr, naming: "127.0.0.1:\(port)") { fd in
+      if var size = receiveBuffer {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+      }
+    }
+  }
+
+  /// A new stream socket of `family`, set up by `prepare`, connected to `address`.
+  private static func connected<Address>(
+    _ family: Int32, to address: inout Address, naming name: String,
+    prepare: (Int32) -> Void = { _ in }
+  ) throws -> Int32 {
+    let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else {
+      throw SocketError("cannot make a socket: \(String(cString: strerror(errno)))")
+    }
+    prepare(fd)
+    let rc = withUnsafePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        Glibc.connect(fd, $0, socklen_t(MemoryLayout<Address>.size))
       }
     }
     guard rc == 0 else {
       let reason = String(cString: strerror(errno))
       close(fd)
-      throw SocketError("cannot connect to 127.0.0.1:\(port): \(reason)")
+      throw SocketError("cannot connect to \(name): \(reason)")
     }
     return fd
   }

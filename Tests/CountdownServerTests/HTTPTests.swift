@@ -400,8 +400,7 @@ struct HTTPTests {
           "--socket", "c.sock", "--state", ":memory:", "--http", "127.0.0.1:0",
           "--subscriber-buffer-bytes", "16384", "--slow-consumer-ms", "1500",
         ], in: dir)
-      let port = try #require(
-        server.startLine.firstMatch(of: /http http:\/\/127\.0\.0\.1:(\d+)\//).flatMap { Int($0.1) })
+      let port = try #require(server.httpPort)
       let h = { (method: String, path: String) in try http(method, path, port: port) }
       // Both streams start empty; the 4000 activities come after (a stream without ids
       // includes activities started later).
@@ -409,15 +408,7 @@ struct HTTPTests {
       let fast = try EventStream(port: port, query: "?ticks=1")
       #expect(fast.next()?.name == "snapshot")
       let c = try TestClient(unix: dir.appendingPathComponent("c.sock").path)
-      let base = nowMs() + 300
-      var batch = ""
-      for k in 0..<4_000 {
-        batch +=
-          #"{"op":"start","id":"a\#(k)","kind":"countdown","endDate":\#(base + 600_000 + Int64(k)),"title":"A"}"#
-          + "\n"
-      }
-      c.send(batch)
-      for _ in 0..<4_000 { _ = try c.json() }
+      try c.startCountdowns(4_000, endingAfter: 600_300)
       // The fast client reads every line; the instant is read off the text (no JSON parse),
       // so that this debug-built reader keeps up. Meanwhile the slow one's socket fills (about
       // 2 MB of kernel buffers at ~300 KB/s), its ticks coalesce and it is cut off: /metrics
@@ -478,14 +469,8 @@ struct HTTPTests {
       let dir = temporaryDirectory()
       defer { try? FileManager.default.removeItem(at: dir) }
       let arguments = ["--socket", "c.sock", "--state", "s.db", "--http", "127.0.0.1:0"]
-      func port(_ server: ServerProcess) throws -> Int {
-        try #require(
-          server.startLine.firstMatch(of: /http http:\/\/127\.0\.0\.1:(\d+)\//).flatMap {
-            Int($0.1)
-          })
-      }
       var server = try ServerProcess(arguments, in: dir)
-      var p = try port(server)
+      var p = try #require(server.httpPort)
       let end = nowMs() + 600_000
       for k in 0..<40 {
         let r = try http(
@@ -503,7 +488,7 @@ struct HTTPTests {
       #expect(server.exitStatus(within: 10) != nil)
       server = try ServerProcess(arguments, in: dir)
       #expect(server.startLine.contains("40 activities restored"), "\(server.startLine)")
-      p = try port(server)
+      p = try #require(server.httpPort)
       let list = try http("GET", "/v1/activities", port: p).json["activities"] as? [[String: Any]]
       let byID = Dictionary(
         uniqueKeysWithValues: (list ?? []).map { ($0["id"] as? String ?? "", $0) })

@@ -103,15 +103,7 @@ struct ServerProcessTests {
       let socket = dir.appendingPathComponent("c.sock").path
       // 5000 activities ticking every second: ~350 KB of tick lines a second.
       let control = try TestClient(unix: socket)
-      let base = nowMs() + 500
-      var batch = ""
-      for k in 0..<5_000 {
-        batch +=
-          #"{"op":"start","id":"a\#(k)","kind":"countdown","endDate":\#(base + 600_000 + Int64(k)),"title":"A"}"#
-          + "\n"
-      }
-      control.send(batch)
-      for _ in 0..<5_000 { _ = try control.json() }
+      try control.startCountdowns(5_000, endingAfter: 600_500)
       let stalled = try TestClient(unix: socket)
       var small: Int32 = 4096
       setsockopt(stalled.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))

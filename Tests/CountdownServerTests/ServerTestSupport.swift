@@ -65,6 +65,20 @@ final class TestClient {
     return try json()
   }
 
+  /// Starts countdowns `a0`…`a{n-1}`, the k-th ending `endingAfter + k` ms from now (so that
+  /// their ticks spread over the second), in one write, and reads the n replies.
+  func startCountdowns(_ n: Int, endingAfter ms: Int64) throws {
+    let base = nowMs() + ms
+    var batch = ""
+    for k in 0..<n {
+      batch +=
+        #"{"op":"start","id":"a\#(k)","kind":"countdown","endDate":\#(base + Int64(k)),"title":"A"}"#
+        + "\n"
+    }
+    send(batch)
+    for _ in 0..<n { _ = try json() }
+  }
+
   /// Whether the server closed the connection within `timeout`.
   func closed(within timeout: Double) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
@@ -157,6 +171,11 @@ final class ServerProcess {
   }
 
   var pid: Int32 { process.processIdentifier }
+
+  /// The HTTP port its start-up line names (`--http 127.0.0.1:0`).
+  var httpPort: Int? {
+    startLine.firstMatch(of: /http http:\/\/127\.0\.0\.1:(\d+)\//).flatMap { Int($0.1) }
+  }
 
   /// Resident memory of the server, in KiB.
   var rssKiB: Int {

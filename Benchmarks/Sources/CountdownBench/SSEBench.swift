@@ -37,16 +37,7 @@ struct SSEBench: ParsableCommand {
     let child = try Child(http: true)
     defer { child.stop() }
     guard let port = child.httpPort else { throw ValidationError("the child did not serve HTTP") }
-    let control = try Client(child.socket)
-    var batch = [UInt8]()
-    let base = wallNanoseconds() / 1_000_000 + 3_600_000
-    for k in 0..<activities {
-      batch += Array(
-        #"{"op":"start","id":"a\#(k)","kind":"countdown","endDate":\#(base + Int64.random(in: 0..<1000)),"title":"A"}"#
-          .utf8)
-      batch.append(0x0A)
-    }
-    control.sendWhileReading(batch, replies: activities)
+    try ServeBench.startCountdowns(child, activities)
     let streams = try (0..<clients).map { _ in
       try EventStreamClient(port: port, query: ticks ? "?ticks=1" : "")
     }

@@ -138,16 +138,7 @@ struct ServeBench: ParsableCommand {
   ) throws -> LatenessResult {
     let child = try Child(subscriberBufferBytes: subscriberBuffer, state: state)
     defer { child.stop() }
-    let control = try Client(child.socket)
-    var batch = [UInt8]()
-    let base = wallNanoseconds() / 1_000_000 + 3_600_000
-    for k in 0..<activities {
-      batch += Array(
-        #"{"op":"start","id":"a\#(k)","kind":"countdown","endDate":\#(base + Int64.random(in: 0..<1000)),"title":"A"}"#
-          .utf8)
-      batch.append(0x0A)
-    }
-    control.sendWhileReading(batch, replies: activities)
+    try Self.startCountdowns(child, activities)
     var idle: Client?
     if stalled {
       let c = try Client(child.socket)
@@ -182,6 +173,21 @@ struct ServeBench: ParsableCommand {
       child, seconds: seconds, threads: threads, stop: stop, recorder: recorder)
     _ = idle
     return result
+  }
+
+  /// Starts countdowns `a0`…`a{n-1}` on `child`, ending in an hour at random phases within
+  /// the second (so their ticks spread over it), and waits for the replies.
+  static func startCountdowns(_ child: Child, _ n: Int) throws {
+    let control = try Client(child.socket)
+    var batch = [UInt8]()
+    let base = wallNanoseconds() / 1_000_000 + 3_600_000
+    for k in 0..<n {
+      batch += Array(
+        #"{"op":"start","id":"a\#(k)","kind":"countdown","endDate":\#(base + Int64.random(in: 0..<1000)),"title":"A"}"#
+          .utf8)
+      batch.append(0x0A)
+    }
+    control.sendWhileReading(batch, replies: n)
   }
 
   /// Sends `perSecond` updates a second, one activity (`a0`…) each, in 10 ms batches, from a
