@@ -129,7 +129,11 @@ class TerminalBoardTest(unittest.TestCase):
         # q quits, restores the terminal (cooked mode again, the shell's screen back).
         tmux("send-keys", "-t", SESSION, "q")
         text = wait_for(lambda s: "BOARD-EXIT=0" in s, 5, "the board to quit")
-        self.assertIn("board --socket", text)  # the shell's own screen is back
+        # The shell's own screen is back: its command line, wrapped lines joined (-J) and the
+        # lines scrolled above the pane included (-S): at 60 columns the line wraps where the
+        # lengths of the paths in it say, and may no longer fit in 10 rows.
+        self.assertIn("board --socket",
+                      tmux("capture-pane", "-p", "-J", "-S", "-50", "-t", SESSION))
         time.sleep(0.3)
         with open(os.path.join(self.dir, "before.txt")) as f:
             before = f.read()
