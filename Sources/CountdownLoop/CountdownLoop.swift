@@ -124,7 +124,7 @@ public final class CountdownLoop: Sendable {
       LoopCommand(
         run: { engine in
           let result = withUnsafeMutablePointer(to: &engine) { pointer in
-            let view = LoopEngine(pointer, core.batch)
+            let view = LoopEngine(pointer, core)
             return Result { () throws(CountdownError) -> T in try body(view) }
           }
           completion(result)

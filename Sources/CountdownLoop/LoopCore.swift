@@ -35,6 +35,11 @@ final class LoopCore: @unchecked Sendable {
   var wakeups: UInt64 = 0
   /// In `.precise` mode, the monotonic deadline the early-armed timer stands for.
   var spinUntil: Int64 = 0
+  /// The monotonic instant at which the wall clock's millisecond moves past the engine's
+  /// clock: a command still running then catches the engine up (``catchUp(_:)``).
+  var catchUpAt: Int64 = .max
+  /// Whether a catch-up inside the running commands fired events not yet handed on.
+  var caughtUp = false
   var thread = pthread_t()
 
   /// Steps smaller than this are clock-reading jitter, not steps.
@@ -127,6 +132,9 @@ final class LoopCore: @unchecked Sendable {
     let (wall, mono) = Self.readClocks(options.wallClock)
     let offset = wall - mono
     let ms = Instant(milliseconds: Self.floorDiv(wall, 1_000_000))
+    defer {
+      if options.ticksFirst { catchUpAt = (engine.now.milliseconds + 1) &* 1_000_000 &- offset }
+    }
     if stepping || abs(offset - lastOffset) > Self.stepThresholdNs {
       lastOffset = offset
       // A wall clock set outside the wire's range (before 1973, after 9999) is not followed:
@@ -136,6 +144,20 @@ final class LoopCore: @unchecked Sendable {
     }
     lastOffset = offset
     if ms > engine.now { try? engine.advance(to: ms) }
+  }
+
+  /// Ticks first: called before each operation of a command (and between commands), it
+  /// moves `engine` to the wall clock's now once the millisecond has moved on, so that what
+  /// fell due while a long command ran fires at its own instant, before the operations that
+  /// follow (SPEC §3: commands apply after every event due at or before their instant).
+  /// `onEvent` gets those events at once; the stream, `onBatch` and the wake handler get
+  /// them after the command. One monotonic clock read when the millisecond has not moved.
+  @inline(__always)
+  func catchUp(_ engine: inout ActivityEngine) {
+    guard LibUV.monotonicNanoseconds() >= catchUpAt else { return }
+    let before = batch.count
+    syncClock(&engine, stepping: false)
+    if batch.count != before { caughtUp = true }
   }
 
   /// Rebuilds `engine` (the loop's, handed to a command) from `snapshot`, a store's last
@@ -179,7 +201,17 @@ final class LoopCore: @unchecked Sendable {
       return
     }
     syncClock()
-    for c in commands { c.run(&engine) }
+    for (k, c) in commands.enumerated() {
+      if k > 0 {
+        // Ticks first: what fell due while the commands so far ran is handed on now, as its
+        // own wake, not after the rest of the queue.
+        catchUp(&engine)
+        if caughtUp { handOn(engine, ranCommands: true) }
+      }
+      caughtUp = false
+      c.run(&engine)
+    }
+    caughtUp = false
     afterWork(ranCommands: !commands.isEmpty)
   }
 

@@ -14,20 +14,30 @@ import Countdown
 /// ```
 public struct LoopEngine: ~Copyable {
   private let engine: UnsafeMutablePointer<ActivityEngine>
-  private unowned(unsafe) let batch: EventBatch
+  private unowned(unsafe) let core: LoopCore
 
   /// Only the loop thread makes one, around its own engine, for the length of one command.
-  init(_ engine: UnsafeMutablePointer<ActivityEngine>, _ batch: EventBatch) {
+  init(_ engine: UnsafeMutablePointer<ActivityEngine>, _ core: LoopCore) {
     self.engine = engine
-    self.batch = batch
+    self.core = core
   }
+
+  /// Ticks first: before each operation that changes the engine, what fell due since the
+  /// command began fires at its own instant (see ``now``).
+  @inline(__always)
+  private func catchUp() { core.catchUp(&engine.pointee) }
 
   /// The sequence number the next event will get (see the `onBatch` callback of
   /// ``CountdownLoop/init(options:onEvent:onBatch:)``): what a subscriber registered now
   /// should receive starts there.
-  public var eventSequence: UInt64 { batch.count }
+  public var eventSequence: UInt64 { core.batch.count }
 
   /// The command's instant: the loop's wall-clock now, in whole milliseconds.
+  ///
+  /// A long command does not hold back ticks: before each operation that changes the engine
+  /// (start, update, pause, resume, end, the settings), the loop moves the engine to the
+  /// wall clock's now when the millisecond has moved on, firing what fell due at its own
+  /// instant, so `now` can move on between the operations of one command.
   public var now: Instant { engine.pointee.now }
 
   /// The engine-wide settings.
@@ -39,45 +49,56 @@ public struct LoopEngine: ~Copyable {
   /// Starts an activity now and returns its id (see ``ActivityEngine/start(_:at:)``).
   @discardableResult
   public func start(_ r: ActivityRequest) throws(CountdownError) -> String {
-    try engine.pointee.start(r, at: now)
+    catchUp()
+    return try engine.pointee.start(r, at: now)
   }
 
   /// Updates an activity now (see ``ActivityEngine/update(_:_:at:)``).
   public func update(_ id: String, _ u: ActivityUpdate) throws(CountdownError) {
+    catchUp()
     try engine.pointee.update(id, u, at: now)
   }
 
   /// Pauses an activity now, freezing its value.
   public func pause(_ id: String, timestamp: Instant? = nil) throws(CountdownError) {
+    catchUp()
     try engine.pointee.pause(id, at: now, timestamp: timestamp)
   }
 
   /// Resumes a paused activity now.
   public func resume(_ id: String, timestamp: Instant? = nil) throws(CountdownError) {
+    catchUp()
     try engine.pointee.resume(id, at: now, timestamp: timestamp)
   }
 
   /// Ends an activity now.
   public func end(_ id: String, _ e: ActivityEnding = ActivityEnding()) throws(CountdownError) {
+    catchUp()
     try engine.pointee.end(id, e, at: now)
   }
 
   /// Ends an activity now and returns it as it stands once ended (before an immediate
   /// dismissal removes it).
   package func ending(_ id: String, _ e: ActivityEnding) throws(CountdownError) -> ActivityState {
-    try engine.pointee.ending(id, e, at: now)
+    catchUp()
+    return try engine.pointee.ending(id, e, at: now)
   }
 
   /// Turns the engine on or off now.
   public func setEnabled(_ enabled: Bool) throws(CountdownError) {
+    catchUp()
     try engine.pointee.setEnabled(enabled, at: now)
   }
 
   /// Sets the most activities that may exist at once (nil: no limit).
-  public func setMaxActivities(_ limit: Int?) { engine.pointee.setMaxActivities(limit) }
+  public func setMaxActivities(_ limit: Int?) {
+    catchUp()
+    engine.pointee.setMaxActivities(limit)
+  }
 
   /// Sets the maximum active duration now (nil: off).
   public func setMaxActiveDuration(_ ms: Int64?) throws(CountdownError) {
+    catchUp()
     try engine.pointee.setMaxActiveDuration(ms, at: now)
   }
 

@@ -57,6 +57,13 @@ public struct LoopOptions: Sendable {
   public var preciseSpinNanoseconds: Int64
   /// C calls that tests make fail on purpose (see `LibUVFaults`); none in real use.
   var faults = LibUVFaults()
+  /// Ticks first (on by default; see ``LoopEngine/now``): a long command catches the engine
+  /// up to the wall clock between its operations, and what fell due during a queue of
+  /// commands is handed on between them, so commands never hold back ticks. Off, every
+  /// operation of one command happens at the command's instant, and ticks that fall due while
+  /// commands run wait for the queue to finish. (`countdown-bench ticks --no-ticks-first`
+  /// measures the difference.)
+  public var ticksFirst = true
 
   public init(
     precision: TimerPrecision = .default, engine: EngineOptions = EngineOptions(),

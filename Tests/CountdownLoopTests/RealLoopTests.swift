@@ -13,22 +13,25 @@ struct RealLoopTests {
     let ends = (0..<300).map { k in
       base.advanced(by: 2_000 + Int64.random(in: 0..<1_000) + Int64(k % 7) * 1_000)
     }
-    // All in one command, so that they share one start instant however busy the machine is.
-    let started = try await h.loop.submit { engine throws(CountdownError) -> Instant in
+    // All in one command; each start's instant is read back (on a busy machine the command
+    // can run past a millisecond, and later starts then happen later: ticks first).
+    let started = try await h.loop.submit { engine throws(CountdownError) -> [Instant] in
+      var instants: [Instant] = []
       for (k, end) in ends.enumerated() {
         try engine.start(.countdown(id: "a\(k)", to: end, title: "A"))
+        instants.append(engine.now)
       }
-      return engine.now
+      return instants
     }
-    let until = started.advanced(by: 3_000)
+    let until = started[0].advanced(by: 3_000)
     try await h.wait(until: until)
     let ticks = h.delivered().filter { $0.event.kind == .tick && $0.event.at <= until }
-    // Every change instant end − k s after the start and by `until`, exactly once.
-    let expected = ends.reduce(0) { n, end in
+    // Every change instant end − k s after the activity's start and by `until`, exactly once.
+    let expected = zip(ends, started).reduce(0) { n, pair in
       n
         + (0...10).filter { k in
-          let t = end.advanced(by: Int64(-1_000 * k))
-          return t > started && t <= until
+          let t = pair.0.advanced(by: Int64(-1_000 * k))
+          return t > pair.1 && t <= until
         }.count
     }
     #expect(ticks.count == expected && expected > 300)
@@ -268,5 +271,112 @@ struct LoopReadmeTests {
     try await Task.sleep(for: .milliseconds(1_100))
     #expect(try await loop.state(of: id).value == state.value)
     loop.shutdown()
+  }
+
+  @Test("Ticks first: a long command, or a long queue of commands, does not hold back ticks")
+  func ticksFirst() async throws {
+    /// What reached a callback: each event's instant and kind, and the wall clock then.
+    final class Deliveries: Sendable {
+      let log = Locked<[(at: Int64, kind: ActivityEvent.Kind, seen: Int64)]>([])
+      func add(_ events: some Sequence<ActivityEvent>) {
+        let seen = SystemWallClock().nanosecondsSinceEpoch() / 1_000_000
+        log.withLock { l in for e in events { l.append((e.at.milliseconds, e.kind, seen)) } }
+      }
+      /// The ticks seen while `window` (wall ms) was open.
+      func ticks(seenIn window: ClosedRange<Int64>) -> [(at: Int64, seen: Int64)] {
+        log.withLock { l in
+          l.filter { $0.kind == .tick && window.contains($0.seen) }.map { ($0.at, $0.seen) }
+        }
+      }
+      /// Whether events came in the order of their instants.
+      var ordered: Bool {
+        log.withLock { l in zip(l, l.dropFirst()).allSatisfy { $0.at <= $1.at } }
+      }
+    }
+    let direct = Deliveries()
+    let batched = Deliveries()
+    let loop = try CountdownLoop(
+      onEvent: { direct.add(CollectionOfOne($0)) }, onBatch: { _, events in batched.add(events) })
+    defer { loop.shutdown() }
+    // 200 countdowns whose values change at phases spread over the second: ticks fall due
+    // every 5 ms.
+    try await loop.submit { engine throws(CountdownError) in
+      for k in 0..<200 {
+        try engine.start(
+          .countdown(id: "a\(k)", to: engine.now.advanced(by: 60_000 + Int64(k) * 5), title: "A"))
+      }
+    }
+    let ms: @Sendable () -> Int64 = { SystemWallClock().nanosecondsSinceEpoch() / 1_000_000 }
+
+    // One command that runs 1.5 s of updates: the ticks due meanwhile reach `onEvent` at once
+    // (each operation first catches the engine up), and the command's own `now` moves on.
+    let (first, last) = try await loop.submit { engine throws(CountdownError) -> (Int64, Int64) in
+      let first = engine.now.milliseconds
+      let until = ms() + 1_500
+      var k = 0
+      while ms() < until {
+        var u = ActivityUpdate()
+        u.content = ["title": .string("T\(k)")]
+        try engine.update("a0", u)
+        k += 1
+      }
+      return (first, engine.now.milliseconds)
+    }
+    #expect(last - first >= 1_400, "the command's now moved from \(first) to \(last)")
+    let during = direct.ticks(seenIn: first...last)
+    #expect(during.count > 200, "ticks delivered while the command ran: \(during.count)")
+    let lateDirect = during.map { $0.seen - $0.at }.max() ?? 0
+    #expect(lateDirect < 100, "the latest tick reached onEvent \(lateDirect) ms after its instant")
+
+    // A queue of 300 commands of 5 ms each, taken in one drain (the first holds the loop while
+    // the rest are queued): between commands, what fell due is handed on, so `onBatch` gets
+    // it within about one command, not after the whole queue.
+    let gate = DispatchSemaphore(value: 0)
+    let start = ms()
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      loop.submit({ _ in gate.wait() }, completion: { _ in })
+      for n in 0..<300 {
+        loop.submit(
+          { _ in
+            let until = ms() + 5
+            while ms() < until {}
+          }, completion: { _ in if n == 299 { done.resume() } })
+      }
+      gate.signal()
+    }
+    let end = ms()
+    #expect(end - start >= 1_400)
+    let queued = batched.ticks(seenIn: (start + 100)...end)
+    #expect(queued.count > 200, "ticks handed on while the queue ran: \(queued.count)")
+    let lateBatched = queued.map { $0.seen - $0.at }.max() ?? 0
+    #expect(
+      lateBatched < 100, "the latest tick reached onBatch \(lateBatched) ms after its instant")
+
+    // None early, and in the order of their instants (SPEC §3), on both paths.
+    for d in [direct, batched] {
+      #expect(d.log.withLock { l in l.allSatisfy { $0.seen >= $0.at } })
+      #expect(d.ordered)
+    }
+  }
+
+  @Test("With ticksFirst off, every operation of a command happens at the command's instant")
+  func ticksFirstOff() async throws {
+    var options = LoopOptions()
+    options.ticksFirst = false
+    let loop = try CountdownLoop(options: options)
+    defer { loop.shutdown() }
+    let instants = try await loop.submit { engine throws(CountdownError) -> Set<Int64> in
+      let id = try engine.start(.elapsed(title: "A"))
+      let until = SystemWallClock().nanosecondsSinceEpoch() + 50_000_000
+      var seen: Set<Int64> = []
+      while SystemWallClock().nanosecondsSinceEpoch() < until {
+        var u = ActivityUpdate()
+        u.content = ["title": .string("B")]
+        try engine.update(id, u)
+        seen.insert(engine.now.milliseconds)
+      }
+      return seen
+    }
+    #expect(instants.count == 1, "\(instants.count) instants in one 50 ms command")
   }
 }

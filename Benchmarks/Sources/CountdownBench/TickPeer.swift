@@ -34,11 +34,16 @@ final class CountdownPeer: TickPeer {
   let spin: Int64?
   /// Count ticks only: no clock read, no histogram.
   let countOnly: Bool
+  /// Whether the loop catches up between a command's operations (`LoopOptions.ticksFirst`).
+  let ticksFirst: Bool
 
-  init(precision: TimerPrecision, spin: Int64? = nil, countOnly: Bool = false) {
+  init(
+    precision: TimerPrecision, spin: Int64? = nil, countOnly: Bool = false, ticksFirst: Bool = true
+  ) {
     self.precision = precision
     self.spin = spin
     self.countOnly = countOnly
+    self.ticksFirst = ticksFirst
   }
 
   static func id(_ index: Int, _ generation: Int) -> String { "a\(index).\(generation)" }
@@ -47,6 +52,7 @@ final class CountdownPeer: TickPeer {
     var options = LoopOptions(
       precision: precision, engine: EngineOptions(reservedActivities: ends.count))
     if let spin { options.preciseSpinNanoseconds = spin }
+    options.ticksFirst = ticksFirst
     // The callback is chosen once, so that the measured path has no branch for it.
     let onEvent: @Sendable (ActivityEvent) -> Void
     if countOnly {

@@ -64,6 +64,13 @@ struct TicksBench: AsyncParsableCommand {
     help: "With --driver c-abi: each cd_event carries its text (the loop formats every tick).")
   var cEventText = true
 
+  @Flag(
+    inversion: .prefixedNo,
+    help:
+      "With --driver countdown: ticks first (a long command catches the loop up between its operations); --no-ticks-first measures without."
+  )
+  var ticksFirst = true
+
   @Option(help: "Write the HdrHistogram percentile distribution (.hgrm) to this file.")
   var hgrm: String?
 
@@ -80,6 +87,9 @@ struct TicksBench: AsyncParsableCommand {
     if loops > 1, driver != .countdown {
       throw ValidationError("--loops applies to --driver countdown only")
     }
+    if !ticksFirst, driver != .countdown || loops > 1 {
+      throw ValidationError("--no-ticks-first applies to --driver countdown with one loop")
+    }
     if let us = preciseSpinMicroseconds {
       guard (0...1_000).contains(us) else {
         throw ValidationError("--precise-spin-us must be 0…1000, not \(us)")
@@ -95,7 +105,7 @@ struct TicksBench: AsyncParsableCommand {
       activities: activities, seconds: seconds, warmup: warmup, phases: phases, churn: churn,
       precision: try parsePrecision(precision),
       preciseSpinNanoseconds: preciseSpinMicroseconds.map { Int64($0) * 1_000 },
-      cEventText: cEventText, loops: loops, countOnly: countOnly)
+      cEventText: cEventText, loops: loops, countOnly: countOnly, ticksFirst: ticksFirst)
     let (result, recorder) = try await spec.run(driver)
     print(result.line)
     if countOnly {
@@ -150,6 +160,8 @@ struct TickRunSpec {
   var loops = 1
   /// Our driver counts ticks instead of recording their lateness.
   var countOnly = false
+  /// Our driver catches up between a command's operations (the library's behaviour).
+  var ticksFirst = true
 
   func endInstants(from nowMs: Int64) -> [Int64] {
     var rng = SystemRandomNumberGenerator()
@@ -164,7 +176,9 @@ struct TickRunSpec {
     switch driver {
     case .countdown where loops > 1: GroupPeer(precision: precision, loops: loops)
     case .countdown:
-      CountdownPeer(precision: precision, spin: preciseSpinNanoseconds, countOnly: countOnly)
+      CountdownPeer(
+        precision: precision, spin: preciseSpinNanoseconds, countOnly: countOnly,
+        ticksFirst: ticksFirst)
     case .cABI: CABIPeer(precision: precision, eventText: cEventText)
     case .uvTimer: UVTimerPeer()
     case .nio: NIOPeer()
