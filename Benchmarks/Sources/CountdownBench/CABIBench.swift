@@ -3,9 +3,11 @@ import Foundation
 
 /// `countdown-bench c-abi`: ticks through the C ABI's callback beside the Swift callback, at
 /// each size, in alternating rounds of child processes (one per run, so that CPU and RSS are
-/// each run's own): `countdown` (a Swift closure gets each `ActivityEvent`), `c-abi` (a C
-/// function pointer gets each `cd_event`, its text formatted in the loop's style) and `c-abi`
-/// with `event_text` 0 (the same without the text).
+/// each run's own), in two pairs that do the same work: `countdown` (a Swift closure gets
+/// each `ActivityEvent`) beside `c-abi` with `event_text` 0 (a C function pointer gets each
+/// `cd_event`), and `countdown --swift-event-text` (the closure also formats the tick's text)
+/// beside `c-abi` (the loop formats it into the `cd_event`). Each C row's ratio is to its pair's
+/// Swift row.
 struct CABIBench: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "c-abi",
@@ -22,12 +24,18 @@ struct CABIBench: ParsableCommand {
 
   func run() throws {
     let me = CommandLine.arguments[0]
-    let drivers: [(name: String, args: [String])] = [
-      ("Swift callback (countdown)", ["--driver", "countdown"]),
-      ("C callback, text (c-abi)", ["--driver", "c-abi"]),
+    // Each driver with the index of the Swift row it is compared with.
+    let drivers: [(name: String, args: [String], base: Int)] = [
+      ("Swift callback (countdown)", ["--driver", "countdown"], 0),
       (
-        "C callback, no text (c-abi --no-c-event-text)", ["--driver", "c-abi", "--no-c-event-text"]
+        "C callback, no text (c-abi --no-c-event-text)",
+        ["--driver", "c-abi", "--no-c-event-text"], 0
       ),
+      (
+        "Swift callback, text (countdown --swift-event-text)",
+        ["--driver", "countdown", "--swift-event-text"], 2
+      ),
+      ("C callback, text (c-abi)", ["--driver", "c-abi"], 2),
     ]
     print(
       "| activities | callback | CPU per round | median CPU | ÷ Swift | median p99 | p99 per round |"
@@ -52,7 +60,7 @@ struct CABIBench: ParsableCommand {
       }
       func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
       for (k, d) in drivers.enumerated() {
-        let ratio = median(cpu[k]) / median(cpu[0])
+        let ratio = median(cpu[k]) / median(cpu[d.base])
         print(
           "| \(n) | \(d.name) | \(cpu[k].map { String(format: "%.1f%%", $0) }.joined(separator: ", ")) | "
             + String(format: "%.1f%% | %.2f× | ", median(cpu[k]), ratio)

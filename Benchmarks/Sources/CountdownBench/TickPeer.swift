@@ -36,14 +36,18 @@ final class CountdownPeer: TickPeer {
   let countOnly: Bool
   /// Whether the loop catches up between a command's operations (`LoopOptions.ticksFirst`).
   let ticksFirst: Bool
+  /// Whether the callback formats each tick's text (what `c-abi`'s event text does).
+  let eventText: Bool
 
   init(
-    precision: TimerPrecision, spin: Int64? = nil, countOnly: Bool = false, ticksFirst: Bool = true
+    precision: TimerPrecision, spin: Int64? = nil, countOnly: Bool = false, ticksFirst: Bool = true,
+    eventText: Bool = false
   ) {
     self.precision = precision
     self.spin = spin
     self.countOnly = countOnly
     self.ticksFirst = ticksFirst
+    self.eventText = eventText
   }
 
   static func id(_ index: Int, _ generation: Int) -> String { "a\(index).\(generation)" }
@@ -57,6 +61,17 @@ final class CountdownPeer: TickPeer {
     let onEvent: @Sendable (ActivityEvent) -> Void
     if countOnly {
       onEvent = { e in if e.kind == .tick { recorder.count() } }
+    } else if eventText {
+      // As the C sink does: the text in the loop's default style (timer), on the stack.
+      let formatter = TimerFormatter(style: .timer)
+      onEvent = { e in
+        guard e.kind == .tick else { return }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: TimerFormatter.maximumLength) {
+          text in
+          consumeText(text, formatter.write(seconds: e.value, into: text))
+        }
+        recorder.record(atMs: e.at.milliseconds)
+      }
     } else {
       onEvent = { e in if e.kind == .tick { recorder.record(atMs: e.at.milliseconds) } }
     }
@@ -98,3 +113,8 @@ final class CountdownPeer: TickPeer {
 
   func stop() async { loop?.shutdown() }
 }
+
+/// Takes a formatted text the way a host's display call would: opaque to the optimizer, so
+/// that the formatting before it is not removed as unused.
+@_optimize(none)
+func consumeText(_ text: UnsafeMutableBufferPointer<UInt8>, _ length: Int) {}

@@ -65,6 +65,12 @@ struct TicksBench: AsyncParsableCommand {
   var cEventText = true
 
   @Flag(
+    help:
+      "With --driver countdown: the Swift callback formats each tick's text in the timer style into a stack buffer, as c-abi's event text does."
+  )
+  var swiftEventText = false
+
+  @Flag(
     inversion: .prefixedNo,
     help:
       "With --driver countdown: ticks first (a long command catches the loop up between its operations); --no-ticks-first measures without."
@@ -87,6 +93,9 @@ struct TicksBench: AsyncParsableCommand {
     if loops > 1, driver != .countdown {
       throw ValidationError("--loops applies to --driver countdown only")
     }
+    if swiftEventText, driver != .countdown || loops > 1 || countOnly {
+      throw ValidationError("--swift-event-text applies to --driver countdown with one loop")
+    }
     if !ticksFirst, driver != .countdown || loops > 1 {
       throw ValidationError("--no-ticks-first applies to --driver countdown with one loop")
     }
@@ -105,7 +114,8 @@ struct TicksBench: AsyncParsableCommand {
       activities: activities, seconds: seconds, warmup: warmup, phases: phases, churn: churn,
       precision: try parsePrecision(precision),
       preciseSpinNanoseconds: preciseSpinMicroseconds.map { Int64($0) * 1_000 },
-      cEventText: cEventText, loops: loops, countOnly: countOnly, ticksFirst: ticksFirst)
+      cEventText: cEventText, loops: loops, countOnly: countOnly, ticksFirst: ticksFirst,
+      swiftEventText: swiftEventText)
     let (result, recorder) = try await spec.run(driver)
     print(result.line)
     if countOnly {
@@ -162,6 +172,8 @@ struct TickRunSpec {
   var countOnly = false
   /// Our driver catches up between a command's operations (the library's behaviour).
   var ticksFirst = true
+  /// Our driver's callback formats each tick's text.
+  var swiftEventText = false
 
   func endInstants(from nowMs: Int64) -> [Int64] {
     var rng = SystemRandomNumberGenerator()
@@ -178,7 +190,7 @@ struct TickRunSpec {
     case .countdown:
       CountdownPeer(
         precision: precision, spin: preciseSpinNanoseconds, countOnly: countOnly,
-        ticksFirst: ticksFirst)
+        ticksFirst: ticksFirst, eventText: swiftEventText)
     case .cABI: CABIPeer(precision: precision, eventText: cEventText)
     case .uvTimer: UVTimerPeer()
     case .nio: NIOPeer()
