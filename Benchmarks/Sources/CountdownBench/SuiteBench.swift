@@ -3,12 +3,13 @@ import Foundation
 
 /// The default suite: the machine's wake-up floor (before and after the tick runs), tick
 /// latency for every driver at 10k and 100k activities (ours precise and at its default
-/// quantum), ours at 1M and with aligned phases, then formatting and operations; a table of
+/// quantum), ours at 1M, with aligned phases, at 100k with 50k ends and starts a second
+/// (churn), and at 10M on a group of two loops, then formatting and operations; a table of
 /// each peer's ratio to ours. Each tick run is a child process, so that CPU and RSS belong to
 /// one driver.
 struct SuiteBench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
-    commandName: "suite", abstract: "The default suite (about 2½ minutes), with a ratio table.")
+    commandName: "suite", abstract: "The default suite (about 3½ minutes), with a ratio table.")
 
   @Option(help: "Write every result as JSON to this file.")
   var json: String?
@@ -29,6 +30,15 @@ struct SuiteBench: AsyncParsableCommand {
     var activities: Int
     var precision: String
     var phases: String
+    /// Activities ended and replaced per second.
+    var churn = 0
+    /// Loops in our driver's group.
+    var loops = 1
+
+    /// What sets this run apart from a plain one, for the table (nil: nothing).
+    var workload: String? {
+      churn > 0 ? "churn \(churn / 1_000)k/s" : loops > 1 ? "\(loops) loops" : nil
+    }
   }
 
   static var plan: [Run] {
@@ -56,6 +66,14 @@ struct SuiteBench: AsyncParsableCommand {
       Run(
         label: "countdown-aligned-100000", driver: "countdown", activities: 100_000,
         precision: "1ms", phases: "aligned"))
+    runs.append(
+      Run(
+        label: "countdown-churn-100000", driver: "countdown", activities: 100_000,
+        precision: "1ms", phases: "random", churn: 50_000))
+    runs.append(
+      Run(
+        label: "countdown-10000000-2-loops", driver: "countdown", activities: 10_000_000,
+        precision: "1ms", phases: "random", loops: 2))
     return runs
   }
 
@@ -82,17 +100,19 @@ struct SuiteBench: AsyncParsableCommand {
     try probe(1, "before the tick runs")
     var ticks: [TickResult] = []
     for (k, r) in plan.enumerated() {
-      progress(
-        k + 2,
-        "ticks --driver \(r.driver) --activities \(r.activities) --precision \(r.precision) --phases \(r.phases)"
-      )
       var args = [
         "ticks", "--driver", r.driver, "--activities", "\(r.activities)", "--precision",
         r.precision,
         "--phases", r.phases, "--seconds", "\(seconds)", "--warmup", "\(warmup)",
       ]
+      if r.churn > 0 { args += ["--churn", "\(r.churn)"] }
+      if r.loops > 1 { args += ["--loops", "\(r.loops)"] }
+      progress(k + 2, args.joined(separator: " "))
       if let hgrm { args += ["--hgrm", "\(hgrm)/\(r.label).hgrm"] }
-      if let result: TickResult = try Self.childResult(me, args) { ticks.append(result) }
+      if var result: TickResult = try Self.childResult(me, args) {
+        result.workload = r.workload
+        ticks.append(result)
+      }
     }
     try probe(plan.count + 2, "after the tick runs")
     progress(plan.count + 3, "format")
@@ -160,9 +180,11 @@ struct SuiteBench: AsyncParsableCommand {
     for r in ticks {
       let ours = ticks.first {
         $0.driver == "countdown" && $0.precision == "1ms quantum" && $0.activities == r.activities
-          && $0.phases == "random"
+          && $0.phases == "random" && $0.workload == nil
       }
-      let name = r.driver == "countdown" ? "countdown (\(r.precision))" : r.driver
+      let name =
+        (r.driver == "countdown" ? "countdown (\(r.precision))" : r.driver)
+        + (r.workload.map { ", \($0)" } ?? "")
       let behind = r.fellBehind ? " **falls behind**" : ""
       let p99Ratio = ours.map { String(format: "%.1f×", r.p99 / $0.p99) } ?? "–"
       let cpuRatio = ours.map { String(format: "%.1f×", r.cpuPercent / $0.cpuPercent) } ?? "–"

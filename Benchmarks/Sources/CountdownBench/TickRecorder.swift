@@ -98,6 +98,8 @@ struct TickResult: Codable {
   var expectedPerSecond: Double
   var fellBehind: Bool
   var note: String
+  /// Set by the suite: what sets the run apart (churn, loops), nil for a plain run.
+  var workload: String? = nil
 
   /// Percentiles in microseconds.
   static func from(
