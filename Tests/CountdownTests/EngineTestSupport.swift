@@ -92,3 +92,39 @@ struct RandomRun {
     (0..<rand(0...3)).map { k in Milestone(name: "m\(k)", atMs: rand(0...12_000)) }
   }
 }
+
+/// An engine at t0 + 12 s holding an activity in each stored state, with every field set:
+/// "gate" (content with fields and relevance, a start date, stale, one of two milestones
+/// passed, a dismissal after expiry, a timestamp), "dose" (an elapsed timer with a goal,
+/// paused), "park" (expired, the default dismissal), "done" (ended on request, dismissed
+/// later), an elapsed timer with a generated id, a maximum active duration and the limit 9.
+/// What the snapshot tests and the state-file tests carry through; returns the gate's content.
+func everyFieldEngine() throws -> (engine: ActivityEngine, gateContent: ActivityContent?) {
+  var e = ActivityEngine(now: t0, options: EngineOptions(maxActivities: 9, idSeed: 5))
+  let end = t0.advanced(by: 60_000)
+  var r = ActivityRequest.countdown(id: "gate", to: end, title: "Gate B12")
+  r.content = ActivityContent(
+    title: "Gate B12", subtitle: "Boarding ✈︎", color: "#112233",
+    fields: ["gate": .string("B12"), "n": .int(3)], relevance: 2.5)
+  r.startDate = t0.advanced(by: -60_000)
+  r.staleDate = t0.advanced(by: 5_000)
+  r.milestones = [
+    Milestone(name: "last \"call\"", atMs: 50_000), Milestone(name: "half", atMs: 30_000),
+  ]
+  r.endOnExpiry = .after(end.advanced(by: 1_000))
+  r.timestamp = t0.advanced(by: -1)
+  _ = try e.start(r, at: t0)
+  var dose = ActivityRequest.elapsed(id: "dose", title: "Dose")
+  dose.goalMs = 90_000
+  _ = try e.start(dose, at: t0)
+  var park = ActivityRequest.countdown(id: "park", to: t0.advanced(by: 3_000), title: "Park")
+  park.endOnExpiry = .default
+  _ = try e.start(park, at: t0)
+  _ = try e.start(.countdown(id: "done", to: end, title: "Done"), at: t0)
+  _ = try e.start(.elapsed(title: "made id"), at: t0)
+  try e.advance(to: t0.advanced(by: 12_000))  // gate stale, a milestone passed, park expired
+  try e.pause("dose", at: e.now)
+  try e.end("done", ActivityEnding(dismissal: .after(t0.advanced(by: 100_000))), at: e.now)
+  try e.setMaxActiveDuration(3_600_000, at: e.now)
+  return (e, r.content)
+}

@@ -153,26 +153,7 @@ struct SnapshotTests {
 
   @Test("Every field of an activity survives: paused, stale, expired, ended, milestones, content")
   func fieldsSurvive() throws {
-    var e = ActivityEngine(now: t0, options: EngineOptions(maxActivities: 9, idSeed: 5))
-    let end = t0.advanced(by: 60_000)
-    var r = ActivityRequest.countdown(id: "gate", to: end, title: "Gate B12")
-    r.content = ActivityContent(
-      title: "Gate B12", subtitle: "Boarding", color: "#112233", fields: ["gate": .string("B12")],
-      relevance: 2.5)
-    r.startDate = t0.advanced(by: -60_000)
-    r.staleDate = t0.advanced(by: 5_000)
-    r.milestones = [
-      Milestone(name: "last call", atMs: 50_000), Milestone(name: "half", atMs: 30_000),
-    ]
-    r.endOnExpiry = .after(end.advanced(by: 1_000))
-    r.timestamp = t0.advanced(by: -1)
-    _ = try e.start(r, at: t0)
-    _ = try e.start(.elapsed(id: "dose", title: "Dose"), at: t0)
-    _ = try e.start(.countdown(id: "park", to: t0.advanced(by: 3_000), title: "Park"), at: t0)
-    _ = try e.start(.countdown(id: "done", to: end, title: "Done"), at: t0)
-    try e.advance(to: t0.advanced(by: 12_000))  // gate stale, a milestone passed, park expired
-    try e.pause("dose", at: e.now)
-    try e.end("done", ActivityEnding(dismissal: .after(t0.advanced(by: 100_000))), at: e.now)
+    let (e, gateContent) = try everyFieldEngine()
     let s = e.snapshot()
     let gate = try #require(e.stored("gate"))
     #expect(gate.stale && gate.nextMilestone == 1 && gate.lastTimestamp == t0.milliseconds - 1)
@@ -182,12 +163,13 @@ struct SnapshotTests {
     let done = try #require(e.stored("done"))
     #expect(done.phase == .ended && done.dismissAt == t0.milliseconds + 100_000)
     #expect(done.endReason == .requested)
-    #expect(s.activities.map(\.id) == ["gate", "dose", "park", "done"])
+    #expect(s.activities.map(\.id).prefix(4) == ["gate", "dose", "park", "done"])
+    #expect(s.activities.count == 5)
     let restored = try ActivityEngine(restoring: s)
     #expect(restored.snapshot() == s)
     #expect(restored.activities() == e.activities())
     #expect(restored.options == e.options && restored.now == e.now)
-    #expect(try restored.content(of: "gate") == r.content)
+    #expect(try restored.content(of: "gate") == gateContent)
   }
 
   @Test("A damaged row is refused by name, and no engine is made")

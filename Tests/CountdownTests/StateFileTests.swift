@@ -110,32 +110,7 @@ struct StateFileTests {
   func fields() throws {
     let dir = Self.scratch()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    var e = ActivityEngine(now: t0, options: EngineOptions(maxActivities: 9, idSeed: 5))
-    let end = t0.advanced(by: 60_000)
-    var r = ActivityRequest.countdown(id: "gate", to: end, title: "Gate B12")
-    r.content = ActivityContent(
-      title: "Gate B12", subtitle: "Boarding ✈︎", color: "#112233",
-      fields: ["gate": .string("B12"), "n": .int(3)], relevance: 2.5)
-    r.startDate = t0.advanced(by: -60_000)
-    r.staleDate = t0.advanced(by: 5_000)
-    r.milestones = [
-      Milestone(name: "last \"call\"", atMs: 50_000), Milestone(name: "half", atMs: 30_000),
-    ]
-    r.endOnExpiry = .after(end.advanced(by: 1_000))
-    r.timestamp = t0.advanced(by: -1)
-    _ = try e.start(r, at: t0)
-    var dose = ActivityRequest.elapsed(id: "dose", title: "Dose")
-    dose.goalMs = 90_000
-    _ = try e.start(dose, at: t0)
-    var park = ActivityRequest.countdown(id: "park", to: t0.advanced(by: 3_000), title: "Park")
-    park.endOnExpiry = .default
-    _ = try e.start(park, at: t0)
-    _ = try e.start(.countdown(id: "done", to: end, title: "Done"), at: t0)
-    _ = try e.start(.elapsed(title: "made id"), at: t0)
-    try e.advance(to: t0.advanced(by: 12_000))
-    try e.pause("dose", at: e.now)
-    try e.end("done", ActivityEnding(dismissal: .after(t0.advanced(by: 100_000))), at: e.now)
-    try e.setMaxActiveDuration(3_600_000, at: e.now)
+    let (e, gateContent) = try everyFieldEngine()
     let store = try StateStore(path: "\(dir)/s.db", sync: .full)
     let live = e.snapshot()
     try store.write([StoreChanges(engine: e, ids: live.activities.map(\.id))])
@@ -147,7 +122,7 @@ struct StateFileTests {
     #expect(loaded.activities.count == 5)
     #expect(loaded.options.maxActiveDurationMs == 3_600_000 && loaded.options.maxActivities == 9)
     let restored = try ActivityEngine(restoring: loaded)
-    #expect(try restored.content(of: "gate") == r.content)
+    #expect(try restored.content(of: "gate") == gateContent)
     #expect(restored.activities() == e.activities())
   }
 }
