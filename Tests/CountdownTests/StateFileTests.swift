@@ -9,6 +9,24 @@ import Testing
 /// it goes on like one that never stopped.
 @Suite("State file")
 struct StateFileTests {
+  /// Opens the store at `path` again after this process closed it. A child process that
+  /// another test spawned in that instant holds a copy of the closed lock descriptor until it
+  /// execs (O_CLOEXEC closes the copy only then), and so the file's lock for a moment: the
+  /// lock error is retried for up to 5 s (500 tries). Any other error is thrown at once.
+  static func reopen(_ path: String, sync: StoreSync) throws -> StateStore {
+    for _ in 0..<500 {
+      let opened = Result { () throws(StoreError) -> StateStore in
+        try StateStore(path: path, sync: sync)
+      }
+      if case .failure(let error) = opened, error.message.contains("another countdown serve") {
+        usleep(10_000)
+        continue
+      }
+      return try opened.get()
+    }
+    return try StateStore(path: path, sync: sync)
+  }
+
   static func scratch() -> String {
     let dir = "/tmp/cd-store-\(UInt32.random(in: 0...UInt32.max))"
     try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -115,7 +133,7 @@ struct StateFileTests {
     let live = e.snapshot()
     try store.write([StoreChanges(engine: e, ids: live.activities.map(\.id))])
     store.close()
-    let reopened = try StateStore(path: "\(dir)/s.db", sync: .normal)
+    let reopened = try Self.reopen("\(dir)/s.db", sync: .normal)
     defer { reopened.close() }
     let loaded = try #require(try reopened.load())
     #expect(Self.same(loaded, live))
