@@ -64,8 +64,7 @@ struct FloorBench: ParsableCommand {
     var countStart = 0
     var ms = 0
     while next <= end {
-      var ts = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
-      while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+      sleepUntil(monotonicNanoseconds: next)
       if cpuStart == 0, next >= measureFrom {
         cpuStart = cpuNanoseconds()
         countStart = sink.count

@@ -9,7 +9,7 @@ import Foundation
 /// one driver.
 struct SuiteBench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
-    commandName: "suite", abstract: "The default suite (about 3½ minutes), with a ratio table.")
+    commandName: "suite", abstract: "The default suite (about 3 minutes), with a ratio table.")
 
   @Option(help: "Write every result as JSON to this file.")
   var json: String?

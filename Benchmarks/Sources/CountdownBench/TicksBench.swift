@@ -94,7 +94,8 @@ struct TicksBench: AsyncParsableCommand {
       throw ValidationError("--loops applies to --driver countdown only")
     }
     if swiftEventText, driver != .countdown || loops > 1 || countOnly {
-      throw ValidationError("--swift-event-text applies to --driver countdown with one loop")
+      throw ValidationError(
+        "--swift-event-text applies to --driver countdown with one loop, without --count-only")
     }
     if !ticksFirst, driver != .countdown || loops > 1 {
       throw ValidationError("--no-ticks-first applies to --driver countdown with one loop")

@@ -76,8 +76,7 @@ struct WakeProbe {
     var next = start + periodNs
     var wakeUps = 0
     while next <= end {
-      var ts = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
-      while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+      sleepUntil(monotonicNanoseconds: next)
       let late = cbench_monotonic_ns() - next
       _ = histogram.record(UInt64(max(0, late)))
       if late > 1_000_000 { over += 1 }
@@ -89,4 +88,11 @@ struct WakeProbe {
       seconds: seconds, periodMicroseconds: Double(periodNs) / 1_000, wakeUps: wakeUps,
       p50: l.p50, p90: l.p90, p99: l.p99, p999: l.p999, max: l.max, overOneMs: over)
   }
+}
+
+/// Sleeps until the monotonic clock reads `t` (`clock_nanosleep` with `TIMER_ABSTIME`, again
+/// after a signal).
+func sleepUntil(monotonicNanoseconds t: Int64) {
+  var ts = timespec(tv_sec: Int(t / 1_000_000_000), tv_nsec: Int(t % 1_000_000_000))
+  while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
 }
