@@ -35,16 +35,29 @@ extension ActivityEngine {
     guard options.enabled else {
       throw CountdownError(.disabled, "the engine is disabled; no activity can start")
     }
-    if let id = r.id, slotIndex.find(id, in: idOf) != nil {
-      throw CountdownError(
-        .duplicateID, "an activity with id \(JSONValue.string(id)) already exists")
+    var id: String
+    var h: UInt32
+    if let given = r.id {
+      id = given
+      h = IDIndex.hash(id)
+      if slotIndex.find(id, hash: h, in: idOf) != nil {
+        throw CountdownError(
+          .duplicateID, "an activity with id \(JSONValue.string(id)) already exists")
+      }
+    } else {
+      id = ""
+      h = 0
     }
     if let limit = options.maxActivities, slotIndex.count >= limit {
       throw CountdownError(
         .limitReached, "\(slotIndex.count) activities exist; maxActivities is \(limit)")
     }
-    var id = r.id ?? ids.uuid()
-    while slotIndex.find(id, in: idOf) != nil { id = ids.uuid() }
+    if r.id == nil {
+      repeat {
+        id = ids.uuid()
+        h = IDIndex.hash(id)
+      } while slotIndex.find(id, hash: h, in: idOf) != nil
+    }
 
     let now = t.milliseconds
     let slot = allocateSlot()
@@ -65,7 +78,7 @@ extension ActivityEngine {
       goalMs: r.goalMs, staleDate: r.staleDate?.milliseconds,
       milestones: Self.firingOrder(r.milestones, r.kind), endOnExpiry: r.endOnExpiry,
       startedAt: now, lastTimestamp: r.timestamp?.milliseconds)
-    slotIndex.insert(slot, in: idOf)
+    slotIndex.insert(slot, hash: h)
     emit(.started, slot, at: now)
     refresh(slot, skippingPassedMilestones: true)
     runDue(upTo: now)
@@ -214,7 +227,7 @@ extension ActivityEngine {
   public mutating func end(
     _ id: String, _ e: ActivityEnding = ActivityEnding(), at t: Instant
   ) throws(CountdownError) {
-    _ = try ending(id, e, at: t)
+    _ = try ending(id, e, at: t, returningState: false)
   }
 
   /// ``end(_:_:at:)``, returning the activity as it stands once ended (before an immediate
@@ -222,6 +235,12 @@ extension ActivityEngine {
   package mutating func ending(
     _ id: String, _ e: ActivityEnding, at t: Instant
   ) throws(CountdownError) -> ActivityState {
+    try ending(id, e, at: t, returningState: true)!
+  }
+
+  private mutating func ending(
+    _ id: String, _ e: ActivityEnding, at t: Instant, returningState: Bool
+  ) throws(CountdownError) -> ActivityState? {
     if case .after(let d) = e.dismissal { _ = try d.validated("dismissal.after") }
     try moveClock(to: t)
     let slot = try lookupRunning(id, for: "end")
@@ -230,9 +249,18 @@ extension ActivityEngine {
     let s = Int(slot)
     if let content { cold[s].content = content }
     if let ts = e.timestamp { cold[s].lastTimestamp = ts.milliseconds }
-    finish(slot, reason: .requested, dismissal: e.dismissal, at: t.milliseconds)
-    let ended = snapshot(slot)
-    runDue(upTo: t.milliseconds)
+    let now = t.milliseconds
+    // Everything due at or before `t` ran before the command, and no tick falls at `t`, so a
+    // dismissal due at once is the only event left at `t`: it follows `ended` directly,
+    // without a trip through the heap.
+    let immediate = e.dismissal.dismissal(endedAt: t) <= t
+    finish(slot, reason: .requested, dismissal: e.dismissal, at: now, schedules: !immediate)
+    let ended = returningState ? snapshot(slot) : nil
+    if immediate {
+      emit(.dismissed, slot, at: now)
+      freeSlot(slot)
+    }
+    runDue(upTo: now)
     return ended
   }
 
@@ -248,7 +276,7 @@ extension ActivityEngine {
     let live = liveSlots().sorted { seq[Int($0)] < seq[Int($1)] }
     for slot in live {
       if phaseOf[Int(slot)] != .ended {
-        finish(slot, reason: .disabled, dismissal: .immediate, at: now)
+        finish(slot, reason: .disabled, dismissal: .immediate, at: now, schedules: false)
       }
       emit(.dismissed, slot, at: now)
       freeSlot(slot)

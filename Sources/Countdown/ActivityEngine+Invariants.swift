@@ -103,7 +103,7 @@
           "slot \(s)'s deadline \(e.at) is due but did not run (now \(now.milliseconds))")
         if i > 0 {
           precondition(
-            !DeadlineHeap.Entry.precedes(e, entries[(i - 1) / 2]),
+            !DeadlineHeap.Entry.precedes(e, entries[(i - 1) / 4]),
             "heap entry \(i) precedes its parent")
         }
       }
@@ -124,12 +124,16 @@
         slotIndex.count * 4 <= table.count * 3, "the id table is over three quarters full")
       var seen = [Bool](repeating: false, count: phaseOf.count)
       var filled = 0
-      for s in table where s != IDIndex.empty {
+      for e in table where e != IDIndex.empty {
+        let s = IDIndex.slot(of: e)
         filled += 1
         precondition(
           Int(s) < phaseOf.count && phaseOf[Int(s)] != .free, "the id table holds free slot \(s)")
         precondition(!seen[Int(s)], "the id table holds slot \(s) twice")
         seen[Int(s)] = true
+        precondition(
+          IDIndex.hash(of: e) == IDIndex.hash(idOf[Int(s)]),
+          "the id table holds a wrong hash for \(idOf[Int(s)])")
         precondition(
           slotIndex.find(idOf[Int(s)], in: idOf) == s, "id \(idOf[Int(s)]) cannot be found")
       }

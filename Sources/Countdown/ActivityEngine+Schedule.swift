@@ -135,8 +135,12 @@ extension ActivityEngine {
   }
 
   /// Ends slot `slot` at `t`: freezes its value (a paused one keeps its frozen value), leaves
-  /// the wheel, emits `ended`, and schedules its dismissal.
-  mutating func finish(_ slot: UInt32, reason: EndReason, dismissal: DismissalPolicy, at t: Int64) {
+  /// the wheel, emits `ended`, and schedules its dismissal (unless `schedules` is false: the
+  /// caller dismisses it at once and the slot leaves the heap).
+  mutating func finish(
+    _ slot: UInt32, reason: EndReason, dismissal: DismissalPolicy, at t: Int64,
+    schedules: Bool = true
+  ) {
     let s = Int(slot)
     wheel.remove(slot)
     if phaseOf[s] == .active { frozenAt[s] = t }
@@ -145,7 +149,7 @@ extension ActivityEngine {
     cold[s].endReason = reason
     cold[s].dismissAt = dismissal.dismissal(endedAt: Instant(milliseconds: t)).milliseconds
     emit(.ended, slot, at: t, reason: reason)
-    reschedule(slot)
+    if schedules { reschedule(slot) } else { heap.remove(slot) }
   }
 
   // MARK: - The run loop

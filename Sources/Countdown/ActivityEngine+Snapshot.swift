@@ -168,7 +168,8 @@ extension ActivityEngine {
     nextSeq = snapshot.nextOrder
     for k in byOrder {
       let a = rows[k]
-      if slotIndex.find(a.id, in: idOf) != nil {
+      let h = IDIndex.hash(a.id)
+      if slotIndex.find(a.id, hash: h, in: idOf) != nil {
         throw .payload("activity \(JSONValue.string(a.id)) is stored twice")
       }
       let slot = allocateSlot()
@@ -196,7 +197,7 @@ extension ActivityEngine {
       c.endReason = a.endReason
       c.dismissAt = a.dismissAt
       cold[s] = c
-      slotIndex.insert(slot, in: idOf)
+      slotIndex.insert(slot, hash: h)
       refresh(slot, skippingPassedMilestones: false)
     }
   }

@@ -198,7 +198,7 @@ public struct ActivityEngine {
     wheel.bucketOf.reserveCapacity(n)
     wheel.position.reserveCapacity(n)
     heap.reserveCapacity(n)
-    slotIndex.reserveCapacity(n, in: idOf)
+    slotIndex.reserveCapacity(n)
   }
 
   /// Activities not yet dismissed.
@@ -274,7 +274,7 @@ public struct ActivityEngine {
     let s = Int(slot)
     wheel.remove(slot)
     heap.remove(slot)
-    slotIndex.remove(idOf[s], in: idOf)
+    slotIndex.remove(slot, hash: IDIndex.hash(idOf[s]))
     idOf[s] = ""
     cold[s] = ColdState()
     phaseOf[s] = .free

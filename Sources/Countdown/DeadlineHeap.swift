@@ -1,6 +1,10 @@
-/// A binary min-heap of each activity's next rare deadline (expiry, milestone, stale, maximum
+/// A four-ary min-heap of each activity's next rare deadline (expiry, milestone, stale, maximum
 /// duration, dismissal), at most one entry per slot, ordered by instant, then start order, then
 /// the SPEC's per-activity event order. A back index per slot makes re-keying O(log n).
+///
+/// Four children per node halve the depth of a binary heap, and the four sit in two adjacent
+/// cache lines: with a million deadlines a re-key touches about 10 levels instead of 20, and a
+/// level not in cache is what a re-key mostly waits for.
 struct DeadlineHeap {
   struct Entry {
     var at: Int64
@@ -74,7 +78,7 @@ struct DeadlineHeap {
     var i = start
     let e = entries[i]
     while i > 0 {
-      let parent = (i - 1) / 2
+      let parent = (i - 1) >> 2
       guard Entry.precedes(e, entries[parent]) else { break }
       entries[i] = entries[parent]
       index[Int(entries[i].slot)] = Int32(i)
@@ -89,9 +93,12 @@ struct DeadlineHeap {
     let e = entries[i]
     let n = entries.count
     while true {
-      var child = 2 * i + 1
-      guard child < n else { break }
-      if child + 1 < n, Entry.precedes(entries[child + 1], entries[child]) { child += 1 }
+      let first = 4 * i + 1
+      guard first < n else { break }
+      var child = first
+      for c in (first + 1)..<min(first + 4, n) where Entry.precedes(entries[c], entries[child]) {
+        child = c
+      }
       guard Entry.precedes(entries[child], e) else { break }
       entries[i] = entries[child]
       index[Int(entries[i].slot)] = Int32(i)

@@ -9,14 +9,14 @@ struct StorageTests {
     var rng = SplitMix64(state: 99)
     var ids: [String] = []
     var index = IDIndex()
-    index.reserveCapacity(1_000, in: ids)
+    index.reserveCapacity(1_000)
     #expect(index.table.count == 2_048)
     var model: [String: UInt32] = [:]
     var free: [UInt32] = []
     for step in 0..<20_000 {
       let id = "id\(Int.random(in: 0..<3_000, using: &rng))"
       if let slot = model[id] {
-        index.remove(id, in: ids)
+        index.remove(slot, hash: IDIndex.hash(id))
         model[id] = nil
         free.append(slot)
       } else {
@@ -28,7 +28,7 @@ struct StorageTests {
           slot = UInt32(ids.count)
           ids.append(id)
         }
-        index.insert(slot, in: ids)
+        index.insert(slot, hash: IDIndex.hash(id))
         model[id] = slot
       }
       if step % 997 == 0 {
@@ -38,6 +38,35 @@ struct StorageTests {
       #expect(index.count == model.count)
     }
     for (k, v) in model { #expect(index.find(k, in: ids) == v) }
+  }
+
+  @Test("IDIndex keeps long probe runs that wrap the table intact through removals")
+  func idIndexCollisions() {
+    // Hashes forced into a few homes near the table's end, so runs collide and wrap past 0.
+    var rng = SplitMix64(state: 7)
+    var ids: [String] = []
+    var index = IDIndex()
+    var model: [String: UInt32] = [:]
+    var free: [UInt32] = []
+    func hash(_ id: String) -> UInt32 { UInt32(10 + (id.utf8.count * 31 + Int(id.utf8.last!)) % 6) }
+    for _ in 0..<5_000 {
+      let id = "c\(Int.random(in: 0..<11, using: &rng))"
+      if let slot = model[id] {
+        index.remove(slot, hash: hash(id))
+        model[id] = nil
+        free.append(slot)
+      } else {
+        let slot = free.popLast() ?? UInt32(ids.count)
+        if Int(slot) == ids.count { ids.append(id) } else { ids[Int(slot)] = id }
+        index.insert(slot, hash: hash(id))
+        model[id] = slot
+      }
+      #expect(index.table.count == 16 && index.count == model.count)
+      for k in 0..<11 {
+        let id = "c\(k)"
+        #expect(index.find(id, hash: hash(id), in: ids) == model[id])
+      }
+    }
   }
 
   @Test("Reserved storage behaves like grown storage")
