@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTPTypes
 import ServiceLifecycle
 import Synchronization
 
@@ -243,20 +244,22 @@ struct HTTPRoutes: HTTPResponder {
     let sink = StreamSink(hub: core.hub, channel: channel)
     let hub = core.hub
     let formatter = core.formatter
-    // The subscription is registered, and the snapshot written, on the hub's event loop in one
-    // step once the request is done (committed), so no event after the snapshot is missed.
+    // Registered on the hub before the request runs, so that every event after the snapshot
+    // reaches the stream (the hub keeps them until the snapshot is written).
+    let (wanted, withTicks) = (ids, ticks)
+    try? await hub.eventLoop.submit {
+      hub.subscribePending(sink, ids: wanted, ticks: withTicks)
+    }.get()
     let (at, outcome) = await outcome(of: .success(.subscribe(ids: ids, ticks: ticks)))
-    guard case .subscribed(let snapshot, let from, let ids, let ticks) = outcome else {
+    guard case .subscribed(let snapshot, let from, _, _) = outcome else {
+      hub.eventLoop.execute { hub.unsubscribe(sink.key) }
       if case .failed(let e) = outcome { return failure(e) }
       return failure(CountdownError(.systemError, "the subscription did not start"))
     }
-    hub.eventLoop.execute {
-      var w = ReplyWriter(formatter: formatter)
-      w.listing(snapshot, at: at)
-      // `retry`: the browser reconnects after 1 s when the server goes away.
-      sink.write(ByteBuffer(bytes: Array("retry: 1000\n\n".utf8) + Hub.sse("snapshot", w.take())))
-      hub.subscribe(sink, ids: ids, ticks: ticks, fromSequence: from)
-    }
+    var w = ReplyWriter(formatter: formatter)
+    w.listing(snapshot, at: at)
+    // `retry`: the browser reconnects after 1 s when the server goes away.
+    let first = Array("retry: 1000\n\n".utf8) + Hub.sse("snapshot", w.take())
     // A comment every 15 s keeps proxies from closing a quiet stream and finds gone clients.
     let heartbeat = hub.eventLoop.scheduleRepeatedTask(
       initialDelay: .seconds(15), delay: .seconds(15)
@@ -264,14 +267,13 @@ struct HTTPRoutes: HTTPResponder {
       if sink.isWritable && !sink.isClosed { sink.write(ByteBuffer(string: ": keep-alive\n\n")) }
     }
     let body = ResponseBody { writer in
-      defer {
-        heartbeat.cancel()
-        hub.eventLoop.execute { hub.unsubscribe(sink.key) }
+      // The response head is in the connection's queue by now (Hummingbird wrote it before
+      // calling this), so what the hub writes to the connection from here on follows it.
+      await sink.run {
+        hub.eventLoop.execute { hub.activate(sink.key, first: first, fromSequence: from) }
       }
-      while let chunk = await sink.next() {
-        try await writer.write(chunk)
-        sink.drained(chunk.readableBytes)
-      }
+      heartbeat.cancel()
+      hub.eventLoop.execute { hub.unsubscribe(sink.key) }
       try await writer.finish(nil)
     }
     return Response(
@@ -394,96 +396,94 @@ struct HTTPRoutes: HTTPResponder {
   }
 }
 
-/// An HTTP event stream's end of the hub: what the hub writes is appended to one pending
-/// buffer, which the response body's task takes whole and writes to the connection. While that
-/// task is writing, later events gather behind it, so a busy stream makes fewer, larger writes.
-/// `pending` counts the bytes handed over and not yet written; over 1 MiB (or the subscriber
-/// bound, if smaller) the sink is not writable and the hub keeps (and coalesces) the events
-/// itself, exactly as for a socket whose NIO buffer is full.
+/// An HTTP event stream's end of the hub: the hub writes each wake's SSE frames straight to
+/// the connection as HTTP body parts, on the connection's event loop, as it writes a socket
+/// subscriber's lines; the response body's task only waits for the stream to end. (Handing
+/// each wake to that task and on through Hummingbird's body writer cost two thread hops per
+/// wake and client.) The connection's own outbound buffer is the backpressure: while it is
+/// over NIO's high-water mark the sink is not writable and the hub keeps (and coalesces) the
+/// events itself, exactly as for a socket subscriber.
 final class StreamSink: EventSink, Sendable {
-  private struct State {
-    var buffer = ByteBuffer()
-    var finished = false
-    var waiter: CheckedContinuation<Void, Never>?
-  }
-  private let state = NIOLockedValueBox(State())
-  private let pending = Atomic<Int>(0)
-  private let closed = Atomic<Bool>(false)
   private let hub: Hub
   private let channel: any Channel
-  /// 1 MiB, or the subscriber bound when that is smaller.
-  let highWater: Int
+  private let closed = Atomic<Bool>(false)
+  /// The body task's wait for the end of the stream, and whether it has ended.
+  private let end = NIOLockedValueBox<(waiter: CheckedContinuation<Void, Never>?, ended: Bool)>(
+    (nil, false))
 
   init(hub: Hub, channel: any Channel) {
     self.hub = hub
     self.channel = channel
-    highWater = min(1 << 20, hub.bound)
+    let key = ObjectIdentifier(self)
+    // Tell the hub when the connection can take more again.
+    channel.eventLoop.execute {
+      try? channel.pipeline.syncOperations.addHandler(
+        WritabilityRelay(hub: hub, key: key), position: .first)
+    }
+    channel.closeFuture.whenComplete { [weak self] _ in self?.ended() }
   }
 
   var key: ObjectIdentifier { ObjectIdentifier(self) }
   var framing: EventFraming { .serverSentEvents }
-  var isWritable: Bool { pending.load(ordering: .relaxed) < highWater }
+  var isWritable: Bool { channel.isWritable }
   var isClosed: Bool { closed.load(ordering: .relaxed) }
   var allocator: ByteBufferAllocator { channel.allocator }
 
   func write(_ buffer: ByteBuffer) {
-    pending.add(buffer.readableBytes, ordering: .relaxed)
-    let waiter = state.withLockedValue { s in
-      var buffer = buffer
-      s.buffer.writeBuffer(&buffer)
-      defer { s.waiter = nil }
-      return s.waiter
-    }
-    waiter?.resume()
+    channel.writeAndFlush(HTTPResponsePart.body(buffer), promise: nil)
   }
 
-  /// Ends the stream after `last`; the connection is closed 100 ms later if the response is
-  /// still not done (a client that does not read keeps the writer waiting).
+  /// Ends the stream after `last`; the connection is closed 100 ms later (a client that does
+  /// not read would keep the response from finishing).
   func close(after last: ByteBuffer?) {
     if let last { write(last) }
     closed.store(true, ordering: .relaxed)
-    let waiter = state.withLockedValue { s in
-      s.finished = true
-      defer { s.waiter = nil }
-      return s.waiter
-    }
-    waiter?.resume()
+    ended()
     let channel = self.channel
     channel.eventLoop.scheduleTask(in: .milliseconds(100)) { channel.close(promise: nil) }
   }
 
-  /// Everything written since the last call, once there is something; nil once closed and
-  /// drained.
-  func next() async -> ByteBuffer? {
-    while true {
-      let taken: ByteBuffer?? = state.withLockedValue { s in
-        if s.buffer.readableBytes > 0 {
-          let out = s.buffer
-          s.buffer = ByteBuffer()
-          return .some(out)
-        }
-        return s.finished ? .some(nil) : nil
+  /// Runs `start`, then waits until the stream is closed or the connection is gone.
+  func run(_ start: () -> Void) async {
+    start()
+    await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+      let done = end.withLockedValue { e in
+        if e.ended { return true }
+        e.waiter = c
+        return false
       }
-      if let taken { return taken }
-      await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-        let ready = state.withLockedValue { s in
-          if s.buffer.readableBytes > 0 || s.finished { return true }
-          s.waiter = c
-          return false
-        }
-        if ready { c.resume() }
-      }
+      if done { c.resume() }
     }
   }
 
-  /// `n` bytes reached the connection; below the high-water mark again, the hub hands over
-  /// what it kept.
-  func drained(_ n: Int) {
-    let before = pending.subtract(n, ordering: .relaxed).oldValue
-    if before >= highWater && before - n < highWater {
+  private func ended() {
+    let waiter = end.withLockedValue { e in
+      e.ended = true
+      defer { e.waiter = nil }
+      return e.waiter
+    }
+    waiter?.resume()
+  }
+}
+
+/// Sits first in an event stream's pipeline and tells the hub when the connection becomes
+/// writable again, so that what the hub kept meanwhile goes out.
+private final class WritabilityRelay: ChannelInboundHandler, Sendable {
+  typealias InboundIn = NIOAny
+  let hub: Hub
+  let key: ObjectIdentifier
+
+  init(hub: Hub, key: ObjectIdentifier) {
+    self.hub = hub
+    self.key = key
+  }
+
+  func channelWritabilityChanged(context: ChannelHandlerContext) {
+    if context.channel.isWritable {
       let hub = self.hub
       let key = self.key
       hub.eventLoop.execute { hub.writable(key) }
     }
+    context.fireChannelWritabilityChanged()
   }
 }

@@ -31,6 +31,13 @@ final class Hub: @unchecked Sendable {
     var waitingTick: [ActivityHandle: Int] = [:]
     /// When `waitingBytes` went over the bound (nil while under it).
     var overSince: NIODeadline?
+    /// While the subscription waits for its snapshot (an HTTP event stream registers before
+    /// its `subscribe` runs): the events it wants so far, framed, with their sequence numbers.
+    var pending: [(sequence: UInt64, bytes: [UInt8])]?
+    /// An event stream's frames gathered since its last write (see ``Hub/streamPacing``), and
+    /// when that write was. Only while nothing waits in `waiting`.
+    var batch: ByteBuffer?
+    var lastWrite = NIODeadline.uptimeNanoseconds(0)
 
     init(sink: any EventSink, ids: [String]?, ticks: Bool, fromSequence: UInt64) {
       self.sink = sink
@@ -49,6 +56,13 @@ final class Hub: @unchecked Sendable {
   let bound: Int
   let slowConsumerAfter: TimeAmount
   private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+  /// The least time between two writes to one HTTP event stream: frames due sooner are
+  /// gathered and go out together when it has passed. Each write to a connection is a system
+  /// call (about 5 µs on loopback TCP); a stream with ticks of 10k activities has events every
+  /// millisecond, and 100 such streams would otherwise cost 100,000 writes a second. Browsers
+  /// draw at most every 16 ms, so 3 ms cannot be seen; a stream whose last write is older
+  /// than this is written at once.
+  static let streamPacing = TimeAmount.milliseconds(3)
   /// Counters for `/metrics`.
   let metrics: ServerMetrics
   private var writer: WireEventWriter
@@ -74,6 +88,30 @@ final class Hub: @unchecked Sendable {
     metrics.subscribers.record(subscribers.count)
   }
 
+  /// Registers `sink` before its `subscribe` request runs: the events published from now on
+  /// are kept for it, framed, until ``activate(_:first:fromSequence:)`` knows where its
+  /// snapshot stands. Nothing published after the request is missed.
+  func subscribePending(_ sink: any EventSink, ids: [String]?, ticks: Bool) {
+    eventLoop.assertInEventLoop()
+    let sub = Subscriber(sink: sink, ids: ids, ticks: ticks, fromSequence: 0)
+    sub.pending = []
+    subscribers[sink.key] = sub
+    metrics.subscribers.record(subscribers.count)
+  }
+
+  /// Writes `first` (the snapshot) to the pending subscription `key`, then the events kept for
+  /// it numbered from `fromSequence` on (those before are in the snapshot), and delivers to it
+  /// as to any subscriber from then on.
+  func activate(_ key: ObjectIdentifier, first: [UInt8], fromSequence: UInt64) {
+    eventLoop.assertInEventLoop()
+    guard let sub = subscribers[key], let pending = sub.pending else { return }
+    sub.pending = nil
+    sub.fromSequence = fromSequence
+    var bytes = first
+    for p in pending where p.sequence >= fromSequence { bytes += p.bytes }
+    sub.sink.write(sub.sink.allocator.buffer(bytes: bytes))
+  }
+
   func unsubscribe(_ key: ObjectIdentifier) {
     eventLoop.assertInEventLoop()
     guard subscribers.removeValue(forKey: key) != nil else { return }
@@ -86,7 +124,7 @@ final class Hub: @unchecked Sendable {
     eventLoop.assertInEventLoop()
     for (key, sub) in subscribers where sub.sink.framing == .serverSentEvents {
       subscribers[key] = nil
-      sub.sink.close(after: nil)
+      sub.sink.close(after: sub.batch)
     }
     metrics.subscribers.record(subscribers.count)
   }
@@ -172,8 +210,33 @@ final class Hub: @unchecked Sendable {
       writer.write(e)
     }
     offsets.append(writer.out.bytes.count)
+    let hasTicks = events.contains { $0.kind == .tick }
+    let firstSequence = events.isEmpty ? 0 : sequence(0)
+    // The whole wake framed as lines and as SSE, each made once, when a subscriber wants it.
+    var whole: (lines: ByteBuffer?, sse: ByteBuffer?) = (nil, nil)
     writer.out.bytes.withUnsafeBufferPointer { encoded in
-      for sub in subscribers.values { deliver(events, sequence: sequence, encoded, to: sub) }
+      for sub in subscribers.values {
+        // A subscriber that takes every event of the wake (no id filter; ticks wanted or none
+        // there) shares one framed copy of it with the others like it.
+        guard sub.ids == nil, sub.pending == nil, firstSequence >= sub.fromSequence,
+          sub.ticks || !hasTicks, sub.waiting.isEmpty, sub.sink.isWritable
+        else {
+          deliver(events, sequence: sequence, encoded, to: sub)
+          continue
+        }
+        let framing = sub.sink.framing
+        var buffer = framing == .lines ? whole.lines : whole.sse
+        if buffer == nil {
+          var b = sub.sink.allocator.buffer(
+            capacity: encoded.count + (framing == .serverSentEvents ? 24 * events.count : 0))
+          for (k, e) in events.enumerated() {
+            frame(k, e, encoded, framing) { b.writeBytes(UnsafeRawBufferPointer($0)) }
+          }
+          if framing == .lines { whole.lines = b } else { whole.sse = b }
+          buffer = b
+        }
+        if let buffer, buffer.readableBytes > 0 { deliver(framed: buffer, to: sub) }
+      }
     }
   }
 
@@ -218,6 +281,14 @@ final class Hub: @unchecked Sendable {
     to sub: Subscriber
   ) {
     let framing = sub.sink.framing
+    if sub.pending != nil {
+      for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
+        var bytes: [UInt8] = []
+        frame(k, e, encoded, framing) { bytes.append(contentsOf: $0) }
+        sub.pending!.append((sequence(k), bytes))
+      }
+      return
+    }
     if sub.waiting.isEmpty && sub.sink.isWritable {
       var size = 0
       for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
@@ -228,8 +299,14 @@ final class Hub: @unchecked Sendable {
       for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
         frame(k, e, encoded, framing) { buffer.writeBytes(UnsafeRawBufferPointer($0)) }
       }
-      sub.sink.write(buffer)
+      deliver(framed: buffer, to: sub)
       return
+    }
+    // Gathered frames are older than what follows: they wait first.
+    if let batch = sub.batch {
+      sub.batch = nil
+      sub.waiting.append((nil, Array(batch.readableBytesView)))
+      sub.waitingBytes += batch.readableBytes
     }
     for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
       var bytes: [UInt8] = []
@@ -249,6 +326,47 @@ final class Hub: @unchecked Sendable {
       sub.waitingBytes += bytes.count
     }
     checkBound(sub)
+  }
+
+  /// Hands `buffer` (framed events `sub` wants) to `sub`, whose connection can take it and
+  /// who has nothing waiting: to the connection now or, for an event stream written less than
+  /// ``streamPacing`` ago, to its batch.
+  private func deliver(framed buffer: ByteBuffer, to sub: Subscriber) {
+    guard sub.sink.framing == .serverSentEvents else {
+      sub.sink.write(buffer)
+      return
+    }
+    let now = NIODeadline.now()
+    if var batch = sub.batch {
+      sub.batch = nil  // so that `batch` is the buffer's only owner: appended in place
+      var more = buffer
+      batch.writeBuffer(&more)
+      sub.batch = batch
+    } else if now - sub.lastWrite >= Self.streamPacing {
+      sub.lastWrite = now
+      sub.sink.write(buffer)
+    } else {
+      scheduleBatch(sub, at: sub.lastWrite + Self.streamPacing)
+      sub.batch = buffer
+    }
+  }
+
+  /// Writes `sub`'s gathered frames at `deadline` (or hands them to `waiting` if the
+  /// connection cannot take them then).
+  private func scheduleBatch(_ sub: Subscriber, at deadline: NIODeadline) {
+    let key = sub.sink.key
+    eventLoop.scheduleTask(deadline: deadline) { [weak self] in
+      guard let self, let sub = self.subscribers[key], let batch = sub.batch else { return }
+      sub.batch = nil
+      if sub.sink.isWritable {
+        sub.lastWrite = .now()
+        sub.sink.write(batch)
+      } else {
+        sub.waiting.append((nil, Array(batch.readableBytesView)))
+        sub.waitingBytes += batch.readableBytes
+        self.checkBound(sub)
+      }
+    }
   }
 
   private func checkBound(_ sub: Subscriber) {

@@ -58,6 +58,15 @@ func http(
   return HTTPAnswer(status: status, headers: headers, body: String(text[split.upperBound...]))
 }
 
+/// A flag one thread sets and another polls.
+final class StopSignal: @unchecked Sendable {
+  // @unchecked Sendable: `value` is touched only under `lock`.
+  private let lock = NSLock()
+  private var value = false
+  var isSet: Bool { lock.withLock { value } }
+  func set() { lock.withLock { value = true } }
+}
+
 /// A server in this process with HTTP on a free loopback port.
 final class HTTPServer {
   let running: RunningServer
@@ -385,6 +394,89 @@ struct HTTPTests {
         if e.name == "expired" { break }
       }
       #expect(tickCount >= 3 && early == 0 && !sawOne, "ticks \(tickCount), early \(early)")
+    }
+  }
+
+  @Test("A stream opened while activities start misses none after its snapshot, repeats none")
+  func streamJoinsMidFlow() async throws {
+    try await onThread {
+      let h = try HTTPServer()
+      let end = nowMs() + 600_000
+      let stop = StopSignal()
+      let port = h.port
+      let starter = Thread {
+        var k = 0
+        while !stop.isSet {
+          k += 1
+          _ = try? http(
+            "POST", "/v1/activities", port: port,
+            body:
+              #"{"id":"s\#(k)","kind":"countdown","endDate":\#(end),"title":"S"}"#)
+        }
+      }
+      starter.start()
+      defer { stop.set() }
+      func number(_ id: Any?) -> Int { Int((id as? String ?? "").dropFirst()) ?? -1 }
+      for stream in 0..<12 {
+        let events = try EventStream(port: h.port)
+        let snapshot = try #require(events.next(), "stream \(stream): no snapshot")
+        #expect(snapshot.name == "snapshot")
+        let listed = (snapshot.data["activities"] as? [[String: Any]] ?? []).map {
+          number($0["id"])
+        }
+        // The snapshot holds s1...sN with no gap; the stream's first events start s(N+1)...
+        #expect(listed.sorted() == Array(1..<(listed.count + 1)), "stream \(stream): \(listed)")
+        var expected = listed.count + 1
+        while expected <= listed.count + 8, let e = events.next(timeout: 10) {
+          guard e.name == "started" else { continue }
+          #expect(
+            number(e.data["id"]) == expected,
+            "stream \(stream): after a snapshot of \(listed.count), started \(e.data["id"] ?? "?") where s\(expected) was due"
+          )
+          if number(e.data["id"]) != expected { break }
+          expected += 1
+        }
+        #expect(expected == listed.count + 9, "stream \(stream): too few started events")
+      }
+    }
+  }
+
+  @Test("A busy event stream is written at most every 3 ms, each event no later than that")
+  func streamPacing() async throws {
+    try await onThread {
+      let h = try HTTPServer()
+      // 3,000 countdowns at spread phases: ticks fall due in nearly every millisecond.
+      let base = nowMs() + 600_000
+      for k in 0..<3_000 {
+        _ = try h(
+          "POST", "/v1/activities",
+          #"{"id":"p\#(k)","kind":"countdown","endDate":\#(base + Int64(k % 1_000)),"title":"P"}"#)
+      }
+      let stream = try EventStream(port: h.port, query: "?ticks=1")
+      #expect(stream.next()?.name == "snapshot")
+      _ = stream.next(timeout: 2)  // the first ticks after the snapshot
+      // Each write is one HTTP chunk: count the chunk-size lines for 2 s, and each tick's
+      // lateness at arrival.
+      var chunks = 0
+      var ticks = 0
+      var late: [Int64] = []
+      let until = Date().addingTimeInterval(2)
+      while until.timeIntervalSinceNow > 0, let line = stream.client.line(timeout: 1) {
+        let text = line.hasSuffix("\r") ? line.dropLast() : Substring(line)
+        if !text.isEmpty, text.allSatisfy(\.isHexDigit) {
+          chunks += 1
+        } else if text.hasPrefix("data: {\"at\":") {
+          ticks += 1
+          let at = Int64(text.dropFirst(12).prefix { $0.isNumber }) ?? 0
+          late.append(nowMs() - at)
+        }
+      }
+      late.sort()
+      // 2 s at most one write per 3 ms: 667 (a little more for timer slack); unpaced it
+      // would be one write per millisecond with ticks, about 2,000.
+      #expect(ticks > 5_000 && chunks > 100 && chunks < 800, "\(chunks) writes, \(ticks) ticks")
+      // Pacing adds at most 3 ms; the rest is this machine's noise (CI shares two cores).
+      #expect(late[late.count / 2] <= 20, "median lateness \(late[late.count / 2]) ms")
     }
   }
 

@@ -21,6 +21,14 @@ struct SSEBench: ParsableCommand {
   @Option(help: "Updates a second in the lifecycle run (each goes to every client).")
   var updatesPerSecond = 100
 
+  @Option(
+    help: ArgumentHelp(
+      "Seconds after the clients connect before measuring.",
+      discussion:
+        "Each client's snapshot comes first: with ticks, 100 snapshots of 10k activities are 150 MB, which the clients take a few seconds to read while ticks queue behind them. The measurement is of the steady state after that."
+    ))
+  var warmup: Double = 5
+
   func run() throws {
     raiseDescriptorLimit()
     print("| run | p50 | p99 | max | server CPU | events/s at the clients |")
@@ -43,7 +51,7 @@ struct SSEBench: ParsableCommand {
     }
     let recorder = LatencyBox()
     let stop = StopFlag()
-    let warmUpUntil = monotonicNanoseconds() + 1_500_000_000
+    let warmUpUntil = monotonicNanoseconds() + Int64(warmup * 1e9)
     var threads: [Thread] = []
     // Readers: one thread per 50 clients (two cores: the readers share them with the server).
     for start in stride(from: 0, to: streams.count, by: 50) {
@@ -59,7 +67,8 @@ struct SSEBench: ParsableCommand {
         child, activities: activities, perSecond: updatesPerSecond, until: stop)
     }
     return ServeBench.measure(
-      child, seconds: seconds, threads: threads, stop: stop, recorder: recorder)
+      child, seconds: seconds, threads: threads, stop: stop, recorder: recorder,
+      warmup: warmup)
   }
 }
 

@@ -222,9 +222,10 @@ struct ServeBench: ParsableCommand {
   /// After 1.5 s of warm-up, `seconds` measured: the child's CPU share, its RSS, and what the
   /// reader `threads` recorded; then stops them.
   static func measure(
-    _ child: Child, seconds: Double, threads: [Thread], stop: StopFlag, recorder: LatencyBox
+    _ child: Child, seconds: Double, threads: [Thread], stop: StopFlag, recorder: LatencyBox,
+    warmup: Double = 1.5
   ) -> LatenessResult {
-    usleep(1_500_000)
+    usleep(UInt32(warmup * 1_000_000))
     let cpu0 = child.cpuNanoseconds()
     let t0 = monotonicNanoseconds()
     usleep(UInt32(seconds * 1_000_000))
