@@ -202,6 +202,8 @@ final class Hub: @unchecked Sendable {
 
   /// Encodes `events` once and hands each subscriber those it wants; `sequence` numbers them.
   private func deliver(_ events: [ActivityEvent], sequence: (Int) -> UInt64) {
+    // Batches that fell due since the last wake go out before this wake's events.
+    writeDueBatches()
     offsets.removeAll(keepingCapacity: true)
     // Emptied in place: `take()` would hand out the bytes and so make the next wake allocate.
     writer.out.bytes.removeAll(keepingCapacity: true)
@@ -351,22 +353,56 @@ final class Hub: @unchecked Sendable {
     }
   }
 
-  /// Writes `sub`'s gathered frames at `deadline` (or hands them to `waiting` if the
-  /// connection cannot take them then).
+  /// Subscribers with gathered frames, and when each batch is due.
+  private var batched: [(key: ObjectIdentifier, due: NIODeadline)] = []
+  /// When the one timer that writes due batches fires (nil: not armed). Wakes write them too.
+  private var flushAt: NIODeadline?
+
+  /// Writes `sub`'s gathered frames at `deadline`: at the first wake or timer after it.
   private func scheduleBatch(_ sub: Subscriber, at deadline: NIODeadline) {
-    let key = sub.sink.key
+    batched.append((sub.sink.key, deadline))
+    armFlush(at: deadline)
+  }
+
+  /// Arms the batch timer for `deadline` unless it fires sooner already.
+  private func armFlush(at deadline: NIODeadline) {
+    if let at = flushAt, at <= deadline { return }
+    flushAt = deadline
     eventLoop.scheduleTask(deadline: deadline) { [weak self] in
-      guard let self, let sub = self.subscribers[key], let batch = sub.batch else { return }
+      guard let self, self.flushAt == deadline else { return }
+      self.flushAt = nil
+      self.writeDueBatches()
+    }
+  }
+
+  /// Writes the batches that are due (or hands them to `waiting` when their connection cannot
+  /// take them), and arms the timer for the next one.
+  private func writeDueBatches() {
+    guard !batched.isEmpty else { return }
+    let now = NIODeadline.now()
+    var next: NIODeadline?
+    var kept = 0
+    for k in batched.indices {
+      let (key, due) = batched[k]
+      guard due <= now else {
+        batched[kept] = batched[k]
+        kept += 1
+        next = min(next ?? due, due)
+        continue
+      }
+      guard let sub = subscribers[key], let batch = sub.batch else { continue }
       sub.batch = nil
       if sub.sink.isWritable {
-        sub.lastWrite = .now()
+        sub.lastWrite = now
         sub.sink.write(batch)
       } else {
         sub.waiting.append((nil, Array(batch.readableBytesView)))
         sub.waitingBytes += batch.readableBytes
-        self.checkBound(sub)
+        checkBound(sub)
       }
     }
+    batched.removeLast(batched.count - kept)
+    if let next { armFlush(at: next) }
   }
 
   private func checkBound(_ sub: Subscriber) {
