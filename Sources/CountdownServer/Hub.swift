@@ -213,11 +213,13 @@ final class Hub: @unchecked Sendable {
     }
     offsets.append(writer.out.bytes.count)
     let hasTicks = events.contains { $0.kind == .tick }
+    // Most wakes are ticks alone: a subscriber without ticks has nothing to look at then.
+    let onlyTicks = hasTicks && !events.contains { $0.kind != .tick }
     let firstSequence = events.isEmpty ? 0 : sequence(0)
     // The whole wake framed as lines and as SSE, each made once, when a subscriber wants it.
     var whole: (lines: ByteBuffer?, sse: ByteBuffer?) = (nil, nil)
     writer.out.bytes.withUnsafeBufferPointer { encoded in
-      for sub in subscribers.values {
+      for sub in subscribers.values where sub.ticks || !onlyTicks {
         // A subscriber that takes every event of the wake (no id filter; ticks wanted or none
         // there) shares one framed copy of it with the others like it.
         guard sub.ids == nil, sub.pending == nil, firstSequence >= sub.fromSequence,
