@@ -155,6 +155,14 @@ final class Hub: @unchecked Sendable {
       return
     }
     metrics.published(events)
+    // The usual wake while a commit is pending: ticks of activities with nothing held, which
+    // go out at once, without the bookkeeping below.
+    if token == nil,
+      !events.contains(where: { $0.kind != .tick || heldPerActivity[$0.handle] != nil })
+    {
+      if !subscribers.isEmpty { deliver(events) { first + UInt64($0) } }
+      return
+    }
     var lifecycle: Set<ActivityHandle> = []
     if token != nil {
       for e in events where e.kind != .tick { lifecycle.insert(e.handle) }

@@ -121,6 +121,8 @@ struct ServeBench: ParsableCommand {
     var eventsPerSecond: Double
     /// The server's resident set at the end of the run.
     var rss: Int64
+    /// The lateness of the events other than ticks, when timed apart (see `recordLateness`).
+    var others: Latency?
     var row: String {
       "\(fmt(latency.p50)) | \(fmt(latency.p99)) | \(fmt(latency.max)) | \(String(format: "%.1f%%", cpu * 100)) | \(Int(eventsPerSecond))"
     }
@@ -153,6 +155,8 @@ struct ServeBench: ParsableCommand {
       r.awaitReplies(1)
     }
     let recorder = LatencyBox()
+    // With commands streaming in, their events are timed apart from the ticks.
+    let others = streamPerSecond > 0 ? LatencyBox() : nil
     let stop = StopFlag()
     // One reader thread per 25 subscribers, each polling its sockets.
     let groups = stride(from: 0, to: readers.count, by: 25).map {
@@ -161,7 +165,10 @@ struct ServeBench: ParsableCommand {
     var threads: [Thread] = []
     let warmUpUntil = monotonicNanoseconds() + 1_500_000_000
     for group in groups {
-      let t = Thread { Client.readTicks(group, recorder: recorder, stop: stop, after: warmUpUntil) }
+      let t = Thread {
+        Client.readTicks(
+          group, recorder: recorder, others: others, stop: stop, after: warmUpUntil)
+      }
       t.start()
       threads.append(t)
     }
@@ -169,8 +176,9 @@ struct ServeBench: ParsableCommand {
       threads += try Self.streamUpdates(
         child, activities: activities, perSecond: streamPerSecond, until: stop)
     }
-    let result = Self.measure(
+    var result = Self.measure(
       child, seconds: seconds, threads: threads, stop: stop, recorder: recorder)
+    if let others { result.others = Latency(others.histogram()) }
     _ = idle
     return result
   }
@@ -386,19 +394,27 @@ final class Client: @unchecked Sendable {
 
   /// Records the lateness of every event line received on `clients` after `after` (monotonic
   /// ns), until `stop`.
-  static func readTicks(_ clients: [Client], recorder: LatencyBox, stop: StopFlag, after: Int64) {
+  static func readTicks(
+    _ clients: [Client], recorder: LatencyBox, others: LatencyBox? = nil, stop: StopFlag,
+    after: Int64
+  ) {
     recordLateness(
-      clients.map(\.fd), linePrefix: Array(#"{"at":"#.utf8), recorder: recorder, stop: stop,
-      after: after)
+      clients.map(\.fd), linePrefix: Array(#"{"at":"#.utf8), recorder: recorder, others: others,
+      stop: stop, after: after)
   }
 
   /// Reads `fds` until `stop`; each line that starts with `linePrefix` (which ends just before
-  /// an event's `at` digits) received after `after` (monotonic ns) records its lateness.
+  /// an event's `at` digits) received after `after` (monotonic ns) records its lateness. With
+  /// `others`, only ticks go to `recorder` and every other event to `others` (the events of
+  /// commands, which with a state file wait for their commit as SPEC §6 says).
   static func recordLateness(
-    _ fds: [Int32], linePrefix prefix: [UInt8], recorder: LatencyBox, stop: StopFlag, after: Int64
+    _ fds: [Int32], linePrefix prefix: [UInt8], recorder: LatencyBox, others: LatencyBox? = nil,
+    stop: StopFlag, after: Int64
   ) {
     var local = Histogram<UInt64>(
       highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+    var localOthers = local
+    let tick = Array(#","event":"tick""#.utf8)
     var polls = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
     var partial = fds.map { _ in [UInt8]() }
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -423,12 +439,18 @@ final class Client: @unchecked Sendable {
             at = at * 10 + Int64(data[j] - 48)
             j += 1
           }
-          local.record(UInt64(max(0, now - at * 1_000_000)))
+          let lateness = UInt64(max(0, now - at * 1_000_000))
+          if others != nil, !data[j..<min(i, j + tick.count)].elementsEqual(tick) {
+            localOthers.record(lateness)
+          } else {
+            local.record(lateness)
+          }
         }
         partial[k] = Array(data[start...])
       }
     }
     recorder.merge(local)
+    others?.merge(localOthers)
   }
 }
 

@@ -122,9 +122,9 @@ struct StoreBench: ParsableCommand {
   /// file and with `:memory:`, alternating.
   func latenessComparison(path: () -> String) throws {
     print(
-      "\n| \(ticking / 1000)k ticking, \(streamPerSecond) updates/s streaming | round | p50 | p99 | max | server CPU | events/s |"
+      "\n| \(ticking / 1000)k ticking, \(streamPerSecond) updates/s streaming | round | tick p50 | tick p99 | tick max | server CPU | events/s | updated p50 | updated p99 |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     let bench = ServeBench.parseOrExit(["--seconds", "\(seconds)"])
     var memory: [Double] = []
     var stored: [Double] = []
@@ -133,7 +133,9 @@ struct StoreBench: ParsableCommand {
         let r = try bench.lateness(
           activities: ticking, subscribers: 1, stalled: false, state: useFile ? path() : ":memory:",
           streamPerSecond: streamPerSecond)
-        print("| \(useFile ? "state file (normal)" : ":memory:") | \(round) | \(r.row) |")
+        let updated = r.others.map { "\(fmt($0.p50)) | \(fmt($0.p99))" } ?? "- | -"
+        print(
+          "| \(useFile ? "state file (normal)" : ":memory:") | \(round) | \(r.row) | \(updated) |")
         if useFile { stored.append(r.latency.p99) } else { memory.append(r.latency.p99) }
       }
     }
