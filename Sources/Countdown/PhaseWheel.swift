@@ -69,6 +69,11 @@ struct PhaseWheel {
     }
   }
 
+  /// Reserves room for `perBucket` entries in every bucket.
+  mutating func reserveBuckets(_ perBucket: Int) {
+    for b in buckets.indices { buckets[b].entries.reserveCapacity(perBucket) }
+  }
+
   /// The bucket of instant `t`.
   @inline(__always)
   static func bucket(of t: Int64) -> Int {

@@ -84,6 +84,15 @@ struct StorageTests {
     #expect(ra.lines == rb.lines && ra.lines.count > 9_000)
   }
 
+  @Test("A large reservation gives each wheel bucket its share of room; a small one none")
+  func reservedBuckets() {
+    let (large, _) = makeEngine(EngineOptions(reservedActivities: 200_000))
+    // 200 an instant on average, room for the spread of random phases.
+    #expect(large.wheel.buckets.allSatisfy { $0.entries.capacity >= 284 })
+    let (small, _) = makeEngine(EngineOptions(reservedActivities: 5_000))
+    #expect(small.wheel.buckets.allSatisfy { $0.entries.capacity == 0 })
+  }
+
   @Test("A copied engine is an independent value, side boxes included")
   func copies() throws {
     var (a, _) = makeEngine()
