@@ -85,9 +85,10 @@ bench-format: deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/countdown-bench format
 
 # ThreadSanitizer over the real-loop tests, the service's socket tests and its HTTP tests that
-# run in this process (own scratch path, so the debug build stays).
+# run in this process, a stream joining mid-flow among them (own scratch path, so the debug
+# build stays).
 tsan: deps
-	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page)'
+	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)'
 
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
