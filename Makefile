@@ -89,6 +89,10 @@ bench-format: deps
 # build stays).
 tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)'
+	# The durable state: the state file in process, and servers run as children (built with
+	# ThreadSanitizer too), which stop at their first race. Not the disk-failure test: under
+	# its file-size limit the sanitizer's runtime cannot start (SIGBUS).
+	TSAN_OPTIONS=halt_on_error=1:exitcode=66 $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'StateFileTests|DurabilityTests/(restartCases|badStates|crashRounds)'
 
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
