@@ -11,7 +11,8 @@ import Foundation
 /// the rebuilt engine carry the new epoch and are written again as usual.
 package final class StoreWriter: @unchecked Sendable {
   // @unchecked Sendable: `queue`, `closing`, `acceptedEpoch` and `needsReload` are guarded by
-  // `condition`; `store` is used by the writer thread only (and by `close` after it ended).
+  // `condition`; `store`, `reload` and `onError` are used by the writer thread only (and by
+  // `close` after it ended).
 
   /// One wake's share of the work.
   package struct Unit: Sendable {
@@ -43,8 +44,10 @@ package final class StoreWriter: @unchecked Sendable {
   private var needsReload = false
   /// The failure that made the current epoch, for the wakes of older ones.
   private var lastFailure = StoreError("an earlier write failed")
-  private let reload: @Sendable (EngineSnapshot?, _ epoch: UInt64) -> Void
-  private let onError: @Sendable (StoreError) -> Void
+  /// Used by the writer thread; let go by `close` once that thread has ended (they capture
+  /// the loop, whose wake handler captures this writer: a cycle until then).
+  private var reload: (@Sendable (EngineSnapshot?, _ epoch: UInt64) -> Void)?
+  private var onError: (@Sendable (StoreError) -> Void)?
 
   /// Starts the writer thread on `store`. `reload` gets the last committed state after a
   /// failed write (nil when nothing was ever committed), with the epoch the rebuilt engine's wakes must carry; `onError` hears of
@@ -82,6 +85,8 @@ package final class StoreWriter: @unchecked Sendable {
     closing = true
     condition.broadcast()
     while !finished { condition.wait() }
+    reload = nil
+    onError = nil
     condition.unlock()
     store.close()
   }
@@ -121,7 +126,7 @@ package final class StoreWriter: @unchecked Sendable {
         } catch {
           ok = false
           failure = error
-          onError(error)
+          onError?(error)
           condition.lock()
           acceptedEpoch = max(acceptedEpoch, units.map(\.epoch).max() ?? 0) + 1
           needsReload = true
@@ -155,9 +160,9 @@ package final class StoreWriter: @unchecked Sendable {
       condition.lock()
       needsReload = false
       condition.unlock()
-      reload(snapshot, epoch)
+      reload?(snapshot, epoch)
     } catch {
-      onError(error)
+      onError?(error)
     }
   }
 }

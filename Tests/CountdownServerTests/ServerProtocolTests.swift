@@ -7,6 +7,28 @@ import Testing
 /// the process itself.
 @Suite("countdown serve: the protocol on real sockets", .serialized, .timeLimit(.minutes(3)))
 struct ServerProtocolTests {
+  @Test("A server with a state file stops in process, lets all go; the next has its state")
+  func stateFileInProcess() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let path = dir.appendingPathComponent("s.db").path
+      let end = nowMs() + 600_000
+      for round in 0..<3 {
+        // Each server is stopped and released before the next opens the file. Under `make
+        // asan` LeakSanitizer then checks that none of it stays behind (the store writer and
+        // the loop once held each other).
+        let s = try RunningServer { $0.statePath = path }
+        let c = try s.client()
+        let listed = try c.request(#"{"op":"list"}"#)["activities"] as? [[String: Any]] ?? []
+        #expect(listed.compactMap { $0["id"] as? String }.sorted() == (0..<round).map { "r\($0)" })
+        let started = try c.request(
+          #"{"op":"start","id":"r\#(round)","kind":"countdown","endDate":\#(end),"title":"R"}"#)
+        #expect(started["ok"] as? Bool == true, "\(started)")
+      }
+    }
+  }
+
   @Test("Replies come in request order with rid verbatim; errors leave the connection usable")
   func repliesAndErrors() async throws {
     try await onThread {
