@@ -37,15 +37,17 @@ final class Journal: @unchecked Sendable {
       if !events.isEmpty { hub.eventLoop.execute { hub.publish(first: first, events, token: nil) } }
       return
     }
-    let changes = changed ? StoreChanges(engine: engine, ids: ids) : nil
     let token = nextToken
     nextToken += 1
+    // The events go to the hub first: its ticks leave at once, without waiting for the rows
+    // below to be read out of the engine (the rest waits for the commit in the hub anyway).
+    hub.eventLoop.execute { hub.publish(first: first, events, token: token) }
+    let changes = changed ? StoreChanges(engine: engine, ids: ids) : nil
     let releases = self.releases
     self.releases = []
     seen.removeAll(keepingCapacity: true)
     ids.removeAll(keepingCapacity: true)
     storedOptions = options
-    hub.eventLoop.execute { hub.publish(first: first, events, token: token) }
     writer.enqueue(
       StoreWriter.Unit(changes: changes, epoch: epoch) { failure in
         for r in releases { r(failure) }
