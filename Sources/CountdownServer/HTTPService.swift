@@ -266,6 +266,12 @@ struct HTTPRoutes: HTTPResponder {
     ) { _ in
       if sink.isWritable && !sink.isClosed { sink.write(ByteBuffer(string: ": keep-alive\n\n")) }
     }
+    // However the stream ends, even before its body runs (a client gone before the head was
+    // written): no heartbeat, no subscription left behind.
+    channel.closeFuture.whenComplete { _ in
+      heartbeat.cancel()
+      hub.eventLoop.execute { hub.unsubscribe(sink.key) }
+    }
     let body = ResponseBody { writer in
       // The response head is in the connection's queue by now (Hummingbird wrote it before
       // calling this), so what the hub writes to the connection from here on follows it.

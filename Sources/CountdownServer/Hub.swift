@@ -106,6 +106,7 @@ final class Hub: @unchecked Sendable {
     eventLoop.assertInEventLoop()
     guard let sub = subscribers[key], let pending = sub.pending else { return }
     sub.pending = nil
+    sub.waitingBytes = 0
     sub.fromSequence = fromSequence
     var bytes = first
     for p in pending where p.sequence >= fromSequence { bytes += p.bytes }
@@ -297,7 +298,14 @@ final class Hub: @unchecked Sendable {
       for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
         var bytes: [UInt8] = []
         frame(k, e, encoded, framing) { bytes.append(contentsOf: $0) }
+        sub.waitingBytes += bytes.count
         sub.pending!.append((sequence(k), bytes))
+      }
+      // A stream whose snapshot never comes (its request stuck) may not gather without end;
+      // nothing is written to it (its response has not begun).
+      if sub.waitingBytes > bound {
+        unsubscribe(sub.sink.key)
+        sub.sink.close(after: nil)
       }
       return
     }

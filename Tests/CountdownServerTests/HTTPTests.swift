@@ -441,6 +441,35 @@ struct HTTPTests {
     }
   }
 
+  @Test("Event streams whose clients leave at once, even before the head, leave no subscriber")
+  func streamsLeftAtOnce() async throws {
+    try await onThread {
+      let h = try HTTPServer()
+      func subscribers() throws -> Double? {
+        let r = try h("GET", "/metrics")
+        let line = r.body.split(separator: "\n").first { $0.hasPrefix("countdown_subscribers ") }
+        return line.flatMap { Double($0.split(separator: " ")[1]) }
+      }
+      // Some close before the server has answered, some as the head comes, some after it.
+      for k in 0..<40 {
+        let c = try TestClient(tcpPort: h.port)
+        // Closed with a reset, as a client that is gone (the client's deinit closes it).
+        var reset = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+        c.send("GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        if k % 2 == 1 { usleep(UInt32(k * 200)) }
+      }
+      var left: Double?
+      let deadline = Date().addingTimeInterval(5)
+      repeat {
+        left = try subscribers()
+        if left == 0 { break }
+        usleep(50_000)
+      } while deadline.timeIntervalSinceNow > 0
+      #expect(left == 0, "\(left ?? -1) subscribers left behind by clients that have gone")
+    }
+  }
+
   @Test("A busy event stream is written at most every 3 ms, each event no later than that")
   func streamPacing() async throws {
     try await onThread {
