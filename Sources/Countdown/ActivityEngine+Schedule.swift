@@ -245,16 +245,31 @@ extension ActivityEngine {
     var finished = 0
     let kept = wheel.buckets[b].entries.withUnsafeMutableBufferPointer { entries in
       var kept = 0
+      // One event, its fields set per tick, and the entry's fields read in place: a fresh
+      // event or a copied entry would copy the id (a retain and a release) once more each.
+      var event = ActivityEvent(
+        at: Instant(milliseconds: t), kind: .tick, id: "",
+        handle: ActivityHandle(slot: 0, generation: 0), activityKind: .countdown, value: 0)
       for r in 0..<entries.count {
-        var e = entries[r]
-        if e.slot == PhaseWheel.tombstone { continue }
-        guard Self.tick(&e, at: t, to: handler) else {
-          bucketOf[Int(e.slot)] = -1
+        let slot = entries[r].slot
+        if slot == PhaseWheel.tombstone { continue }
+        let raw = entries[r].raw
+        event.id = entries[r].id
+        event.handle = ActivityHandle(slot: slot, generation: entries[r].generation)
+        event.activityKind = raw & 1 == 1 ? .countdown : .elapsed
+        event.value = raw >> 1
+        handler(event)
+        // A countdown at zero does not tick again.
+        if raw == 1 {
+          bucketOf[Int(slot)] = -1
           finished += 1
           continue
         }
-        entries[kept] = e
-        if kept != r { position[Int(e.slot)] = UInt32(kept) }
+        entries[r].step()
+        if kept != r {
+          entries.swapAt(kept, r)
+          position[Int(slot)] = UInt32(kept)
+        }
         kept += 1
       }
       return kept
