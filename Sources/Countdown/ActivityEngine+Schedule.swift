@@ -161,7 +161,11 @@ extension ActivityEngine {
   /// merged with the heap's deadlines at that instant (by start order, then event kind).
   mutating func runDue(upTo limit: Int64) {
     while true {
-      let tickAt = nextTickInstant ?? .max
+      // Not `nextTickInstant`: calling a getter here made the compiler copy the whole engine
+      // (265 bytes) at every turn, in every command.
+      let tickAt =
+        options.deliversTicks && !ticksSuppressed
+        ? wheel.nextInstant(after: now.milliseconds) ?? .max : .max
       let deadlineAt = heap.top?.at ?? .max
       let t = min(tickAt, deadlineAt)
       guard t <= limit else { break }
