@@ -20,6 +20,21 @@ static inline int64_t cbench_monotonic_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/// The CPU's cycle counter (x86-64: the TSC; arm64: the virtual counter), or monotonic
+/// nanoseconds where there is none. Cheaper than a clock read (10 against 22 ns here); the
+/// benchmark converts its differences to nanoseconds with a rate it measures (`TickRecorder`).
+static inline uint64_t cbench_cycles(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return (uint64_t)cbench_monotonic_ns();
+#endif
+}
+
 /// Sets the calling thread's timer slack, as the driver's loop thread does; 0 or -errno.
 static inline int cbench_set_timer_slack_ns(unsigned long ns) {
 #if defined(__linux__)

@@ -19,7 +19,7 @@ final class GroupPeer: TickPeer {
 
   func start(ends: [Int64], recorder: TickRecorder) async throws {
     main = recorder
-    let recorders = (0..<count).map { _ in TickRecorder() }
+    let recorders = (0..<count).map { _ in TickRecorder(clock: recorder.clock) }
     self.recorders = recorders
     // Each loop's share, with a margin: ids hash evenly, not exactly.
     let share = ends.count / count + ends.count / (10 * count) + 16

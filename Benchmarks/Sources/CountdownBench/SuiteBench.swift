@@ -34,11 +34,16 @@ struct SuiteBench: AsyncParsableCommand {
     var churn = 0
     /// Loops in our driver's group.
     var loops = 1
+    /// Ticks counted, lateness not recorded: the driver's own CPU (`ticks --count-only`).
+    var countOnly = false
 
     /// What sets this run apart from a plain one, for the table (nil: nothing).
     var workload: String? {
-      churn > 0 ? "churn \(churn / 1_000)k/s" : loops > 1 ? "\(loops) loops" : nil
+      if countOnly { return Self.countingOnly }
+      return churn > 0 ? "churn \(churn / 1_000)k/s" : loops > 1 ? "\(loops) loops" : nil
     }
+
+    static let countingOnly = "counting only"
   }
 
   static var plan: [Run] {
@@ -62,6 +67,10 @@ struct SuiteBench: AsyncParsableCommand {
       Run(
         label: "countdown-1000000", driver: "countdown", activities: 1_000_000, precision: "1ms",
         phases: "random"))
+    runs.append(
+      Run(
+        label: "countdown-1000000-count-only", driver: "countdown", activities: 1_000_000,
+        precision: "1ms", phases: "random", countOnly: true))
     runs.append(
       Run(
         label: "countdown-aligned-100000", driver: "countdown", activities: 100_000,
@@ -107,8 +116,9 @@ struct SuiteBench: AsyncParsableCommand {
       ]
       if r.churn > 0 { args += ["--churn", "\(r.churn)"] }
       if r.loops > 1 { args += ["--loops", "\(r.loops)"] }
+      if r.countOnly { args += ["--count-only"] }
       progress(k + 2, args.joined(separator: " "))
-      if let hgrm { args += ["--hgrm", "\(hgrm)/\(r.label).hgrm"] }
+      if let hgrm, !r.countOnly { args += ["--hgrm", "\(hgrm)/\(r.label).hgrm"] }
       if var result: TickResult = try Self.childResult(me, args) {
         result.workload = r.workload
         ticks.append(result)
@@ -186,6 +196,18 @@ struct SuiteBench: AsyncParsableCommand {
         (r.driver == "countdown" ? "countdown (\(r.precision))" : r.driver)
         + (r.workload.map { ", \($0)" } ?? "")
       let behind = r.fellBehind ? " **falls behind**" : ""
+      guard r.workload != Run.countingOnly else {
+        // No lateness was recorded: the CPU is the driver's own, and what it costs per tick.
+        let ns = r.cpuPercent / 100 * 1e9 / max(1, r.ticksPerSecond)
+        s +=
+          "| \(name) | \(r.activities) | \(r.phases) | – | – | – | – | – | – | "
+          + String(format: "%.1f%% (%.0f ns a tick)", r.cpuPercent, ns) + " | "
+          + String(format: "%.0f MB", r.rssMB) + " | "
+          + String(format: "%.0f / %.0f", r.ticksPerSecond, r.expectedPerSecond)
+          + " | – | "
+          + (ours.map { String(format: "%.1f×", r.cpuPercent / $0.cpuPercent) } ?? "–") + " |\n"
+        continue
+      }
       let p99Ratio = ours.map { String(format: "%.1f×", r.p99 / $0.p99) } ?? "–"
       let cpuRatio = ours.map { String(format: "%.1f×", r.cpuPercent / $0.cpuPercent) } ?? "–"
       s +=

@@ -1,5 +1,36 @@
+import ArgumentParser
+import CBenchUV
 import Foundation
 import Histogram
+
+/// How a recorder reads the instant each tick is delivered.
+enum TickClock: String, CaseIterable, Codable, ExpressibleByArgument {
+  /// The wall clock at the first tick of each instant, and the cycle counter from there for
+  /// the ticks of the same instant that follow (a burst is timed to the nanosecond at a third
+  /// of a clock read's cost).
+  case anchored
+  /// The wall clock at every tick.
+  case wall
+}
+
+/// Nanoseconds per cycle of `cbench_cycles()`, measured once against the monotonic clock over
+/// 200 ms (each end read back to back and kept from the closest of three pairs).
+let nanosecondsPerCycle: Double = {
+  func pair() -> (cycles: UInt64, ns: Int64) {
+    var best = (cycles: UInt64(0), ns: Int64(0), gap: UInt64.max)
+    for _ in 0..<3 {
+      let c0 = cbench_cycles()
+      let ns = cbench_monotonic_ns()
+      let c1 = cbench_cycles()
+      if c1 &- c0 < best.gap { best = (c0 / 2 + c1 / 2, ns, c1 &- c0) }
+    }
+    return (best.cycles, best.ns)
+  }
+  let a = pair()
+  usleep(200_000)
+  let b = pair()
+  return Double(b.ns - a.ns) / Double(b.cycles &- a.cycles)
+}()
 
 /// Tick lateness as one driver's callbacks see it. `@unchecked Sendable`: while a run is
 /// measured only the driver's one delivery thread records; the main thread reads and resets
@@ -14,11 +45,29 @@ final class TickRecorder: @unchecked Sendable {
     /// Wall-clock milliseconds at which recording started and stopped.
     var windowStartMs: Int64 = 0
     var windowEndMs: Int64 = 0
+    /// `anchored`: the instant of the last tick, and the wall clock and cycle counter read at
+    /// the first tick of that instant.
+    var anchored = true
+    var anchorAtMs = Int64.min
+    var anchorWallNs: Int64 = 0
+    var anchorCycles: UInt64 = 0
+    var nanosecondsPerCycle = 1.0
+    /// The check of the cycle counter's time: at each new instant, how far the time it gives
+    /// is from the wall clock read then (for instants within a second of the last).
+    var anchors: UInt64 = 0
+    var largestAnchorGapNs: Int64 = 0
   }
 
   let state = UnsafeMutablePointer<State>.allocate(capacity: 1)
+  let clock: TickClock
 
-  init() { state.initialize(to: State()) }
+  init(clock: TickClock = .anchored) {
+    self.clock = clock
+    var s = State()
+    s.anchored = clock == .anchored
+    if s.anchored { s.nanosecondsPerCycle = CountdownBench.nanosecondsPerCycle }
+    state.initialize(to: s)
+  }
 
   deinit {
     state.deinitialize(count: 1)
@@ -32,6 +81,7 @@ final class TickRecorder: @unchecked Sendable {
     get { state.pointee.recording }
     set {
       state.pointee.recording = newValue
+      state.pointee.anchorAtMs = .min
       if newValue {
         state.pointee.windowStartMs = wallNanoseconds() / 1_000_000
       } else {
@@ -63,7 +113,7 @@ final class TickRecorder: @unchecked Sendable {
   @inline(__always)
   func record(atMs: Int64) {
     guard state.pointee.recording else { return }
-    let lateness = wallNanoseconds() - atMs * 1_000_000
+    let lateness = deliveredNanoseconds(atMs: atMs) - atMs * 1_000_000
     state.pointee.ticks &+= 1
     if lateness < 0 {
       state.pointee.early &+= 1
@@ -72,7 +122,45 @@ final class TickRecorder: @unchecked Sendable {
     }
   }
 
+  /// Wall-clock nanoseconds now, for a tick of instant `atMs`: read from the wall clock at
+  /// the first tick of an instant, from the cycle counter since that read for the rest.
+  @inline(__always)
+  func deliveredNanoseconds(atMs: Int64) -> Int64 {
+    guard state.pointee.anchored else { return wallNanoseconds() }
+    if atMs == state.pointee.anchorAtMs {
+      // Signed: a counter read on another core may be a few cycles behind.
+      let cycles = Int64(bitPattern: cbench_cycles() &- state.pointee.anchorCycles)
+      return state.pointee.anchorWallNs
+        + Int64(Double(cycles) * state.pointee.nanosecondsPerCycle)
+    }
+    let now = wallNanoseconds()
+    let cycles = cbench_cycles()
+    if state.pointee.anchorAtMs != .min {
+      let since = Int64(bitPattern: cycles &- state.pointee.anchorCycles)
+      let derived =
+        state.pointee.anchorWallNs + Int64(Double(since) * state.pointee.nanosecondsPerCycle)
+      if now - state.pointee.anchorWallNs < 1_000_000_000 {
+        state.pointee.largestAnchorGapNs = max(state.pointee.largestAnchorGapNs, abs(now - derived))
+      }
+    }
+    state.pointee.anchors &+= 1
+    state.pointee.anchorCycles = cycles
+    state.pointee.anchorWallNs = now
+    state.pointee.anchorAtMs = atMs
+    return now
+  }
+
+  /// The anchored clock's check, for the report.
+  var anchorCheck: String? {
+    guard state.pointee.anchored else { return nil }
+    return "tick clock anchored at \(state.pointee.anchors) instants; the cycle counter's time "
+      + "was within \(state.pointee.largestAnchorGapNs) ns of the wall clock at each"
+  }
+
   func reset() {
+    state.pointee.anchorAtMs = .min
+    state.pointee.anchors = 0
+    state.pointee.largestAnchorGapNs = 0
     state.pointee.histogram.reset()
     state.pointee.ticks = 0
     state.pointee.early = 0

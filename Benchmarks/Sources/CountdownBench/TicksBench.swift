@@ -77,6 +77,13 @@ struct TicksBench: AsyncParsableCommand {
   )
   var ticksFirst = true
 
+  @Option(
+    name: .customLong("tick-clock"),
+    help:
+      "How each tick's delivery is timed: anchored (the wall clock at an instant's first tick, the CPU's cycle counter for the rest of that instant's ticks) or wall (the wall clock at every tick, a clock read of about 22 ns each on this VM)."
+  )
+  var tickClock: TickClock = .anchored
+
   @Option(help: "Write the HdrHistogram percentile distribution (.hgrm) to this file.")
   var hgrm: String?
 
@@ -116,9 +123,10 @@ struct TicksBench: AsyncParsableCommand {
       precision: try parsePrecision(precision),
       preciseSpinNanoseconds: preciseSpinMicroseconds.map { Int64($0) * 1_000 },
       cEventText: cEventText, loops: loops, countOnly: countOnly, ticksFirst: ticksFirst,
-      swiftEventText: swiftEventText)
+      swiftEventText: swiftEventText, tickClock: tickClock)
     let (result, recorder) = try await spec.run(driver)
     print(result.line)
+    if !countOnly, let check = recorder.anchorCheck { print(check) }
     if countOnly {
       let nsPerTick = result.cpuPercent / 100 * 1e9 / max(1, result.ticksPerSecond)
       print(String(format: "CPU per tick, counting only: %.1f ns", nsPerTick))
@@ -175,6 +183,8 @@ struct TickRunSpec {
   var ticksFirst = true
   /// Our driver's callback formats each tick's text.
   var swiftEventText = false
+  /// How the recorder times each tick's delivery.
+  var tickClock = TickClock.anchored
 
   func endInstants(from nowMs: Int64) -> [Int64] {
     var rng = SystemRandomNumberGenerator()
@@ -202,7 +212,7 @@ struct TickRunSpec {
   /// Starts the activity set on `driver`, warms up, measures for `seconds` (with churn), and
   /// reports. Every driver runs exactly this.
   func run(_ driver: TicksBench.Driver) async throws -> (TickResult, TickRecorder) {
-    let recorder = TickRecorder()
+    let recorder = TickRecorder(clock: tickClock)
     let peer = makePeer(driver)
     let ends = endInstants(from: wallNanoseconds() / 1_000_000)
     try await peer.start(ends: ends, recorder: recorder)
