@@ -133,8 +133,17 @@ final class TickRecorder: @unchecked Sendable {
       return state.pointee.anchorWallNs
         + Int64(Double(cycles) * state.pointee.nanosecondsPerCycle)
     }
-    let now = wallNanoseconds()
-    let cycles = cbench_cycles()
+    // The wall clock between two counter reads, read again (up to twice) when they are far
+    // apart (the thread was preempted between them): the pair must be one moment.
+    var before = cbench_cycles()
+    var now = wallNanoseconds()
+    var after = cbench_cycles()
+    for _ in 0..<2 where Double(after &- before) * state.pointee.nanosecondsPerCycle > 1_000 {
+      before = cbench_cycles()
+      now = wallNanoseconds()
+      after = cbench_cycles()
+    }
+    let cycles = before / 2 + after / 2
     if state.pointee.anchorAtMs != .min {
       let since = Int64(bitPattern: cycles &- state.pointee.anchorCycles)
       let derived =
