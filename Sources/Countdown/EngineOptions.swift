@@ -69,11 +69,17 @@ public struct ActivityIDGenerator: Sendable {
   public mutating func next() -> String { rng.uuid() }
 }
 
-/// SplitMix64: a tiny deterministic generator for activity ids.
-struct SplitMix64: RandomNumberGenerator, Sendable {
+/// SplitMix64: the tiny deterministic generator behind activity ids, public for tests and
+/// benchmarks that need many random numbers cheaply (on Linux each number of the system
+/// generator is a system call). Not for secrets.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
   var state: UInt64
 
-  mutating func next() -> UInt64 {
+  /// A generator whose sequence is fixed by `state`.
+  public init(state: UInt64) { self.state = state }
+
+  /// The next 64 random bits.
+  public mutating func next() -> UInt64 {
     state &+= 0x9E37_79B9_7F4A_7C15
     var z = state
     z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -162,21 +162,6 @@ func writeHgrm(_ r: TickRecorder, to path: String) throws {
   try text.write(toFile: path, atomically: true, encoding: .utf8)
 }
 
-/// SplitMix64: a fast generator for the benchmark's random instants (not for secrets).
-struct FastRandom: RandomNumberGenerator {
-  var state: UInt64
-
-  init(seed: UInt64) { state = seed }
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
-
 /// The activity set every driver gets: long countdowns whose end instants sit at random
 /// milliseconds (or whole seconds), so each ticks once a second for the whole run.
 struct TickRunSpec {
@@ -202,7 +187,7 @@ struct TickRunSpec {
   var tickClock = TickClock.anchored
 
   func endInstants(from nowMs: Int64) -> [Int64] {
-    var rng = FastRandom(seed: UInt64.random(in: .min ... .max))
+    var rng = SplitMix64(state: UInt64.random(in: .min ... .max))
     let base = (nowMs / 1_000 + 2) * 1_000 + 3_600_000
     return (0..<activities).map { k in
       let phase = phases == .random ? Int64.random(in: 0..<1_000, using: &rng) : 0
@@ -242,7 +227,7 @@ struct TickRunSpec {
     var cursor = 0
     // Not the system generator: on Linux each of its numbers is a getrandom(2) call, which
     // the run's CPU would count (about 5% of the churn run's samples).
-    var rng = FastRandom(seed: UInt64.random(in: .min ... .max))
+    var rng = SplitMix64(state: UInt64.random(in: .min ... .max))
     while Double(monotonicNanoseconds() - t0) < seconds * 1e9 {
       try await Task.sleep(for: .milliseconds(100))
       guard perTenth > 0 else { continue }
