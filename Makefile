@@ -16,7 +16,7 @@ cdeps: deps
 	  echo "installing gcc, g++, pkg-config"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc g++ pkg-config; }
 
-# The main job: countdown-bench's default suite (release build, about 3 minutes on 2 cores):
+# The main job: countdown-bench's default suite (release build, about 3½ minutes on 2 cores):
 # the machine's wake-up floor, tick latency of our driver beside one uv_timer_t per activity,
 # SwiftNIO and Dispatch, ours at 1M, aligned, with 50k/s churn and at 10M on two loops, then
 # formatting and operations. Results land in bench-results/ (JSON and .hgrm files).

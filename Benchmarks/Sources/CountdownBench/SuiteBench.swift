@@ -3,13 +3,13 @@ import Foundation
 
 /// The default suite: the machine's wake-up floor (before and after the tick runs), tick
 /// latency for every driver at 10k and 100k activities (ours precise and at its default
-/// quantum), ours at 1M, with aligned phases, at 100k with 50k ends and starts a second
-/// (churn), and at 10M on a group of two loops, then formatting and operations; a table of
-/// each peer's ratio to ours. Each tick run is a child process, so that CPU and RSS belong to
+/// quantum), ours at 1M (recording lateness, and counting only), with aligned phases, at 100k
+/// with 50k ends and starts a second (churn), and at 10M on a group of two loops, then
+/// formatting and operations; a table of each peer's ratio to ours. Each tick run is a child process, so that CPU and RSS belong to
 /// one driver.
 struct SuiteBench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
-    commandName: "suite", abstract: "The default suite (about 3 minutes), with a ratio table.")
+    commandName: "suite", abstract: "The default suite (about 3½ minutes), with a ratio table.")
 
   @Option(help: "Write every result as JSON to this file.")
   var json: String?
