@@ -58,6 +58,7 @@ extension ActivityEngine {
 
   /// Whether slot `s` ticks from the wheel now: it is active, a countdown not yet at its end
   /// or an elapsed timer past its origin.
+  @inline(__always)
   func ticksNow(_ s: Int, _ now: Int64) -> Bool {
     guard options.deliversTicks, phaseOf[s] == .active else { return false }
     return kindOf[s] == .countdown ? anchor[s] > now : anchor[s] + pausedTotal[s] <= now
@@ -74,11 +75,12 @@ extension ActivityEngine {
         slot, phase: phase, firstTick: PhaseWheel.nextOccurrence(of: phase, after: now))
     }
     if skippingPassedMilestones, phaseOf[s] == .active {
-      while cold[s].nextMilestone < cold[s].milestones.count,
-        milestoneInstant(s, cold[s].nextMilestone) <= now
-      {
-        cold[s].nextMilestone += 1
-      }
+      // Read once, moved once: re-reading them through `cold[s]` at each turn made the
+      // compiler copy the whole engine first, for every refresh.
+      let milestones = cold[s].milestones
+      var next = cold[s].nextMilestone
+      while next < milestones.count, milestoneInstant(s, next) <= now { next += 1 }
+      if next != cold[s].nextMilestone { cold[s].nextMilestone = next }
     }
     reschedule(slot)
   }
@@ -95,6 +97,7 @@ extension ActivityEngine {
       seq: seq[s], phase: phase)
   }
 
+  @inline(__always)
   func milestoneInstant(_ s: Int, _ k: Int) -> Int64 {
     let at = cold[s].milestones[k].atMs
     return kindOf[s] == .countdown ? anchor[s] - at : anchor[s] + pausedTotal[s] + at

@@ -295,6 +295,7 @@ public struct ActivityEngine {
     (0..<phaseOf.count).compactMap { phaseOf[$0] == .free ? nil : UInt32($0) }
   }
 
+  @inline(__always)
   func lookup(_ id: String) throws(CountdownError) -> UInt32 {
     guard let s = slotIndex.find(id, in: idOf) else {
       throw CountdownError(.notFound, "no activity has id \(JSONValue.string(id))")
@@ -302,6 +303,7 @@ public struct ActivityEngine {
     return s
   }
 
+  @inline(__always)
   func lookupRunning(_ id: String, for op: String) throws(CountdownError) -> UInt32 {
     let s = try lookup(id)
     if phaseOf[Int(s)] == .ended {
@@ -311,6 +313,7 @@ public struct ActivityEngine {
     return s
   }
 
+  @inline(__always)
   func checkTimestamp(_ ts: Instant?, slot: UInt32) throws(CountdownError) {
     guard let ts else { return }
     _ = try ts.validated("timestamp")
