@@ -54,6 +54,10 @@ public struct ActivityEngine {
   var ids: SplitMix64
   /// Set while a forward clock step runs the deadlines it jumped over without their ticks.
   var ticksSuppressed = false
+  /// The event `emit` fills and hands on (its last id stays referenced until the next).
+  var scratchEvent = ActivityEvent(
+    at: Instant(milliseconds: 0), kind: .tick, id: "",
+    handle: ActivityHandle(slot: 0, generation: 0), activityKind: .countdown, value: 0)
 
   enum SlotPhase: UInt8 { case free, active, paused, ended }
 
