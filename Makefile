@@ -18,8 +18,9 @@ cdeps: deps
 
 # The main job: countdown-bench's default suite (release build, about 3½ minutes on 2 cores):
 # the machine's wake-up floor, tick latency of our driver beside one uv_timer_t per activity,
-# SwiftNIO and Dispatch, ours at 1M, aligned, with 50k/s churn and at 10M on two loops, then
-# formatting and operations. Results land in bench-results/ (JSON and .hgrm files).
+# SwiftNIO and Dispatch, ours at 1M (also counting only), aligned, with 50k/s churn and at 10M
+# on two loops, then formatting and operations. Results land in bench-results/ (JSON and .hgrm
+# files).
 run: deps
 	cd Benchmarks && $(SWIFT) build -c release
 	mkdir -p bench-results
