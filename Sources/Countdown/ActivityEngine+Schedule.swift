@@ -50,12 +50,25 @@ extension ActivityEngine {
     reason: EndReason? = nil, milestone: String? = nil
   ) {
     let s = Int(slot)
+    hand(
+      kind, id: idOf[s], handle: ActivityHandle(slot: slot, generation: generation[s]),
+      activityKind: kindOf[s], value: value ?? displayedSeconds(s, t), at: t, reason: reason,
+      milestone: milestone)
+  }
+
+  /// Fills `scratchEvent` and hands it to `onEvent` (``emit(_:_:at:value:reason:milestone:)``
+  /// and the ticks of an instant shared with deadlines).
+  @inline(__always)
+  mutating func hand(
+    _ kind: ActivityEvent.Kind, id: String, handle: ActivityHandle, activityKind: ActivityKind,
+    value: Int64, at t: Int64, reason: EndReason? = nil, milestone: String? = nil
+  ) {
     scratchEvent.at = Instant(milliseconds: t)
     scratchEvent.kind = kind
-    scratchEvent.id = idOf[s]
-    scratchEvent.handle = ActivityHandle(slot: slot, generation: generation[s])
-    scratchEvent.activityKind = kindOf[s]
-    scratchEvent.value = value ?? displayedSeconds(s, t)
+    scratchEvent.id = id
+    scratchEvent.handle = handle
+    scratchEvent.activityKind = activityKind
+    scratchEvent.value = value
     scratchEvent.reason = reason
     scratchEvent.milestone = milestone
     onEvent(scratchEvent)
@@ -171,11 +184,7 @@ extension ActivityEngine {
   /// merged with the heap's deadlines at that instant (by start order, then event kind).
   mutating func runDue(upTo limit: Int64) {
     while true {
-      // Not `nextTickInstant`: calling a getter here made the compiler copy the whole engine
-      // (265 bytes) at every turn, in every command.
-      let tickAt =
-        options.deliversTicks && !ticksSuppressed
-        ? wheel.nextInstant(after: now.milliseconds) ?? .max : .max
+      let tickAt = nextTickInstant ?? .max
       let deadlineAt = heap.top?.at ?? .max
       let t = min(tickAt, deadlineAt)
       guard t <= limit else { break }
@@ -206,7 +215,7 @@ extension ActivityEngine {
       // Read after the deadlines: they may have removed this entry.
       var e = wheel.buckets[b].entries[r]
       if e.slot == PhaseWheel.tombstone { continue }
-      if Self.tick(&e, at: t, to: onEvent) {
+      if tick(&e, at: t) {
         wheel.buckets[b].entries[kept] = e
         if kept != r { wheel.position[Int(e.slot)] = UInt32(kept) }
         kept += 1
@@ -230,18 +239,15 @@ extension ActivityEngine {
     if wheel.buckets[b].live == 0 { wheel.clearBucket(b) }
   }
 
-  /// Emits the tick of `e` at `t` to `handler` and moves `e` to its next value; false after a
-  /// countdown's final tick (a countdown at zero does not tick again).
+  /// Emits the tick of `e` at `t` through `scratchEvent` and moves `e` to its next value;
+  /// false after a countdown's final tick (a countdown at zero does not tick again). The walk
+  /// of ``runTicksAlone(bucket:at:)`` keeps its own event: it holds the bucket exclusively.
   @inline(__always)
-  static func tick(
-    _ e: inout PhaseWheel.Entry, at t: Int64, to handler: (ActivityEvent) -> Void
-  ) -> Bool {
+  mutating func tick(_ e: inout PhaseWheel.Entry, at t: Int64) -> Bool {
     let v = e.value
-    handler(
-      ActivityEvent(
-        at: Instant(milliseconds: t), kind: .tick, id: e.id,
-        handle: ActivityHandle(slot: e.slot, generation: e.generation),
-        activityKind: e.isCountdown ? .countdown : .elapsed, value: v))
+    hand(
+      .tick, id: e.id, handle: ActivityHandle(slot: e.slot, generation: e.generation),
+      activityKind: e.isCountdown ? .countdown : .elapsed, value: v, at: t)
     if e.isCountdown && v == 0 { return false }
     e.step()
     return true

@@ -218,6 +218,7 @@ public struct ActivityEngine {
     return t == .max ? nil : Instant(milliseconds: t)
   }
 
+  @inline(__always)
   var nextTickInstant: Int64? {
     options.deliversTicks && !ticksSuppressed ? wheel.nextInstant(after: now.milliseconds) : nil
   }

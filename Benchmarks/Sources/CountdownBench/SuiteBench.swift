@@ -5,8 +5,8 @@ import Foundation
 /// latency for every driver at 10k and 100k activities (ours precise and at its default
 /// quantum), ours at 1M (recording lateness, and counting only), with aligned phases, at 100k
 /// with 50k ends and starts a second (churn), and at 10M on a group of two loops, then
-/// formatting and operations; a table of each peer's ratio to ours. Each tick run is a child process, so that CPU and RSS belong to
-/// one driver.
+/// formatting and operations; a table of each peer's ratio to ours. Each tick run is a child
+/// process, so that CPU and RSS belong to one driver.
 struct SuiteBench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "suite", abstract: "The default suite (about 3½ minutes), with a ratio table.")
@@ -198,10 +198,9 @@ struct SuiteBench: AsyncParsableCommand {
       let behind = r.fellBehind ? " **falls behind**" : ""
       guard r.workload != Run.countingOnly else {
         // No lateness was recorded: the CPU is the driver's own, and what it costs per tick.
-        let ns = r.cpuPercent / 100 * 1e9 / max(1, r.ticksPerSecond)
         s +=
           "| \(name) | \(r.activities) | \(r.phases) | – | – | – | – | – | – | "
-          + String(format: "%.1f%% (%.0f ns a tick)", r.cpuPercent, ns) + " | "
+          + String(format: "%.1f%% (%.0f ns a tick)", r.cpuPercent, r.nanosecondsPerTick) + " | "
           + String(format: "%.0f MB", r.rssMB) + " | "
           + String(format: "%.0f / %.0f", r.ticksPerSecond, r.expectedPerSecond)
           + " | – | "

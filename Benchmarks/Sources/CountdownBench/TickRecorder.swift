@@ -47,11 +47,9 @@ final class TickRecorder: @unchecked Sendable {
     var windowEndMs: Int64 = 0
     /// `anchored`: the instant of the last tick, and the wall clock and cycle counter read at
     /// the first tick of that instant.
-    var anchored = true
     var anchorAtMs = Int64.min
     var anchorWallNs: Int64 = 0
     var anchorCycles: UInt64 = 0
-    var nanosecondsPerCycle = 1.0
     /// The check of the cycle counter's time: at each new instant, how far the time it gives
     /// is from the wall clock read then (for instants within a second of the last).
     var anchors: UInt64 = 0
@@ -60,13 +58,13 @@ final class TickRecorder: @unchecked Sendable {
 
   let state = UnsafeMutablePointer<State>.allocate(capacity: 1)
   let clock: TickClock
+  /// The counter's rate, measured only for `anchored` (the measure takes 200 ms).
+  let nanosecondsPerCycle: Double
 
   init(clock: TickClock = .anchored) {
     self.clock = clock
-    var s = State()
-    s.anchored = clock == .anchored
-    if s.anchored { s.nanosecondsPerCycle = CountdownBench.nanosecondsPerCycle }
-    state.initialize(to: s)
+    nanosecondsPerCycle = clock == .anchored ? CountdownBench.nanosecondsPerCycle : 1
+    state.initialize(to: State())
   }
 
   deinit {
@@ -126,31 +124,22 @@ final class TickRecorder: @unchecked Sendable {
   /// the first tick of an instant, from the cycle counter since that read for the rest.
   @inline(__always)
   func deliveredNanoseconds(atMs: Int64) -> Int64 {
-    guard state.pointee.anchored else { return wallNanoseconds() }
-    if atMs == state.pointee.anchorAtMs {
-      // Signed: a counter read on another core may be a few cycles behind.
-      let cycles = Int64(bitPattern: cbench_cycles() &- state.pointee.anchorCycles)
-      return state.pointee.anchorWallNs
-        + Int64(Double(cycles) * state.pointee.nanosecondsPerCycle)
-    }
+    guard clock == .anchored else { return wallNanoseconds() }
+    if atMs == state.pointee.anchorAtMs { return counterTime(cbench_cycles()) }
     // The wall clock between two counter reads, read again (up to twice) when they are far
     // apart (the thread was preempted between them): the pair must be one moment.
     var before = cbench_cycles()
     var now = wallNanoseconds()
     var after = cbench_cycles()
-    for _ in 0..<2 where Double(after &- before) * state.pointee.nanosecondsPerCycle > 1_000 {
+    for _ in 0..<2 where Double(after &- before) * nanosecondsPerCycle > 1_000 {
       before = cbench_cycles()
       now = wallNanoseconds()
       after = cbench_cycles()
     }
     let cycles = before / 2 + after / 2
-    if state.pointee.anchorAtMs != .min {
-      let since = Int64(bitPattern: cycles &- state.pointee.anchorCycles)
-      let derived =
-        state.pointee.anchorWallNs + Int64(Double(since) * state.pointee.nanosecondsPerCycle)
-      if now - state.pointee.anchorWallNs < 1_000_000_000 {
-        state.pointee.largestAnchorGapNs = max(state.pointee.largestAnchorGapNs, abs(now - derived))
-      }
+    if state.pointee.anchorAtMs != .min, now - state.pointee.anchorWallNs < 1_000_000_000 {
+      let gap = abs(now - counterTime(cycles))
+      state.pointee.largestAnchorGapNs = max(state.pointee.largestAnchorGapNs, gap)
     }
     state.pointee.anchors &+= 1
     state.pointee.anchorCycles = cycles
@@ -159,9 +148,17 @@ final class TickRecorder: @unchecked Sendable {
     return now
   }
 
+  /// Wall-clock nanoseconds at counter reading `cycles`, from the last anchor.
+  @inline(__always)
+  func counterTime(_ cycles: UInt64) -> Int64 {
+    // Signed: a counter read on another core may be a few cycles behind.
+    let since = Int64(bitPattern: cycles &- state.pointee.anchorCycles)
+    return state.pointee.anchorWallNs + Int64(Double(since) * nanosecondsPerCycle)
+  }
+
   /// The anchored clock's check, for the report.
   var anchorCheck: String? {
-    guard state.pointee.anchored else { return nil }
+    guard clock == .anchored else { return nil }
     return "tick clock anchored at \(state.pointee.anchors) instants; the cycle counter's time "
       + "was within \(state.pointee.largestAnchorGapNs) ns of the wall clock at each"
   }
@@ -216,6 +213,9 @@ struct TickResult: Codable {
   }
 
   var latency: Latency { Latency(p50: p50, p90: p90, p99: p99, p999: p999, max: max) }
+
+  /// The run's CPU per delivered tick, in nanoseconds.
+  var nanosecondsPerTick: Double { cpuPercent / 100 * 1e9 / Swift.max(1, ticksPerSecond) }
 
   var line: String {
     let behind = fellBehind ? "  FALLS BEHIND" : ""

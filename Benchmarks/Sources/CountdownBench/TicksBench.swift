@@ -128,8 +128,7 @@ struct TicksBench: AsyncParsableCommand {
     print(result.line)
     if !countOnly, let check = recorder.anchorCheck { print(check) }
     if countOnly {
-      let nsPerTick = result.cpuPercent / 100 * 1e9 / max(1, result.ticksPerSecond)
-      print(String(format: "CPU per tick, counting only: %.1f ns", nsPerTick))
+      print(String(format: "CPU per tick, counting only: %.1f ns", result.nanosecondsPerTick))
     }
     if let hgrm { try writeHgrm(recorder, to: hgrm) }
     if let resultJSON {
