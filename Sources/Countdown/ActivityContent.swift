@@ -130,6 +130,11 @@ public struct ActivityContent: Hashable, Sendable {
   /// relevance, subtitle, title), written straight from the fields without building a
   /// `JSONValue`, and checked against the size limit. Equal to `json.canonicalText`.
   func encodedChecked() throws(CountdownError) -> String {
+    if subtitle == nil, alertMessage == nil, color == nil, fields.isEmpty, relevance == nil,
+      let text = Self.titleOnly(title)
+    {
+      return text
+    }
     var w = JSONWriter()
     w.bytes.reserveCapacity(32 + title.utf8.count)
     w.raw("{")
@@ -162,6 +167,29 @@ public struct ActivityContent: Hashable, Sendable {
         "content is \(size) bytes of JSON; the limit is \(Self.maximumEncodedSize)")
     }
     return w.string
+  }
+
+  /// `{"title":…}` for a title that needs no escape, written straight into the string's own
+  /// storage (inline up to 15 bytes: no allocation at all for most starts), or nil when the
+  /// title needs an escape or the text would pass the size limit (the writer then decides).
+  private static func titleOnly(_ title: String) -> String? {
+    let head: StaticString = "{\"title\":\""
+    var title = title
+    return title.withUTF8 { t -> String? in
+      let size = head.utf8CodeUnitCount + t.count + 2
+      guard size <= maximumEncodedSize,
+        !t.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C })
+      else { return nil }
+      return String(unsafeUninitializedCapacity: size) { out in
+        let h = head.utf8CodeUnitCount
+        let base = out.baseAddress!
+        base.initialize(from: head.utf8Start, count: h)
+        if let from = t.baseAddress { (base + h).initialize(from: from, count: t.count) }
+        base[size - 2] = UInt8(ascii: "\"")
+        base[size - 1] = UInt8(ascii: "}")
+        return size
+      }
+    }
   }
 
   /// This content with an RFC 7396 JSON Merge Patch applied. `null` removes a key; `title`

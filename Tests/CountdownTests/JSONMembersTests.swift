@@ -168,6 +168,30 @@ struct JSONMembersTests {
     }
   }
 
+  @Test("Title-only content, written straight into its string, equals the canonical text")
+  func titleOnlyEncoding() throws {
+    let titles = [
+      "", "A", "Gate 12", "é", "e\u{301}", "🛫 boarding", "a\"b", "back\\slash", "tab\t",
+      "line\nbreak", "\u{1}", "del\u{7F}", String(repeating: "x", count: 3),
+      String(repeating: "y", count: 4), String(repeating: "z", count: 4_084),
+      String(repeating: "é", count: 2_042),
+    ]
+    for title in titles {
+      let content = ActivityContent(title: title)
+      #expect(
+        try content.encodedChecked() == content.json.canonicalText, "title \(title.prefix(20))")
+    }
+    // 12 bytes around the title: 4,084 bytes of title is the largest that fits in 4,096.
+    for title in [String(repeating: "z", count: 4_085), String(repeating: "\"", count: 2_100)] {
+      do {
+        _ = try ActivityContent(title: title).encodedChecked()
+        Issue.record("a title of \(title.utf8.count) bytes was accepted")
+      } catch {
+        #expect(error.code == .attributesTooLarge)
+      }
+    }
+  }
+
   @Test("Bad content through the library is refused by start with the field named")
   func contentChecks() {
     var engine = ActivityEngine(now: Instant(milliseconds: 1_795_248_000_000))
