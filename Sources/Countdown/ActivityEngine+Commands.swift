@@ -243,7 +243,9 @@ extension ActivityEngine {
   ) throws(CountdownError) -> ActivityState? {
     if case .after(let d) = e.dismissal { _ = try d.validated("dismissal.after") }
     try moveClock(to: t)
-    let slot = try lookupRunning(id, for: "end")
+    // Hashed once: the immediate dismissal below removes the id from the index with it.
+    let h = IDIndex.hash(id)
+    let slot = try lookupRunning(id, hash: h, for: "end")
     try checkTimestamp(e.timestamp, slot: slot)
     let content = try patchedContent(slot, e.content)
     let s = Int(slot)
@@ -258,7 +260,7 @@ extension ActivityEngine {
     let ended = returningState ? snapshot(slot) : nil
     if immediate {
       emit(.dismissed, slot, at: now)
-      freeSlot(slot)
+      freeSlot(slot, hash: h)
     }
     runDue(upTo: now)
     return ended

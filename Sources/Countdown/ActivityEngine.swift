@@ -283,11 +283,12 @@ public struct ActivityEngine {
     return UInt32(first)
   }
 
-  mutating func freeSlot(_ slot: UInt32) {
+  /// Frees `slot`; `hash` is its id's ``IDIndex/hash(_:)`` when the caller has it already.
+  mutating func freeSlot(_ slot: UInt32, hash: UInt32? = nil) {
     let s = Int(slot)
     wheel.remove(slot)
     heap.remove(slot)
-    slotIndex.remove(slot, hash: IDIndex.hash(idOf[s]))
+    slotIndex.remove(slot, hash: hash ?? IDIndex.hash(idOf[s]))
     idOf[s] = ""
     cold[s] = ColdState()
     phaseOf[s] = .free
@@ -302,7 +303,13 @@ public struct ActivityEngine {
 
   @inline(__always)
   func lookup(_ id: String) throws(CountdownError) -> UInt32 {
-    guard let s = slotIndex.find(id, in: idOf) else {
+    try lookup(id, hash: IDIndex.hash(id))
+  }
+
+  /// The slot of `id`, whose ``IDIndex/hash(_:)`` is `h`.
+  @inline(__always)
+  func lookup(_ id: String, hash h: UInt32) throws(CountdownError) -> UInt32 {
+    guard let s = slotIndex.find(id, hash: h, in: idOf) else {
       throw CountdownError(.notFound, "no activity has id \(JSONValue.string(id))")
     }
     return s
@@ -310,7 +317,14 @@ public struct ActivityEngine {
 
   @inline(__always)
   func lookupRunning(_ id: String, for op: String) throws(CountdownError) -> UInt32 {
-    let s = try lookup(id)
+    try lookupRunning(id, hash: IDIndex.hash(id), for: op)
+  }
+
+  @inline(__always)
+  func lookupRunning(
+    _ id: String, hash h: UInt32, for op: String
+  ) throws(CountdownError) -> UInt32 {
+    let s = try lookup(id, hash: h)
     if phaseOf[Int(s)] == .ended {
       throw CountdownError(
         .activityEnded, "activity \(JSONValue.string(id)) has ended; \(op) is not accepted")
