@@ -20,6 +20,7 @@ public struct ActivityContent: Hashable, Sendable {
   /// A number for ordering activities.
   public var relevance: Double?
 
+  @inlinable
   public init(
     title: String, subtitle: String? = nil, alertMessage: String? = nil, color: String? = nil,
     fields: [String: JSONValue] = [:], relevance: Double? = nil

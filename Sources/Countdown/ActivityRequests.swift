@@ -18,6 +18,7 @@ public struct ActivityRequest: Sendable, Hashable {
   /// The sender's clock; later updates older than it are rejected.
   public var timestamp: Instant?
 
+  @inlinable
   public init(
     id: String? = nil, kind: ActivityKind, endDate: Instant? = nil, startDate: Instant? = nil,
     goalMs: Int64? = nil, content: ActivityContent, staleDate: Instant? = nil,
@@ -36,11 +37,13 @@ public struct ActivityRequest: Sendable, Hashable {
   }
 
   /// A countdown to `end` titled `title`.
+  @inlinable
   public static func countdown(id: String? = nil, to end: Instant, title: String) -> Self {
     ActivityRequest(id: id, kind: .countdown, endDate: end, content: ActivityContent(title: title))
   }
 
   /// An elapsed timer from `start` (default: now) titled `title`.
+  @inlinable
   public static func elapsed(id: String? = nil, from start: Instant? = nil, title: String) -> Self {
     ActivityRequest(
       id: id, kind: .elapsed, startDate: start, content: ActivityContent(title: title))
@@ -62,6 +65,7 @@ public struct ActivityUpdate: Sendable, Hashable {
   /// Rejected with `outOfOrder` when older than the last applied timestamp.
   public var timestamp: Instant?
 
+  @inlinable
   public init(
     content: [String: JSONValue] = [:], endDate: Instant? = nil,
     startDate: Change<Instant> = .keep, staleDate: Change<Instant> = .keep,
@@ -86,6 +90,7 @@ public struct ActivityEnding: Sendable, Hashable {
   public var dismissal: DismissalPolicy
   public var timestamp: Instant?
 
+  @inlinable
   public init(
     content: [String: JSONValue] = [:], dismissal: DismissalPolicy = .default,
     timestamp: Instant? = nil
