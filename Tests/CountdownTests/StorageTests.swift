@@ -40,6 +40,22 @@ struct StorageTests {
     for (k, v) in model { #expect(index.find(k, in: ids) == v) }
   }
 
+  @Test("IDIndex fills its table to seven eighths before it doubles, every id still found")
+  func idIndexLoad() {
+    var index = IDIndex()
+    let ids = (0..<15).map { "load\($0)" }
+    for (k, id) in ids.enumerated() {
+      index.insert(UInt32(k), hash: IDIndex.hash(id))
+      #expect(index.table.count == (k < 14 ? 16 : 32), "after \(k + 1) ids")
+      for (j, other) in ids[...k].enumerated() { #expect(index.find(other, in: ids) == UInt32(j)) }
+    }
+    var reserved = IDIndex()
+    reserved.reserveCapacity(114_688)
+    #expect(reserved.table.count == 131_072)
+    reserved.reserveCapacity(114_689)
+    #expect(reserved.table.count == 262_144)
+  }
+
   @Test("IDIndex keeps long probe runs that wrap the table intact through removals")
   func idIndexCollisions() {
     // Hashes forced into a few homes near the table's end, so runs collide and wrap past 0.
