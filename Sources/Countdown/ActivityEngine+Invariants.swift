@@ -121,7 +121,8 @@
         table.count.nonzeroBitCount == 1, "the id table's size \(table.count) is not a power of two"
       )
       precondition(
-        slotIndex.count * 4 <= table.count * 3, "the id table is over three quarters full")
+        IDIndex.fits(slotIndex.count, in: table.count),
+        "the id table holds \(slotIndex.count) ids in \(table.count) entries, over seven eighths")
       var seen = [Bool](repeating: false, count: phaseOf.count)
       var filled = 0
       for e in table where e != IDIndex.empty {

@@ -19,6 +19,10 @@ struct IDIndex {
   @inline(__always)
   static func hash(_ id: String) -> UInt32 { UInt32(truncatingIfNeeded: id.hashValue) }
 
+  /// Whether `n` ids fit in a table of `size` entries: at most seven eighths full.
+  @inline(__always)
+  static func fits(_ n: Int, in size: Int) -> Bool { n * 8 <= size * 7 }
+
   @inline(__always)
   static func slot(of entry: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: entry) }
 
@@ -48,7 +52,7 @@ struct IDIndex {
   /// Adds `slot`, whose id has ``hash(_:)`` `h` and is not in the index yet.
   /// - Complexity: O(1) amortized.
   mutating func insert(_ slot: UInt32, hash h: UInt32) {
-    if (count + 1) * 8 > table.count * 7 { rebuild(size: table.count * 2) }
+    if !Self.fits(count + 1, in: table.count) { rebuild(size: table.count * 2) }
     let m = mask
     var i = Int(h) & m
     while table[i] != Self.empty { i = (i + 1) & m }
@@ -92,7 +96,7 @@ struct IDIndex {
   /// Sizes the table for `n` ids at most seven eighths full.
   mutating func reserveCapacity(_ n: Int) {
     var size = table.count
-    while n * 8 > size * 7 { size *= 2 }
+    while !Self.fits(n, in: size) { size *= 2 }
     if size > table.count { rebuild(size: size) }
   }
 
