@@ -179,7 +179,7 @@ public struct ActivityContent: Hashable, Sendable {
     return title.withUTF8 { t -> String? in
       let size = head.utf8CodeUnitCount + t.count + 2
       guard size <= maximumEncodedSize,
-        !t.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C })
+        !t.contains(where: JSONWriter.escapes)
       else { return nil }
       return String(unsafeUninitializedCapacity: size) { out in
         let h = head.utf8CodeUnitCount

@@ -15,21 +15,29 @@ package struct JSONWriter {
     s.withUTF8Buffer { bytes.append(contentsOf: $0) }
   }
 
+  /// Whether `write(string:)` escapes byte `c` (RFC 8259: the quote, the backslash and the
+  /// controls below 0x20); every other byte is written as it is.
+  @inline(__always)
+  package static func escapes(_ c: UInt8) -> Bool { c < 0x20 || c == 0x22 || c == 0x5C }
+
   /// Appends a JSON string literal with the escapes RFC 8259 requires.
   package mutating func write(string s: String) {
     bytes.append(UInt8(ascii: "\""))
     for c in s.utf8 {
+      guard Self.escapes(c) else {
+        bytes.append(c)
+        continue
+      }
       switch c {
       case 0x22: raw("\\\"")
       case 0x5C: raw("\\\\")
       case 0x0A: raw("\\n")
       case 0x0D: raw("\\r")
       case 0x09: raw("\\t")
-      case 0..<0x20:
+      default:
         raw("\\u00")
         bytes.append(Self.hexDigit(c >> 4))
         bytes.append(Self.hexDigit(c & 0xF))
-      default: bytes.append(c)
       }
     }
     bytes.append(UInt8(ascii: "\""))
