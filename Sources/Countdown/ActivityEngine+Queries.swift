@@ -81,8 +81,13 @@ extension ActivityEngine {
     _ k: Int, at t: Instant
   ) throws(CountdownError) -> [ActivityState] {
     try moveClock(to: t)
+    return soonestEnding(k)
+  }
+
+  /// The `k` active countdowns that end soonest after the engine's clock.
+  func soonestEnding(_ k: Int) -> [ActivityState] {
     guard k > 0 else { return [] }
-    let now = t.milliseconds
+    let now = self.now.milliseconds
     // A bounded max-heap of (end, seq, slot): the root is the worst kept candidate.
     var kept: [(end: Int64, seq: UInt64, slot: UInt32)] = []
     kept.reserveCapacity(min(k, count))
@@ -135,4 +140,66 @@ extension ActivityEngine {
       }
       .map { snapshot($0) }
   }
+}
+
+/// The engine's activities as they stood at one instant, to be read on another thread: what
+/// ``ActivityEngine/activitiesView()`` gives.
+///
+/// Taking one costs O(1) on the engine's thread: it shares the engine's per-slot arrays,
+/// copied on write, and builds nothing. The states are built where ``all()``,
+/// ``soonestEnding(_:)`` or ``ended(within:)`` is called, so a service can answer a listing or
+/// a subscription's snapshot of a million activities on a network thread while the engine
+/// goes on ticking. While a view is alive, the first change the engine makes to one of those
+/// arrays copies it (O(n) once per array); drop the view once its states are built.
+///
+/// A view never changes: its states are those of the engine at ``now``, whatever the engine
+/// has done since.
+public struct ActivitiesView: @unchecked Sendable {
+  // `@unchecked`: the engine copy inside is never mutated and its `onEvent` does nothing.
+  // Its arrays are values shared copy-on-write with the live engine, which copies an array
+  // (and a slot's side box) before changing it while this copy holds a reference; reading
+  // them on another thread is what Swift's atomic reference counts make safe.
+  private let engine: ActivityEngine
+
+  /// The instant the view was taken at: the engine's clock then.
+  public var now: Instant { engine.now }
+  /// Activities not yet dismissed at ``now``.
+  public let count: Int
+
+  init(_ source: ActivityEngine) {
+    var e = source
+    e.onEvent = { _ in }
+    // Only the per-slot arrays are read: the structures that ticks and commands rewrite
+    // most are left out, so that the live engine never copies them for the view.
+    e.wheel = PhaseWheel()
+    e.heap = DeadlineHeap()
+    e.slotIndex = IDIndex()
+    e.freeSlots = []
+    e.generation = []
+    e.scratchEvent.id = ""
+    engine = e
+    count = source.count
+  }
+
+  /// Every activity, in start order (see ``ActivityEngine/activities()``).
+  /// - Complexity: O(n log n).
+  public func all() -> [ActivityState] { engine.activities() }
+
+  /// The `k` active countdowns that end soonest after ``now``, the earliest first; equal ends
+  /// in start order (see ``ActivityEngine/soonestEnding(_:at:)``).
+  /// - Complexity: O(n log k).
+  public func soonestEnding(_ k: Int) -> [ActivityState] { engine.soonestEnding(k) }
+
+  /// The activities that ended within `window`, by end instant then start order (see
+  /// ``ActivityEngine/ended(within:)``).
+  /// - Complexity: O(n + m log m) for m results.
+  public func ended(within window: ClosedRange<Instant>) -> [ActivityState] {
+    engine.ended(within: window)
+  }
+}
+
+extension ActivityEngine {
+  /// The activities as they stand now, to be read on another thread, in O(1) here (see
+  /// ``ActivitiesView``).
+  public func activitiesView() -> ActivitiesView { ActivitiesView(self) }
 }

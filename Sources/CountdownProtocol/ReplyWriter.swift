@@ -38,11 +38,11 @@ package struct ReplyWriter {
     case .activities(let list):
       head(rid, ok: true, at: at)
       out.raw(",\"activities\":")
-      activities(list)
+      activities(list.states())
     case .subscribed(let snapshot, _, _, _):
       head(rid, ok: true, at: at)
       out.raw(",\"snapshot\":")
-      activities(snapshot)
+      activities(snapshot.states())
     }
     out.raw("}\n")
   }

@@ -7,11 +7,36 @@ package enum Outcome: Sendable {
   case ok
   case started(id: String)
   case activity(ActivityState)
-  case activities([ActivityState])
+  case activities(Listing)
   /// A subscription: its snapshot, and the sequence number of the first event it receives.
-  case subscribed(snapshot: [ActivityState], fromSequence: UInt64, ids: [String]?, ticks: Bool)
+  case subscribed(snapshot: Listing, fromSequence: UInt64, ids: [String]?, ticks: Bool)
   case unsubscribed
   case failed(CountdownError)
+}
+
+/// A list of activities as the engine held them when the request ran. A listing over every
+/// activity is taken on the loop thread as an ``ActivitiesView`` (O(1)) and its states are
+/// built by ``states()`` where the reply is written, on a network thread: a listing or a
+/// subscription of a million activities does not hold the loop's ticks back.
+package enum Listing: Sendable {
+  /// States built on the loop (a subscription to named ids: as many as it names).
+  case built([ActivityState])
+  /// Every activity, in start order.
+  case all(ActivitiesView)
+  /// The `k` countdowns ending soonest.
+  case soonest(ActivitiesView, Int)
+  /// The activities that ended within the window.
+  case endedWithin(ActivitiesView, ClosedRange<Instant>)
+
+  /// The states, built now (on the calling thread).
+  package func states() -> [ActivityState] {
+    switch self {
+    case .built(let list): list
+    case .all(let view): view.all()
+    case .soonest(let view, let k): view.soonestEnding(k)
+    case .endedWithin(let view, let window): view.ended(within: window)
+    }
+  }
 }
 
 /// One request of a batch: its `rid`, and what to run (or the error decoding gave it).
@@ -49,22 +74,22 @@ extension LoopEngine {
     case .command(let operation, let id):
       return try run(operation, id: id)
     case .subscribe(let ids, let ticks):
-      let snapshot: [ActivityState]
+      let snapshot: Listing
       if let ids {
-        snapshot = ids.compactMap { id in handle(for: id).flatMap { state(of: $0) } }
+        snapshot = .built(ids.compactMap { id in handle(for: id).flatMap { state(of: $0) } })
       } else {
-        snapshot = activities()
+        snapshot = .all(activitiesView())
       }
       return .subscribed(snapshot: snapshot, fromSequence: eventSequence, ids: ids, ticks: ticks)
     case .unsubscribe:
       return .unsubscribed
     case .list(.all):
-      return .activities(activities())
+      return .activities(.all(activitiesView()))
     case .list(.soonest(let k)):
-      return .activities(try soonestEnding(k))
+      return .activities(.soonest(activitiesView(), k))
     case .list(.endedWithin(let w)):
       let from = Instant(milliseconds: max(Instant.wireMinimum.milliseconds, now.milliseconds - w))
-      return .activities(ended(within: from...now))
+      return .activities(.endedWithin(activitiesView(), from...now))
     case .ping, .auth:
       return .ok
     }

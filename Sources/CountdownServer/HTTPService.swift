@@ -216,7 +216,7 @@ struct HTTPRoutes: HTTPResponder {
       w.activity(s)
       return json(created ? .created : .ok, w.out.bytes)
     case .activities(let list):
-      w.listing(list, at: at)
+      w.listing(list.states(), at: at)
       return json(.ok, w.out.bytes)
     default:
       w.out.raw("{\"at\":")
@@ -257,7 +257,7 @@ struct HTTPRoutes: HTTPResponder {
       return failure(CountdownError(.systemError, "the subscription did not start"))
     }
     var w = ReplyWriter(formatter: formatter)
-    w.listing(snapshot, at: at)
+    w.listing(snapshot.states(), at: at)
     // `retry`: the browser reconnects after 1 s when the server goes away.
     let first = Array("retry: 1000\n\n".utf8) + Hub.sse("snapshot", w.take())
     // A comment every 15 s keeps proxies from closing a quiet stream and finds gone clients.

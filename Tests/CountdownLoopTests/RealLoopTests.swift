@@ -245,6 +245,46 @@ struct RealLoopTests {
     }
     #expect(total == 30)
   }
+  @Test("A view's states are built on another thread while the loop ticks and ends activities")
+  func viewBuiltOffTheLoop() async throws {
+    let h = try RealHarness()
+    let base = h.now()
+    let (view, expected) = try await h.loop.submit {
+      engine throws(CountdownError) -> (ActivitiesView, [ActivityState]) in
+      for k in 0..<4_000 {
+        try engine.start(
+          .countdown(id: "a\(k)", to: base.advanced(by: 1_200 + Int64(k % 997)), title: "A"))
+      }
+      return (engine.activitiesView(), engine.activities())
+    }
+    // Built over and over on another thread while the loop ends half of the activities (one
+    // command per 100) and delivers the others' ticks: the shared arrays are read there while
+    // the loop copies them to change them (`make tsan` runs this).
+    let builder = Task.detached { () -> [[ActivityState]] in
+      (0..<12).map { _ in view.all() }
+    }
+    for first in stride(from: 0, to: 4_000, by: 200) {
+      try await h.loop.submit { engine throws(CountdownError) in
+        for k in stride(from: first, to: first + 200, by: 2) {
+          try engine.end("a\(k)", ActivityEnding(dismissal: .immediate))
+        }
+      }
+    }
+    try await h.wait(until: base.advanced(by: 1_500))
+    let built = await builder.value
+    #expect(built.allSatisfy { $0 == expected })
+    #expect(expected.count == 4_000 && view.count == 4_000)
+    #expect(try await h.loop.submit { $0.count } == 2_000)
+    // The loop went on meanwhile: ticks came, and nothing after an activity's dismissal.
+    let events = h.delivered().map(\.event)
+    #expect(events.contains { $0.kind == .tick })
+    var gone = Set<String>()
+    for e in events {
+      #expect(!gone.contains(e.id), "\(e.kind) of \(e.id) after its dismissal")
+      if e.kind == .dismissed { gone.insert(e.id) }
+    }
+    #expect(gone.count == 2_000)
+  }
 }
 
 /// Ids seen by one loop's handler. `@unchecked Sendable`: behind its lock.
@@ -384,4 +424,5 @@ struct LoopReadmeTests {
     }
     #expect(instants.count == 1, "\(instants.count) instants in one 50 ms command")
   }
+
 }

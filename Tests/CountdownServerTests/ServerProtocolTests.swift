@@ -87,6 +87,46 @@ struct ServerProtocolTests {
     }
   }
 
+  @Test("A listing or snapshot is the state at its request: later requests of the batch differ")
+  func listingsAtTheirRequest() async throws {
+    try await onThread {
+      let s = try RunningServer()
+      let c = try s.client()
+      let end = nowMs() + 600_000
+      _ = try c.request(
+        #"{"op":"start","id":"gate","kind":"countdown","endDate":\#(end),"title":"Gate"}"#)
+      _ = try c.request(
+        #"{"op":"start","id":"park","kind":"countdown","endDate":\#(end - 1),"title":"Park"}"#)
+      // Pipelined in one write, run in one command on the loop: the listings are built after
+      // the command, on a network thread, each from the state at its own request.
+      c.send(
+        """
+        {"rid":1,"op":"list"}
+        {"rid":2,"op":"list","soonest":1}
+        {"rid":3,"op":"end","id":"gate","dismissal":"immediate"}
+        {"rid":4,"op":"start","id":"bay","kind":"countdown","endDate":\(end - 2),"title":"Bay"}
+        {"rid":5,"op":"end","id":"park"}
+        {"rid":6,"op":"list","endedWithinMs":60000}
+        {"rid":7,"op":"subscribe"}
+        {"rid":8,"op":"start","id":"dock","kind":"elapsed","title":"Dock"}
+        {"rid":9,"op":"list"}
+
+        """)
+      let r = try (0..<9).map { _ in try c.json() }
+      func ids(_ k: Int, _ key: String = "activities") -> [String] {
+        (r[k][key] as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? ["missing: \(r[k])"]
+      }
+      #expect(r.map { $0["ok"] as? Bool } == Array(repeating: true, count: 9), "\(r)")
+      #expect(ids(0) == ["gate", "park"])
+      #expect(ids(1) == ["park"])
+      #expect(ids(5) == ["park"])
+      #expect(ids(6, "snapshot") == ["park", "bay"])
+      let phases = (r[6]["snapshot"] as? [[String: Any]])?.map { $0["phase"] as? String }
+      #expect(phases == ["ended", "active"])
+      #expect(ids(8) == ["park", "bay", "dock"])
+    }
+  }
+
   @Test("A line over 64 KiB gets lineTooLong and is skipped; bad UTF-8 is invalidPayload")
   func framing() async throws {
     try await onThread {
