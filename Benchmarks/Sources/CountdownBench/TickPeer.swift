@@ -106,6 +106,14 @@ final class CountdownPeer: TickPeer {
     }
   }
 
+  /// Lists every activity: built in a command on the loop thread, or taken there as a view
+  /// and built here (`ticks --list-all`). Returns how many were listed.
+  func listAll(offLoop: Bool) async throws -> Int {
+    guard offLoop else { return try await loop!.submit { $0.activities().count } }
+    let view = try await loop!.submit { $0.activitiesView() }
+    return view.all().count
+  }
+
   func note(seconds: Double) async throws -> String {
     let w = (wakeupMarks.last ?? 0) - (wakeupMarks.first ?? 0)
     return "\(Int((Double(w) / seconds).rounded())) wake-ups/s"

@@ -77,6 +77,23 @@ struct TicksBench: AsyncParsableCommand {
   )
   var ticksFirst = true
 
+  /// Where a listing of every activity is built (`--list-all`).
+  enum ListAll: String, ExpressibleByArgument, CaseIterable, Codable {
+    /// No listing.
+    case off
+    /// `engine.activities()` inside a command: built on the loop thread.
+    case loop
+    /// `engine.activitiesView()` inside a command, its states built on another thread (what
+    /// `countdown serve` does for `list` and `subscribe`).
+    case view
+  }
+
+  @Option(
+    help:
+      "With --driver countdown and one loop: once a second while measuring, list every activity, built on the loop thread (loop) or from a view on another thread (view)."
+  )
+  var listAll: ListAll = .off
+
   @Option(
     name: .customLong("tick-clock"),
     help:
@@ -107,6 +124,9 @@ struct TicksBench: AsyncParsableCommand {
     if !ticksFirst, driver != .countdown || loops > 1 {
       throw ValidationError("--no-ticks-first applies to --driver countdown with one loop")
     }
+    if listAll != .off, driver != .countdown || loops > 1 {
+      throw ValidationError("--list-all applies to --driver countdown with one loop")
+    }
     if let us = preciseSpinMicroseconds {
       guard (0...1_000).contains(us) else {
         throw ValidationError("--precise-spin-us must be 0…1000, not \(us)")
@@ -123,7 +143,7 @@ struct TicksBench: AsyncParsableCommand {
       precision: try parsePrecision(precision),
       preciseSpinNanoseconds: preciseSpinMicroseconds.map { Int64($0) * 1_000 },
       cEventText: cEventText, loops: loops, countOnly: countOnly, ticksFirst: ticksFirst,
-      swiftEventText: swiftEventText, tickClock: tickClock)
+      swiftEventText: swiftEventText, tickClock: tickClock, listAll: listAll)
     let (result, recorder) = try await spec.run(driver)
     print(result.line)
     if !countOnly, let check = recorder.anchorCheck { print(check) }
@@ -184,6 +204,8 @@ struct TickRunSpec {
   var swiftEventText = false
   /// How the recorder times each tick's delivery.
   var tickClock = TickClock.anchored
+  /// Whether (and where) every activity is listed once a second while measuring.
+  var listAll = TicksBench.ListAll.off
 
   func endInstants(from nowMs: Int64) -> [Int64] {
     var rng = SplitMix64(state: UInt64.random(in: .min ... .max))
@@ -227,8 +249,14 @@ struct TickRunSpec {
     // Not the system generator: on Linux each of its numbers is a getrandom(2) call, which
     // the run's CPU would count (about 5% of the churn run's samples).
     var rng = SplitMix64(state: UInt64.random(in: .min ... .max))
+    var tenths = 0
+    var listed: [Int] = []
     while Double(monotonicNanoseconds() - t0) < seconds * 1e9 {
       try await Task.sleep(for: .milliseconds(100))
+      tenths += 1
+      if listAll != .off, tenths % 10 == 5, let peer = peer as? CountdownPeer {
+        listed.append(try await peer.listAll(offLoop: listAll == .view))
+      }
       guard perTenth > 0 else { continue }
       let nowMs = wallNanoseconds() / 1_000_000
       var items: [(index: Int, end: Int64)] = []
@@ -242,7 +270,11 @@ struct TickRunSpec {
     let wall = Double(monotonicNanoseconds() - t0) / 1e9
     let cpu = cpuNanoseconds() - cpu0
     let rss = residentBytes()
-    let note = try await peer.note(seconds: wall)
+    var note = try await peer.note(seconds: wall)
+    if listAll != .off {
+      note += "; \(listed.count) listings of \(listed.min() ?? 0)–\(listed.max() ?? 0) activities"
+      note += listAll == .view ? " (views, built off the loop)" : " (built on the loop)"
+    }
     await peer.stop()
     // Exact for a fixed set; with churn, each activity still ticks once a second.
     let expected =
