@@ -18,7 +18,7 @@ struct ServerProtocolTests {
         // Each server is stopped and released before the next opens the file. Under `make
         // asan` LeakSanitizer then checks that none of it stays behind (the store writer and
         // the loop once held each other).
-        let s = try RunningServer { $0.statePath = path }
+        let s = try RunningServer.reopening { $0.statePath = path }
         let c = try s.client()
         let listed = try c.request(#"{"op":"list"}"#)["activities"] as? [[String: Any]] ?? []
         #expect(listed.compactMap { $0["id"] as? String }.sorted() == (0..<round).map { "r\($0)" })

@@ -124,6 +124,22 @@ final class RunningServer {
 
   func client() throws -> TestClient { try TestClient(unix: socket) }
 
+  /// A server on a state file that a server of this process just closed. A child process
+  /// that another test spawned in that instant holds a copy of the closed lock descriptor
+  /// until it execs (O_CLOEXEC closes the copy only then), and so the file's lock for a
+  /// moment: the lock error is retried for up to 5 s (500 tries), as `StateFileTests.reopen`
+  /// does for the store. Any other error is thrown at once.
+  static func reopening(_ configure: (inout ServerOptions) -> Void) throws -> RunningServer {
+    for _ in 0..<500 {
+      do {
+        return try RunningServer(configure)
+      } catch let e where "\(e)".contains("another countdown serve") {
+        usleep(10_000)
+      }
+    }
+    return try RunningServer(configure)
+  }
+
   deinit {
     server.stop()
     try? FileManager.default.removeItem(at: dir)
