@@ -16,7 +16,7 @@ extension ActivityEngine {
     let target = t.milliseconds
     guard target != old else { return }
     // Values shown before the step, for every activity on the wheel, by slot (.min: none).
-    var shown = [Int64](repeating: .min, count: phaseOf.count)
+    var shown = [Int64](repeating: .min, count: slots.count)
     var ticking: [UInt32] = slotsOnWheel()
     for slot in ticking { shown[Int(slot)] = displayedSeconds(Int(slot), old) }
     let catchUpAt: Int64
@@ -32,19 +32,19 @@ extension ActivityEngine {
     // Wheel entries carry values for the old clock: put every ticking activity back for the
     // new one (elapsed timers whose origin is now ahead leave the wheel until it comes).
     // Slots that joined the wheel during the step are ticking too.
-    var listed = [Bool](repeating: false, count: phaseOf.count)
+    var listed = [Bool](repeating: false, count: slots.count)
     for slot in ticking { listed[Int(slot)] = true }
     for slot in slotsOnWheel() where !listed[Int(slot)] {
       listed[Int(slot)] = true
       ticking.append(slot)
     }
-    for slot in ticking where phaseOf[Int(slot)] != .free {
+    for slot in ticking where slots[Int(slot)].phase != .free {
       refresh(slot, skippingPassedMilestones: false)
     }
-    ticking.sort { seq[Int($0)] < seq[Int($1)] }
+    ticking.sort { slots[Int($0)].seq < slots[Int($1)].seq }
     for slot in ticking {
       let s = Int(slot)
-      guard phaseOf[s] == .active, !isExpired[s] else { continue }
+      guard slots[s].phase == .active, !slots[s].isExpired else { continue }
       let v = displayedSeconds(s, catchUpAt)
       let before = shown[s]
       if v != (before == .min ? 0 : before) { emit(.tick, slot, at: catchUpAt, value: v) }
@@ -54,12 +54,12 @@ extension ActivityEngine {
 
   /// Every slot on the wheel.
   func slotsOnWheel() -> [UInt32] {
-    var slots: [UInt32] = []
+    var onWheel: [UInt32] = []
     for b in 0..<PhaseWheel.bucketCount where wheel.buckets[b].live > 0 {
       for e in wheel.buckets[b].entries where e.slot != PhaseWheel.tombstone {
-        slots.append(e.slot)
+        onWheel.append(e.slot)
       }
     }
-    return slots
+    return onWheel
   }
 }

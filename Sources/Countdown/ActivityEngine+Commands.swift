@@ -40,7 +40,7 @@ extension ActivityEngine {
     if let given = r.id {
       id = given
       h = IDIndex.hash(id)
-      if slotIndex.find(id, hash: h, in: idOf) != nil {
+      if slotIndex.find(id, hash: h, in: slots) != nil {
         throw CountdownError(
           .duplicateID, "an activity with id \(JSONValue.string(id)) already exists")
       }
@@ -56,22 +56,23 @@ extension ActivityEngine {
       repeat {
         id = ids.uuid()
         h = IDIndex.hash(id)
-      } while slotIndex.find(id, hash: h, in: idOf) != nil
+      } while slotIndex.find(id, hash: h, in: slots) != nil
     }
 
     let now = t.milliseconds
     let slot = allocateSlot()
     let s = Int(slot)
-    seq[s] = nextSeq
+    slots[s].seq = nextSeq
     nextSeq += 1
-    kindOf[s] = r.kind
-    phaseOf[s] = .active
-    isStale[s] = false
-    isExpired[s] = false
-    anchor[s] = r.kind == .countdown ? r.endDate!.milliseconds : (r.startDate ?? t).milliseconds
-    pausedTotal[s] = 0
-    frozenAt[s] = now
-    idOf[s] = id
+    slots[s].kind = r.kind
+    slots[s].phase = .active
+    slots[s].isStale = false
+    slots[s].isExpired = false
+    slots[s].anchor =
+      r.kind == .countdown ? r.endDate!.milliseconds : (r.startDate ?? t).milliseconds
+    slots[s].pausedTotal = 0
+    slots[s].frozenAt = now
+    slots[s].id = id
     cold[s] = ColdState(
       content: content,
       countdownStart: r.kind == .countdown ? r.startDate?.milliseconds : nil,
@@ -106,7 +107,7 @@ extension ActivityEngine {
     try moveClock(to: t)
     let slot = try lookupRunning(id, for: "update")
     let s = Int(slot)
-    let kind = kindOf[s]
+    let kind = slots[s].kind
     switch kind {
     case .countdown:
       if case .set = u.goalMs {
@@ -133,25 +134,25 @@ extension ActivityEngine {
     case .keep: movesDates = u.endDate != nil
     default: movesDates = u.endDate != nil || kind == .elapsed
     }
-    if phaseOf[s] == .paused, movesDates { frozenAt[s] = now }
+    if slots[s].phase == .paused, movesDates { slots[s].frozenAt = now }
     if let e = u.endDate {
-      anchor[s] = e.milliseconds
-      isExpired[s] = false
+      slots[s].anchor = e.milliseconds
+      slots[s].isExpired = false
     }
     switch (u.startDate, kind) {
     case (.set(let d), .countdown): cold[s].countdownStart = d.milliseconds
     case (.remove, .countdown): cold[s].countdownStart = nil
-    case (.set(let d), .elapsed): anchor[s] = d.milliseconds
+    case (.set(let d), .elapsed): slots[s].anchor = d.milliseconds
     default: break
     }
     switch u.staleDate {
     case .keep: break
     case .set(let d):
       cold[s].staleDate = d.milliseconds
-      if d.milliseconds > now { isStale[s] = false }
+      if d.milliseconds > now { slots[s].isStale = false }
     case .remove:
       cold[s].staleDate = nil
-      isStale[s] = false
+      slots[s].isStale = false
     }
     switch u.goalMs {
     case .keep: break
@@ -190,9 +191,9 @@ extension ActivityEngine {
     try checkTimestamp(timestamp, slot: slot)
     let s = Int(slot)
     if let ts = timestamp { cold[s].lastTimestamp = ts.milliseconds }
-    guard phaseOf[s] == .active else { return }
-    phaseOf[s] = .paused
-    frozenAt[s] = t.milliseconds
+    guard slots[s].phase == .active else { return }
+    slots[s].phase = .paused
+    slots[s].frozenAt = t.milliseconds
     emit(.paused, slot, at: t.milliseconds)
     refresh(slot, skippingPassedMilestones: false)
     runDue(upTo: t.milliseconds)
@@ -210,12 +211,12 @@ extension ActivityEngine {
     try checkTimestamp(timestamp, slot: slot)
     let s = Int(slot)
     if let ts = timestamp { cold[s].lastTimestamp = ts.milliseconds }
-    guard phaseOf[s] == .paused else { return }
+    guard slots[s].phase == .paused else { return }
     let now = t.milliseconds
-    let d = now - frozenAt[s]
-    pausedTotal[s] += d
-    if kindOf[s] == .countdown { anchor[s] += d }
-    phaseOf[s] = .active
+    let d = now - slots[s].frozenAt
+    slots[s].pausedTotal += d
+    if slots[s].kind == .countdown { slots[s].anchor += d }
+    slots[s].phase = .active
     emit(.resumed, slot, at: now)
     refresh(slot, skippingPassedMilestones: true)
     runDue(upTo: now)
@@ -275,9 +276,9 @@ extension ActivityEngine {
     options.enabled = enabled
     guard was, !enabled else { return }
     let now = t.milliseconds
-    let live = liveSlots().sorted { seq[Int($0)] < seq[Int($1)] }
+    let live = liveSlots().sorted { slots[Int($0)].seq < slots[Int($1)].seq }
     for slot in live {
-      if phaseOf[Int(slot)] != .ended {
+      if slots[Int(slot)].phase != .ended {
         finish(slot, reason: .disabled, dismissal: .immediate, at: now, schedules: false)
       }
       emit(.dismissed, slot, at: now)
@@ -297,7 +298,7 @@ extension ActivityEngine {
     if let ms { _ = try validatedDuration("maxActiveDurationMs", ms) }
     try moveClock(to: t)
     options.maxActiveDurationMs = ms
-    for slot in liveSlots() where phaseOf[Int(slot)] != .ended {
+    for slot in liveSlots() where slots[Int(slot)].phase != .ended {
       reschedule(slot)
     }
     runDue(upTo: t.milliseconds)

@@ -15,25 +15,22 @@
     }
 
     private func checkSlots() {
-      let n = generation.count
+      let n = slots.count
       let counts: [(String, Int)] = [
-        ("seq", seq.count), ("kindOf", kindOf.count), ("phaseOf", phaseOf.count),
-        ("isStale", isStale.count), ("isExpired", isExpired.count), ("anchor", anchor.count),
-        ("pausedTotal", pausedTotal.count), ("frozenAt", frozenAt.count), ("idOf", idOf.count),
         ("cold", cold.count), ("wheel.bucketOf", wheel.bucketOf.count),
         ("wheel.position", wheel.position.count), ("heap.index", heap.index.count),
       ]
       for (name, count) in counts {
-        precondition(count == n, "\(name) has \(count) slots, generation has \(n)")
+        precondition(count == n, "\(name) has \(count) slots, slots has \(n)")
       }
       var free = [Bool](repeating: false, count: n)
       for slot in freeSlots {
         let s = Int(slot)
-        precondition(phaseOf[s] == .free, "slot \(s) is on the free list but \(phaseOf[s])")
+        precondition(slots[s].phase == .free, "slot \(s) is on the free list but \(slots[s].phase)")
         precondition(!free[s], "slot \(s) is on the free list twice")
         free[s] = true
       }
-      for s in 0..<n where phaseOf[s] == .free {
+      for s in 0..<n where slots[s].phase == .free {
         precondition(free[s], "slot \(s) is free but not on the free list")
       }
     }
@@ -47,7 +44,7 @@
         for (k, e) in bucket.entries.enumerated() where e.slot != PhaseWheel.tombstone {
           let s = Int(e.slot)
           live += 1
-          precondition(s < phaseOf.count, "bucket \(b) holds slot \(s), past the slots")
+          precondition(s < slots.count, "bucket \(b) holds slot \(s), past the slots")
           precondition(
             Int(wheel.bucketOf[s]) == b, "slot \(s) in bucket \(b) says bucket \(wheel.bucketOf[s])"
           )
@@ -55,12 +52,15 @@
             Int(wheel.position[s]) == k,
             "slot \(s) at \(k) in bucket \(b) says position \(wheel.position[s])")
           precondition(
-            e.generation == generation[s], "bucket \(b) holds a stale generation of slot \(s)")
+            e.generation == slots[s].generation, "bucket \(b) holds a stale generation of slot \(s)"
+          )
           precondition(
-            e.id == idOf[s], "bucket \(b) entry of slot \(s) has id \(e.id), the slot \(idOf[s])")
-          precondition(phaseOf[s] == .active, "slot \(s) ticks from the wheel but is \(phaseOf[s])")
+            e.id == slots[s].id,
+            "bucket \(b) entry of slot \(s) has id \(e.id), the slot \(slots[s].id)")
           precondition(
-            e.isCountdown == (kindOf[s] == .countdown), "slot \(s) entry has the wrong kind")
+            slots[s].phase == .active, "slot \(s) ticks from the wheel but is \(slots[s].phase)")
+          precondition(
+            e.isCountdown == (slots[s].kind == .countdown), "slot \(s) entry has the wrong kind")
           // The entry's value is what the activity shows from its next tick on.
           let t = PhaseWheel.nextOccurrence(of: Int64(b), after: now.milliseconds)
           precondition(
@@ -68,9 +68,10 @@
             "slot \(s) will tick \(e.value) at \(t) but shows \(displayedSeconds(s, t)) then")
           if bucket.sorted {
             if let last = lastSeq {
-              precondition(last < seq[s], "bucket \(b) is marked sorted but is out of start order")
+              precondition(
+                last < slots[s].seq, "bucket \(b) is marked sorted but is out of start order")
             }
-            lastSeq = seq[s]
+            lastSeq = slots[s].seq
           }
         }
         precondition(
@@ -96,8 +97,9 @@
         let s = Int(e.slot)
         precondition(
           Int(heap.index[s]) == i, "heap entry \(i) of slot \(s) is indexed at \(heap.index[s])")
-        precondition(phaseOf[s] != .free, "the heap holds a deadline of free slot \(s)")
-        precondition(e.order >> 3 == seq[s], "heap entry of slot \(s) carries another start order")
+        precondition(slots[s].phase != .free, "the heap holds a deadline of free slot \(s)")
+        precondition(
+          e.order >> 3 == slots[s].seq, "heap entry of slot \(s) carries another start order")
         precondition(
           e.at > now.milliseconds,
           "slot \(s)'s deadline \(e.at) is due but did not run (now \(now.milliseconds))")
@@ -110,7 +112,7 @@
       for i in heap.index where i >= 0 { indexed += 1 }
       precondition(
         indexed == entries.count, "\(indexed) slots are indexed, the heap holds \(entries.count)")
-      for s in 0..<phaseOf.count where phaseOf[s] == .ended {
+      for s in 0..<slots.count where slots[s].phase == .ended {
         precondition(heap.index[s] >= 0, "ended slot \(s) has no dismissal deadline")
       }
     }
@@ -123,24 +125,25 @@
       precondition(
         IDIndex.fits(slotIndex.count, in: table.count),
         "the id table holds \(slotIndex.count) ids in \(table.count) entries, over seven eighths")
-      var seen = [Bool](repeating: false, count: phaseOf.count)
+      var seen = [Bool](repeating: false, count: slots.count)
       var filled = 0
       for e in table where e != IDIndex.empty {
         let s = IDIndex.slot(of: e)
         filled += 1
         precondition(
-          Int(s) < phaseOf.count && phaseOf[Int(s)] != .free, "the id table holds free slot \(s)")
+          Int(s) < slots.count && slots[Int(s)].phase != .free, "the id table holds free slot \(s)")
         precondition(!seen[Int(s)], "the id table holds slot \(s) twice")
         seen[Int(s)] = true
         precondition(
-          IDIndex.hash(of: e) == IDIndex.hash(idOf[Int(s)]),
-          "the id table holds a wrong hash for \(idOf[Int(s)])")
+          IDIndex.hash(of: e) == IDIndex.hash(slots[Int(s)].id),
+          "the id table holds a wrong hash for \(slots[Int(s)].id)")
         precondition(
-          slotIndex.find(idOf[Int(s)], in: idOf) == s, "id \(idOf[Int(s)]) cannot be found")
+          slotIndex.find(slots[Int(s)].id, in: slots) == s, "id \(slots[Int(s)].id) cannot be found"
+        )
       }
       precondition(
         filled == slotIndex.count, "the id table counts \(slotIndex.count), holds \(filled)")
-      let live = phaseOf.filter { $0 != .free }.count
+      let live = slots.filter { $0.phase != .free }.count
       precondition(filled == live, "\(live) activities live, \(filled) are indexed")
     }
   }

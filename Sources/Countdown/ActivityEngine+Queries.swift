@@ -22,32 +22,32 @@ extension ActivityEngine {
     let s = Int(slot)
     let now = self.now.milliseconds
     let phase: ActivityPhase =
-      switch phaseOf[s] {
+      switch slots[s].phase {
       case .active, .free: .active
       case .paused: .paused
       case .ended: .ended
       }
-    let ended = phaseOf[s] == .ended
+    let ended = slots[s].phase == .ended
     let milestones = cold[s].milestones
     let next = cold[s].nextMilestone
     var upcoming: ActivityState.NextMilestone?
     if !ended, next < milestones.count {
       // A paused activity's milestone moves later by the time it stays paused.
-      let shift = phaseOf[s] == .paused ? now - frozenAt[s] : 0
+      let shift = slots[s].phase == .paused ? now - slots[s].frozenAt : 0
       upcoming = .init(
         name: milestones[next].name, at: Instant(milliseconds: milestoneInstant(s, next) + shift))
     }
     let startDate: Int64? =
-      kindOf[s] == .countdown ? cold[s].countdownStart : anchor[s] + pausedTotal[s]
+      slots[s].kind == .countdown ? cold[s].countdownStart : slots[s].anchor + slots[s].pausedTotal
     return ActivityState(
-      id: idOf[s], kind: kindOf[s], phase: phase, value: displayedSeconds(s, now),
-      milliseconds: exactMilliseconds(s, now), progress: progress(s, now), stale: isStale[s],
-      expired: isExpired[s],
-      endDate: kindOf[s] == .countdown ? Instant(milliseconds: anchor[s]) : nil,
+      id: slots[s].id, kind: slots[s].kind, phase: phase, value: displayedSeconds(s, now),
+      milliseconds: exactMilliseconds(s, now), progress: progress(s, now), stale: slots[s].isStale,
+      expired: slots[s].isExpired,
+      endDate: slots[s].kind == .countdown ? Instant(milliseconds: slots[s].anchor) : nil,
       endedAt: ended ? Instant(milliseconds: cold[s].endedAt) : nil,
       endReason: ended ? cold[s].endReason : nil,
       startDate: startDate.map(Instant.init(milliseconds:)),
-      pausedAt: phaseOf[s] == .paused ? Instant(milliseconds: frozenAt[s]) : nil,
+      pausedAt: slots[s].phase == .paused ? Instant(milliseconds: slots[s].frozenAt) : nil,
       lastMilestone: next > 0 ? milestones[next - 1].name : nil, nextMilestone: upcoming,
       contentJSON: cold[s].content)
   }
@@ -55,21 +55,21 @@ extension ActivityEngine {
   /// Every activity not yet dismissed, as seen at the engine's clock, in start order.
   /// - Complexity: O(n log n).
   public func activities() -> [ActivityState] {
-    liveSlots().sorted { seq[Int($0)] < seq[Int($1)] }.map(snapshot)
+    liveSlots().sorted { slots[Int($0)].seq < slots[Int($1)].seq }.map(snapshot)
   }
 
   /// How many activities are in each phase (`active`, `paused`, `ended`), and how many of
   /// them are stale. For metrics: O(n) over the slots, no allocation.
   public func phaseCounts() -> (active: Int, paused: Int, ended: Int, stale: Int) {
     var counts = (active: 0, paused: 0, ended: 0, stale: 0)
-    for s in phaseOf.indices {
-      switch phaseOf[s] {
+    for s in slots.indices {
+      switch slots[s].phase {
       case .free: continue
       case .active: counts.active += 1
       case .paused: counts.paused += 1
       case .ended: counts.ended += 1
       }
-      if isStale[s] { counts.stale += 1 }
+      if slots[s].isStale { counts.stale += 1 }
     }
     return counts
   }
@@ -108,8 +108,10 @@ extension ActivityEngine {
     }
     for slot in liveSlots() {
       let s = Int(slot)
-      guard kindOf[s] == .countdown, phaseOf[s] == .active, anchor[s] > now else { continue }
-      let c = (end: anchor[s], seq: seq[s], slot: slot)
+      guard slots[s].kind == .countdown, slots[s].phase == .active, slots[s].anchor > now else {
+        continue
+      }
+      let c = (end: slots[s].anchor, seq: slots[s].seq, slot: slot)
       if kept.count < k {
         kept.append(c)
         var i = kept.count - 1
@@ -132,11 +134,11 @@ extension ActivityEngine {
     let lo = window.lowerBound.milliseconds
     let hi = window.upperBound.milliseconds
     return liveSlots()
-      .filter { phaseOf[Int($0)] == .ended && (lo...hi).contains(cold[Int($0)].endedAt) }
+      .filter { slots[Int($0)].phase == .ended && (lo...hi).contains(cold[Int($0)].endedAt) }
       .sorted {
         let (a, b) = (Int($0), Int($1))
         return cold[a].endedAt != cold[b].endedAt
-          ? cold[a].endedAt < cold[b].endedAt : seq[a] < seq[b]
+          ? cold[a].endedAt < cold[b].endedAt : slots[a].seq < slots[b].seq
       }
       .map { snapshot($0) }
   }
@@ -175,7 +177,6 @@ public struct ActivitiesView: @unchecked Sendable {
     e.heap = DeadlineHeap()
     e.slotIndex = IDIndex()
     e.freeSlots = []
-    e.generation = []
     e.scratchEvent.id = ""
     engine = e
     count = source.count

@@ -4,31 +4,32 @@ extension ActivityEngine {
   /// The instant at which slot `s`'s displayed value is read: now, or when it froze.
   @inline(__always)
   func effectiveNow(_ s: Int, _ now: Int64) -> Int64 {
-    phaseOf[s] == .active ? now : frozenAt[s]
+    slots[s].phase == .active ? now : slots[s].frozenAt
   }
 
   /// The exact displayed quantity in milliseconds (remaining or elapsed), at least 0.
   @inline(__always)
   func exactMilliseconds(_ s: Int, _ now: Int64) -> Int64 {
     // An expired countdown shows zero even if the clock is later stepped back before its end.
-    if isExpired[s] { return 0 }
+    if slots[s].isExpired { return 0 }
     let t = effectiveNow(s, now)
-    let v = kindOf[s] == .countdown ? anchor[s] - t : t - anchor[s] - pausedTotal[s]
+    let v =
+      slots[s].kind == .countdown ? slots[s].anchor - t : t - slots[s].anchor - slots[s].pausedTotal
     return max(0, v)
   }
 
   /// The displayed whole seconds: ceil for a countdown, floor for an elapsed timer.
   @inline(__always)
   func displayedSeconds(_ s: Int, _ now: Int64) -> Int64 {
-    kindOf[s].rounding.seconds(milliseconds: exactMilliseconds(s, now))
+    slots[s].kind.rounding.seconds(milliseconds: exactMilliseconds(s, now))
   }
 
   func progress(_ s: Int, _ now: Int64) -> Double? {
-    switch kindOf[s] {
+    switch slots[s].kind {
     case .countdown:
       guard let start = cold[s].countdownStart else { return nil }
       // Progress counts only time not spent paused, so a pause neither jumps nor drifts it.
-      let total = anchor[s] - pausedTotal[s] - start
+      let total = slots[s].anchor - slots[s].pausedTotal - start
       let remaining = exactMilliseconds(s, now)
       guard total > 0 else { return remaining == 0 || effectiveNow(s, now) >= start ? 1 : 0 }
       return min(1, max(0, Double(total - remaining) / Double(total)))
@@ -51,8 +52,8 @@ extension ActivityEngine {
   ) {
     let s = Int(slot)
     hand(
-      kind, id: idOf[s], handle: ActivityHandle(slot: slot, generation: generation[s]),
-      activityKind: kindOf[s], value: value ?? displayedSeconds(s, t), at: t, reason: reason,
+      kind, id: slots[s].id, handle: ActivityHandle(slot: slot, generation: slots[s].generation),
+      activityKind: slots[s].kind, value: value ?? displayedSeconds(s, t), at: t, reason: reason,
       milestone: milestone)
   }
 
@@ -80,8 +81,9 @@ extension ActivityEngine {
   /// or an elapsed timer past its origin.
   @inline(__always)
   func ticksNow(_ s: Int, _ now: Int64) -> Bool {
-    guard options.deliversTicks, phaseOf[s] == .active else { return false }
-    return kindOf[s] == .countdown ? anchor[s] > now : anchor[s] + pausedTotal[s] <= now
+    guard options.deliversTicks, slots[s].phase == .active else { return false }
+    return slots[s].kind == .countdown
+      ? slots[s].anchor > now : slots[s].anchor + slots[s].pausedTotal <= now
   }
 
   /// Puts slot `slot` back in the wheel and the heap after its dates or phase changed.
@@ -90,11 +92,12 @@ extension ActivityEngine {
     let now = self.now.milliseconds
     wheel.remove(slot)
     if ticksNow(s, now) {
-      let phase = kindOf[s] == .countdown ? anchor[s] : anchor[s] + pausedTotal[s]
+      let phase =
+        slots[s].kind == .countdown ? slots[s].anchor : slots[s].anchor + slots[s].pausedTotal
       insertIntoWheel(
         slot, phase: phase, firstTick: PhaseWheel.nextOccurrence(of: phase, after: now))
     }
-    if skippingPassedMilestones, phaseOf[s] == .active {
+    if skippingPassedMilestones, slots[s].phase == .active {
       // Read once, moved once: re-reading them through `cold[s]` at each turn made the
       // compiler copy the whole engine first, for every refresh.
       let milestones = cold[s].milestones
@@ -108,19 +111,23 @@ extension ActivityEngine {
   /// Puts slot `slot` on the wheel; its first tick is at `firstTick`.
   mutating func insertIntoWheel(_ slot: UInt32, phase: Int64, firstTick: Int64) {
     let s = Int(slot)
-    let isCountdown = kindOf[s] == .countdown
+    let isCountdown = slots[s].kind == .countdown
     let value =
-      isCountdown ? (anchor[s] - firstTick) / 1000 : (firstTick - anchor[s] - pausedTotal[s]) / 1000
+      isCountdown
+      ? (slots[s].anchor - firstTick) / 1000
+      : (firstTick - slots[s].anchor - slots[s].pausedTotal) / 1000
     wheel.insert(
       PhaseWheel.Entry(
-        id: idOf[s], slot: slot, generation: generation[s], value: value, isCountdown: isCountdown),
-      seq: seq[s], phase: phase)
+        id: slots[s].id, slot: slot, generation: slots[s].generation, value: value,
+        isCountdown: isCountdown),
+      seq: slots[s].seq, phase: phase)
   }
 
   @inline(__always)
   func milestoneInstant(_ s: Int, _ k: Int) -> Int64 {
     let at = cold[s].milestones[k].atMs
-    return kindOf[s] == .countdown ? anchor[s] - at : anchor[s] + pausedTotal[s] + at
+    return slots[s].kind == .countdown
+      ? slots[s].anchor - at : slots[s].anchor + slots[s].pausedTotal + at
   }
 
   /// Keys slot `slot`'s heap entry by its earliest pending rare deadline.
@@ -134,24 +141,24 @@ extension ActivityEngine {
         best = (at, kind)
       }
     }
-    switch phaseOf[s] {
+    switch slots[s].phase {
     case .free: break
     case .ended: consider(cold[s].dismissAt, .dismissal)
     case .active, .paused:
-      if !isStale[s], let d = cold[s].staleDate { consider(d, .stale) }
+      if !slots[s].isStale, let d = cold[s].staleDate { consider(d, .stale) }
       if let max = options.maxActiveDurationMs { consider(cold[s].startedAt + max, .maxDuration) }
-      if phaseOf[s] == .active {
-        if kindOf[s] == .countdown, !isExpired[s] { consider(anchor[s], .expiry) }
+      if slots[s].phase == .active {
+        if slots[s].kind == .countdown, !slots[s].isExpired { consider(slots[s].anchor, .expiry) }
         if cold[s].nextMilestone < cold[s].milestones.count {
           consider(milestoneInstant(s, cold[s].nextMilestone), .milestone)
         }
-        if options.deliversTicks, kindOf[s] == .elapsed, !wheel.contains(slot) {
-          consider(anchor[s] + pausedTotal[s], .armTicks)
+        if options.deliversTicks, slots[s].kind == .elapsed, !wheel.contains(slot) {
+          consider(slots[s].anchor + slots[s].pausedTotal, .armTicks)
         }
       }
     }
     if let best {
-      heap.set(slot, at: best.at, order: seq[s] << 3 | best.kind.rawValue)
+      heap.set(slot, at: best.at, order: slots[s].seq << 3 | best.kind.rawValue)
     } else {
       heap.remove(slot)
     }
@@ -166,8 +173,8 @@ extension ActivityEngine {
   ) {
     let s = Int(slot)
     wheel.remove(slot)
-    if phaseOf[s] == .active { frozenAt[s] = t }
-    phaseOf[s] = .ended
+    if slots[s].phase == .active { slots[s].frozenAt = t }
+    slots[s].phase = .ended
     cold[s].endedAt = t
     cold[s].endReason = reason
     cold[s].dismissAt = dismissal.dismissal(endedAt: Instant(milliseconds: t)).milliseconds
@@ -199,7 +206,7 @@ extension ActivityEngine {
   /// deadlines at `t`. No allocation; removed entries are compacted in the same pass.
   mutating func runTicks(at t: Int64) {
     let b = PhaseWheel.bucket(of: t)
-    if !wheel.buckets[b].sorted { wheel.sortBucket(b, seq: seq) }
+    if !wheel.buckets[b].sorted { wheel.sortBucket(b, slots: slots) }
     if (heap.top?.at ?? .max) > t {
       runTicksAlone(bucket: b, at: t)
       return
@@ -209,7 +216,7 @@ extension ActivityEngine {
     var kept = 0
     for r in 0..<n {
       if wheel.buckets[b].entries[r].slot != PhaseWheel.tombstone {
-        let order = seq[Int(wheel.buckets[b].entries[r].slot)] << 3
+        let order = slots[Int(wheel.buckets[b].entries[r].slot)].seq << 3
         while let top = heap.top, top.at <= t, top.order < order { runDeadline() }
       }
       // Read after the deadlines: they may have removed this entry.
@@ -316,10 +323,10 @@ extension ActivityEngine {
       cold[s].nextMilestone += 1
       emit(.milestone, slot, at: t, milestone: cold[s].milestones[k].name)
     case .stale:
-      isStale[s] = true
+      slots[s].isStale = true
       emit(.stale, slot, at: t)
     case .expiry:
-      isExpired[s] = true
+      slots[s].isExpired = true
       wheel.remove(slot)
       emit(.expired, slot, at: t, value: 0)
       if let policy = cold[s].endOnExpiry {

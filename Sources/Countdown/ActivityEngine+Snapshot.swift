@@ -92,7 +92,7 @@ public struct EngineSnapshot: Sendable, Hashable {
 extension ActivityEngine {
   /// The stored form of the activity `id`, or nil when there is none.
   public func stored(_ id: String) -> StoredActivity? {
-    slotIndex.find(id, in: idOf).map { stored(slot: Int($0)) }
+    slotIndex.find(id, in: slots).map { stored(slot: Int($0)) }
   }
 
   /// The engine's own state at ``now`` with the stored form of those of `ids` that exist
@@ -101,7 +101,7 @@ extension ActivityEngine {
   public func snapshot(of ids: some Sequence<String>) -> EngineSnapshot {
     var rows: [StoredActivity] = []
     for id in ids {
-      if let slot = slotIndex.find(id, in: idOf) { rows.append(stored(slot: Int(slot))) }
+      if let slot = slotIndex.find(id, in: slots) { rows.append(stored(slot: Int(slot))) }
     }
     return EngineSnapshot(
       now: now, options: options, nextOrder: nextSeq, idGeneratorState: self.ids.state,
@@ -111,26 +111,28 @@ extension ActivityEngine {
   /// Every activity and the engine's own state, at ``now``.
   /// - Complexity: O(n log n).
   public func snapshot() -> EngineSnapshot {
-    var slots: [Int] = []
-    slots.reserveCapacity(count)
-    for s in phaseOf.indices where phaseOf[s] != .free { slots.append(s) }
-    slots.sort { seq[$0] < seq[$1] }
+    var live: [Int] = []
+    live.reserveCapacity(count)
+    for s in slots.indices where slots[s].phase != .free { live.append(s) }
+    live.sort { slots[$0].seq < slots[$1].seq }
     return EngineSnapshot(
       now: now, options: options, nextOrder: nextSeq, idGeneratorState: ids.state,
-      activities: slots.map { stored(slot: $0) })
+      activities: live.map { stored(slot: $0) })
   }
 
   func stored(slot s: Int) -> StoredActivity {
     let c = cold[s]
     let phase: ActivityPhase =
-      switch phaseOf[s] {
+      switch slots[s].phase {
       case .active, .free: .active
       case .paused: .paused
       case .ended: .ended
       }
     return StoredActivity(
-      id: idOf[s], kind: kindOf[s], phase: phase, order: seq[s], stale: isStale[s],
-      expired: isExpired[s], anchor: anchor[s], pausedTotal: pausedTotal[s], frozenAt: frozenAt[s],
+      id: slots[s].id, kind: slots[s].kind, phase: phase, order: slots[s].seq,
+      stale: slots[s].isStale,
+      expired: slots[s].isExpired, anchor: slots[s].anchor, pausedTotal: slots[s].pausedTotal,
+      frozenAt: slots[s].frozenAt,
       content: c.content, countdownStart: c.countdownStart, goalMs: c.goalMs,
       staleDate: c.staleDate, milestones: c.milestones, nextMilestone: c.nextMilestone,
       endOnExpiry: c.endOnExpiry, startedAt: c.startedAt, endedAt: c.endedAt,
@@ -169,25 +171,25 @@ extension ActivityEngine {
     for k in byOrder {
       let a = rows[k]
       let h = IDIndex.hash(a.id)
-      if slotIndex.find(a.id, hash: h, in: idOf) != nil {
+      if slotIndex.find(a.id, hash: h, in: slots) != nil {
         throw .payload("activity \(JSONValue.string(a.id)) is stored twice")
       }
       let slot = allocateSlot()
       let s = Int(slot)
-      seq[s] = a.order
-      kindOf[s] = a.kind
-      phaseOf[s] =
+      slots[s].seq = a.order
+      slots[s].kind = a.kind
+      slots[s].phase =
         switch a.phase {
         case .active: .active
         case .paused: .paused
         case .ended: .ended
         }
-      isStale[s] = a.stale
-      isExpired[s] = a.expired
-      anchor[s] = a.anchor
-      pausedTotal[s] = a.pausedTotal
-      frozenAt[s] = a.frozenAt
-      idOf[s] = a.id
+      slots[s].isStale = a.stale
+      slots[s].isExpired = a.expired
+      slots[s].anchor = a.anchor
+      slots[s].pausedTotal = a.pausedTotal
+      slots[s].frozenAt = a.frozenAt
+      slots[s].id = a.id
       var c = ColdState(
         content: a.content, countdownStart: a.countdownStart, goalMs: a.goalMs,
         staleDate: a.staleDate, milestones: a.milestones, endOnExpiry: a.endOnExpiry,

@@ -14,7 +14,8 @@
 /// try engine.advance(to: engine.now.advanced(by: 1000))   // tick: 599
 /// ```
 ///
-/// Storage is struct-of-arrays slots addressed by generation-checked ``ActivityHandle``s;
+/// Storage is one record per slot (and a cold side record), addressed by generation-checked
+/// ``ActivityHandle``s;
 /// per-second ticks live in a phase wheel (no per-tick sorting or allocation) and the rare
 /// deadlines (expiry, milestones, staleness, maximum duration, dismissal) in one indexed heap
 /// with one entry per activity.
@@ -28,21 +29,8 @@ public struct ActivityEngine {
   /// The engine-wide settings; change them with the `set…` commands.
   public internal(set) var options: EngineOptions
 
-  // Hot per-slot state (struct of arrays).
-  var generation: [UInt32] = []
-  var seq: [UInt64] = []
-  var kindOf: [ActivityKind] = []
-  var phaseOf: [SlotPhase] = []
-  var isStale: [Bool] = []
-  var isExpired: [Bool] = []
-  /// Countdown: its end. Elapsed: its start.
-  var anchor: [Int64] = []
-  /// Time spent paused (moves a countdown's end, an elapsed timer's origin).
-  var pausedTotal: [Int64] = []
-  /// The instant the displayed value froze (pause or end).
-  var frozenAt: [Int64] = []
-  /// Each slot's id (its own array: every event carries it).
-  var idOf: [String] = []
+  /// Hot per-slot state, one record per slot.
+  var slots: [Slot] = []
   /// Cold per-slot state.
   var cold: [ColdState] = []
 
@@ -60,6 +48,30 @@ public struct ActivityEngine {
     handle: ActivityHandle(slot: 0, generation: 0), activityKind: .countdown, value: 0)
 
   enum SlotPhase: UInt8 { case free, active, paused, ended }
+
+  /// What a command reads and writes of one activity, in one 56-byte record: with a field
+  /// per array, a command on an activity not in cache waited on a line of each of ten
+  /// arrays; here it waits on one or two. (The per-tick path reads the wheel, not this.)
+  struct Slot: IDIndexKeyed {
+    /// Start sequence: orders activities (SPEC §3) and listings.
+    var seq: UInt64 = 0
+    /// Countdown: its end. Elapsed: its start.
+    var anchor: Int64 = 0
+    /// Time spent paused (moves a countdown's end, an elapsed timer's origin).
+    var pausedTotal: Int64 = 0
+    /// The instant the displayed value froze (pause or end).
+    var frozenAt: Int64 = 0
+    /// The activity's id ("" while the slot is free): every event carries it.
+    var id = ""
+    /// Moves on when the slot is freed, so that old handles stop matching.
+    var generation: UInt32 = 0
+    var kind = ActivityKind.countdown
+    var phase = SlotPhase.free
+    var isStale = false
+    var isExpired = false
+
+    var indexKey: String { id }
+  }
 
   /// Rare deadline kinds, in the SPEC's per-activity order at one instant.
   enum Deadline: UInt64 {
@@ -188,16 +200,7 @@ public struct ActivityEngine {
 
   /// Reserves storage for `n` activities (see ``EngineOptions/reservedActivities``).
   public mutating func reserveCapacity(_ n: Int) {
-    generation.reserveCapacity(n)
-    seq.reserveCapacity(n)
-    kindOf.reserveCapacity(n)
-    phaseOf.reserveCapacity(n)
-    isStale.reserveCapacity(n)
-    isExpired.reserveCapacity(n)
-    anchor.reserveCapacity(n)
-    pausedTotal.reserveCapacity(n)
-    frozenAt.reserveCapacity(n)
-    idOf.reserveCapacity(n)
+    slots.reserveCapacity(n)
     cold.reserveCapacity(n)
     wheel.bucketOf.reserveCapacity(n)
     wheel.position.reserveCapacity(n)
@@ -245,16 +248,18 @@ public struct ActivityEngine {
 
   /// The handle of the activity `id`, if it exists.
   public func handle(for id: String) -> ActivityHandle? {
-    slotIndex.find(id, in: idOf).map { ActivityHandle(slot: $0, generation: generation[Int($0)]) }
+    slotIndex.find(id, in: slots).map {
+      ActivityHandle(slot: $0, generation: slots[Int($0)].generation)
+    }
   }
 
   /// The id of the activity behind `handle`, or nil once it is dismissed.
   public func id(of handle: ActivityHandle) -> String? {
     let s = Int(handle.slot)
-    guard s < generation.count, generation[s] == handle.generation, phaseOf[s] != .free else {
+    guard s < slots.count, slots[s].generation == handle.generation, slots[s].phase != .free else {
       return nil
     }
-    return idOf[s]
+    return slots[s].id
   }
 
   // MARK: - Slots
@@ -264,21 +269,12 @@ public struct ActivityEngine {
   /// thirteen appends per start, and the new slots go on the free list lowest first.
   mutating func allocateSlot() -> UInt32 {
     if let s = freeSlots.popLast() { return s }
-    let first = generation.count
+    let first = slots.count
     let n = min(max(first / 4, 16), 16_384)
-    generation.append(contentsOf: repeatElement(0, count: n))
-    seq.append(contentsOf: repeatElement(0, count: n))
-    kindOf.append(contentsOf: repeatElement(.countdown, count: n))
-    phaseOf.append(contentsOf: repeatElement(.free, count: n))
-    isStale.append(contentsOf: repeatElement(false, count: n))
-    isExpired.append(contentsOf: repeatElement(false, count: n))
-    anchor.append(contentsOf: repeatElement(0, count: n))
-    pausedTotal.append(contentsOf: repeatElement(0, count: n))
-    frozenAt.append(contentsOf: repeatElement(0, count: n))
-    idOf.append(contentsOf: repeatElement("", count: n))
+    slots.append(contentsOf: repeatElement(Slot(), count: n))
     cold.append(contentsOf: repeatElement(ColdState(), count: n))
-    wheel.reserveSlots(generation.count)
-    heap.reserveSlots(generation.count)
+    wheel.reserveSlots(slots.count)
+    heap.reserveSlots(slots.count)
     freeSlots.append(contentsOf: (first + 1..<first + n).reversed().lazy.map { UInt32($0) })
     return UInt32(first)
   }
@@ -288,17 +284,17 @@ public struct ActivityEngine {
     let s = Int(slot)
     wheel.remove(slot)
     heap.remove(slot)
-    slotIndex.remove(slot, hash: hash ?? IDIndex.hash(idOf[s]))
-    idOf[s] = ""
+    slotIndex.remove(slot, hash: hash ?? IDIndex.hash(slots[s].id))
+    slots[s].id = ""
     cold[s] = ColdState()
-    phaseOf[s] = .free
-    generation[s] &+= 1
+    slots[s].phase = .free
+    slots[s].generation &+= 1
     freeSlots.append(slot)
   }
 
   /// Every slot that holds an activity.
   func liveSlots() -> [UInt32] {
-    (0..<phaseOf.count).compactMap { phaseOf[$0] == .free ? nil : UInt32($0) }
+    (0..<slots.count).compactMap { slots[$0].phase == .free ? nil : UInt32($0) }
   }
 
   @inline(__always)
@@ -309,7 +305,7 @@ public struct ActivityEngine {
   /// The slot of `id`, whose ``IDIndex/hash(_:)`` is `h`.
   @inline(__always)
   func lookup(_ id: String, hash h: UInt32) throws(CountdownError) -> UInt32 {
-    guard let s = slotIndex.find(id, hash: h, in: idOf) else {
+    guard let s = slotIndex.find(id, hash: h, in: slots) else {
       throw CountdownError(.notFound, "no activity has id \(JSONValue.string(id))")
     }
     return s
@@ -325,7 +321,7 @@ public struct ActivityEngine {
     _ id: String, hash h: UInt32, for op: String
   ) throws(CountdownError) -> UInt32 {
     let s = try lookup(id, hash: h)
-    if phaseOf[Int(s)] == .ended {
+    if slots[Int(s)].phase == .ended {
       throw CountdownError(
         .activityEnded, "activity \(JSONValue.string(id)) has ended; \(op) is not accepted")
     }

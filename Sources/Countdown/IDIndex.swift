@@ -7,6 +7,16 @@
 /// about 32 entries (four adjacent cache lines) and one for a present id about 5, but the
 /// table is half the size it would be at three quarters (100k ids in 1 MiB instead of 2), and
 /// the first line is the one that misses the cache: measured faster for start, update and end.
+/// What the index finds ids in: the engine's slot records (or, in tests, plain strings).
+protocol IDIndexKeyed {
+  /// The id kept at this position ("" for none).
+  var indexKey: String { get }
+}
+
+extension String: IDIndexKeyed {
+  var indexKey: String { self }
+}
+
 struct IDIndex {
   static let empty = UInt64.max
   /// Entries: hash << 32 | slot, or `empty`.
@@ -32,18 +42,22 @@ struct IDIndex {
   /// The slot of `id`.
   /// - Complexity: O(1) expected.
   @inline(__always)
-  func find(_ id: String, in ids: [String]) -> UInt32? { find(id, hash: Self.hash(id), in: ids) }
+  func find<K: IDIndexKeyed>(_ id: String, in ids: [K]) -> UInt32? {
+    find(id, hash: Self.hash(id), in: ids)
+  }
 
   /// The slot of `id`, whose ``hash(_:)`` is `h`.
   /// - Complexity: O(1) expected.
-  func find(_ id: String, hash h: UInt32, in ids: [String]) -> UInt32? {
+  func find<K: IDIndexKeyed>(_ id: String, hash h: UInt32, in ids: [K]) -> UInt32? {
     let m = mask
     var i = Int(h) & m
     return table.withUnsafeBufferPointer { t in
       while true {
         let e = t[i]
         if e == Self.empty { return nil }
-        if Self.hash(of: e) == h, ids[Int(Self.slot(of: e))] == id { return Self.slot(of: e) }
+        if Self.hash(of: e) == h, ids[Int(Self.slot(of: e))].indexKey == id {
+          return Self.slot(of: e)
+        }
         i = (i + 1) & m
       }
     }

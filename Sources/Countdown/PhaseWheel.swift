@@ -155,9 +155,9 @@ struct PhaseWheel {
 
   /// Drops the tombstones of bucket `b` and puts it in start order.
   /// - Complexity: O(k log k) for a bucket of k entries; only after out-of-order inserts.
-  mutating func sortBucket(_ b: Int, seq: [UInt64]) {
+  mutating func sortBucket(_ b: Int, slots: [ActivityEngine.Slot]) {
     buckets[b].entries.removeAll { $0.slot == Self.tombstone }
-    buckets[b].entries.sort { seq[Int($0.slot)] < seq[Int($1.slot)] }
+    buckets[b].entries.sort { slots[Int($0.slot)].seq < slots[Int($1.slot)].seq }
     for (k, e) in buckets[b].entries.enumerated() { position[Int(e.slot)] = UInt32(k) }
     buckets[b].sorted = true
   }

@@ -96,7 +96,7 @@ struct StorageTests {
     }
     try a.advance(to: at(30_000))
     try b.advance(to: at(30_000))
-    #expect(a.generation.capacity >= 5_000 && a.count == 3_000)
+    #expect(a.slots.capacity >= 5_000 && a.count == 3_000)
     #expect(ra.lines == rb.lines && ra.lines.count > 9_000)
   }
 
