@@ -12,9 +12,8 @@
 /// the bucket sequentially instead of one slot array after another.
 struct PhaseWheel {
   static let bucketCount = 1000
+  /// The slot number of a removed entry (which keeps its id until the bucket drops it).
   static let tombstone = UInt32.max
-  static let tombstoneEntry = Entry(
-    id: "", slot: tombstone, generation: 0, value: 0, isCountdown: false)
 
   /// One ticking activity: 32 bytes, its id included, so that a tick reads nothing but the
   /// bucket it walks.
@@ -107,7 +106,10 @@ struct PhaseWheel {
     let b = Int(bucketOf[Int(slot)])
     guard b >= 0 else { return }
     bucketOf[Int(slot)] = -1
-    buckets[b].entries[Int(position[Int(slot)])] = Self.tombstoneEntry
+    // Only the slot number is overwritten: the entry's id is released when the bucket's next
+    // walk (or clearing) drops the tombstone, with its line in cache then. Replacing the
+    // whole entry read the old id first, a wait on a line not in cache.
+    buckets[b].entries[Int(position[Int(slot)])].slot = Self.tombstone
     buckets[b].live -= 1
     count -= 1
     if buckets[b].live == 0 {
