@@ -87,15 +87,24 @@ extension ActivityEngine {
   }
 
   /// Puts slot `slot` back in the wheel and the heap after its dates or phase changed.
+  ///
+  /// An entry already in the right bucket with the right next value stays where it is (an
+  /// update of content alone, a resume that lands on the same phase): moving it would cost
+  /// two lines not in cache and put its bucket out of start order until the next walk.
   mutating func refresh(_ slot: UInt32, skippingPassedMilestones: Bool) {
     let s = Int(slot)
     let now = self.now.milliseconds
-    wheel.remove(slot)
     if ticksNow(s, now) {
       let phase =
         slots[s].kind == .countdown ? slots[s].anchor : slots[s].anchor + slots[s].pausedTotal
-      insertIntoWheel(
-        slot, phase: phase, firstTick: PhaseWheel.nextOccurrence(of: phase, after: now))
+      let firstTick = PhaseWheel.nextOccurrence(of: phase, after: now)
+      let entry = wheelEntry(slot, firstTick: firstTick)
+      if !wheel.holds(slot, bucket: PhaseWheel.bucket(of: phase), raw: entry.raw) {
+        wheel.remove(slot)
+        wheel.insert(entry, seq: slots[s].seq, phase: phase)
+      }
+    } else {
+      wheel.remove(slot)
     }
     if skippingPassedMilestones, slots[s].phase == .active {
       // Read once, moved once: re-reading them through `cold[s]` at each turn made the
@@ -110,17 +119,21 @@ extension ActivityEngine {
 
   /// Puts slot `slot` on the wheel; its first tick is at `firstTick`.
   mutating func insertIntoWheel(_ slot: UInt32, phase: Int64, firstTick: Int64) {
+    wheel.insert(wheelEntry(slot, firstTick: firstTick), seq: slots[Int(slot)].seq, phase: phase)
+  }
+
+  /// Slot `slot`'s wheel entry when its first tick is at `firstTick`.
+  @inline(__always)
+  func wheelEntry(_ slot: UInt32, firstTick: Int64) -> PhaseWheel.Entry {
     let s = Int(slot)
     let isCountdown = slots[s].kind == .countdown
     let value =
       isCountdown
       ? (slots[s].anchor - firstTick) / 1000
       : (firstTick - slots[s].anchor - slots[s].pausedTotal) / 1000
-    wheel.insert(
-      PhaseWheel.Entry(
-        id: slots[s].id, slot: slot, generation: slots[s].generation, value: value,
-        isCountdown: isCountdown),
-      seq: slots[s].seq, phase: phase)
+    return PhaseWheel.Entry(
+      id: slots[s].id, slot: slot, generation: slots[s].generation, value: value,
+      isCountdown: isCountdown)
   }
 
   @inline(__always)

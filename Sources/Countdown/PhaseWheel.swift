@@ -83,6 +83,14 @@ struct PhaseWheel {
   @inline(__always)
   func contains(_ slot: UInt32) -> Bool { bucketOf[Int(slot)] >= 0 }
 
+  /// Whether `slot`'s entry is in bucket `b` and shows `raw` (``Entry/raw``) at its next
+  /// tick: then it is where an insert now would put it, start order aside.
+  @inline(__always)
+  func holds(_ slot: UInt32, bucket b: Int, raw: Int64) -> Bool {
+    guard Int(bucketOf[Int(slot)]) == b else { return false }
+    return buckets[b].entries[Int(position[Int(slot)])].raw == raw
+  }
+
   /// Adds `entry` (start sequence `seq`) to the bucket of `phase`.
   /// - Complexity: O(1) amortized.
   mutating func insert(_ entry: Entry, seq: UInt64, phase: Int64) {

@@ -85,6 +85,32 @@ struct StorageTests {
     }
   }
 
+  @Test("An update that keeps the phase and the next value leaves the wheel entry in place")
+  func updateKeepsWheelEntry() throws {
+    var (e, r) = makeEngine()
+    // Three countdowns on one phase (ends 400 ms past whole seconds), started in order.
+    for (k, id) in ["a", "b", "c"].enumerated() {
+      try e.start(.countdown(id: id, to: at(Int64(10_400 + k * 1_000)), title: id), at: t0)
+    }
+    let b = PhaseWheel.bucket(of: at(400).milliseconds)
+    func entries() -> [String] {
+      e.wheel.buckets[b].entries.filter { $0.slot != PhaseWheel.tombstone }.map(\.id)
+    }
+    #expect(entries() == ["a", "b", "c"])
+    // Content only, and an end date that keeps the phase and the next value: no move.
+    try e.update("a", ActivityUpdate(content: ["title": .string("A2")]), at: at(100))
+    try e.update("b", ActivityUpdate(endDate: at(11_400)), at: at(200))
+    #expect(entries() == ["a", "b", "c"] && e.wheel.buckets[b].sorted)
+    #expect(e.wheel.buckets[b].entries.count == 3, "no tombstone left behind")
+    // A new end a second later keeps the phase but not the value: the entry moves.
+    try e.update("a", ActivityUpdate(endDate: at(11_400)), at: at(300))
+    #expect(entries() == ["b", "c", "a"] && !e.wheel.buckets[b].sorted)
+    e.checkInvariants()
+    // Ticks still come in start order with the right values.
+    try e.advance(to: at(400))
+    #expect(r.lines.suffix(3) == ["400 tick a 11", "400 tick b 11", "400 tick c 12"])
+  }
+
   @Test("Reserved storage behaves like grown storage")
   func reserved() throws {
     var (a, ra) = makeEngine(EngineOptions(reservedActivities: 5_000))
