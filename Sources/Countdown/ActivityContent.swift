@@ -195,14 +195,65 @@ public struct ActivityContent: Hashable, Sendable {
 
   /// This content with an RFC 7396 JSON Merge Patch applied. `null` removes a key; `title`
   /// cannot be removed.
+  ///
+  /// The same as applying the patch to ``json`` and reading the result with
+  /// ``init(json:)``, errors and their order included, but typed: one pass over the patch
+  /// comparing its keys with the six names, no dictionary built and no key hashed (hashing
+  /// was a third of a content update's time).
   public func merging(patch: [String: JSONValue]) throws(CountdownError) -> ActivityContent {
-    for key in patch.keys where !Self.keys.contains(key) {
-      throw .payload("\(key) is not a content field")
+    var title: JSONValue?
+    var subtitle: JSONValue?
+    var alertMessage: JSONValue?
+    var color: JSONValue?
+    var fields: JSONValue?
+    var relevance: JSONValue?
+    for (key, value) in patch {
+      switch key {
+      case "title": title = value
+      case "subtitle": subtitle = value
+      case "alertMessage": alertMessage = value
+      case "color": color = value
+      case "fields": fields = value
+      case "relevance": relevance = value
+      default: throw .payload("\(key) is not a content field")
+      }
     }
-    if case .null? = patch["title"] { throw .payload("title cannot be removed") }
-    guard case .object(var merged) = json else { return self }
-    MergePatch.apply(patch, to: &merged)
-    return try ActivityContent(json: merged)
+    if case .null? = title { throw .payload("title cannot be removed") }
+    var c = self
+    if let t = title {
+      guard case .string(let s) = t else {
+        throw .payload("title must be a string, not \(t.typeName)")
+      }
+      c.title = s
+    }
+    c.subtitle = try Self.patched(c.subtitle, with: subtitle, "subtitle")
+    c.alertMessage = try Self.patched(c.alertMessage, with: alertMessage, "alertMessage")
+    c.color = try Self.patched(c.color, with: color, "color")
+    try Self.checkColor(c.color)
+    switch fields {
+    case nil: break
+    case .null?: c.fields = [:]
+    case .object(let sub)?:
+      MergePatch.apply(sub, to: &c.fields)
+      try Self.checkFields(c.fields)
+    case let v?: throw .payload("fields must be an object, not \(v.typeName)")
+    }
+    switch relevance {
+    case nil: break
+    case .null?: c.relevance = nil
+    case .int(let i)?: c.relevance = Double(i)
+    case .double(let d)? where d.isFinite: c.relevance = d
+    case let v?: throw .payload("relevance must be a number, not \(v.typeName)")
+    }
+    return c
+  }
+
+  /// An optional string member after a patch value (nil: kept; null: removed).
+  private static func patched(
+    _ current: String?, with value: JSONValue?, _ key: String
+  ) throws(CountdownError) -> String? {
+    guard let value else { return current }
+    return try optionalString({ _ in value }, key)
   }
 }
 

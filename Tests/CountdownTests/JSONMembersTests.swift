@@ -216,4 +216,41 @@ struct JSONMembersTests {
     }
     #expect(engine.activities().isEmpty)
   }
+
+  @Test("A new title for title-only content gives what the full merge gives, errors too")
+  func titleUpdateFastPath() throws {
+    var (e, _) = makeEngine()
+    let before = [
+      ActivityContent(title: "T"), ActivityContent(title: "T", subtitle: "S"),
+      ActivityContent(title: "q\"uote", fields: ["a": .int(1)]), ActivityContent(title: "é"),
+    ]
+    let titles: [JSONValue] = [
+      .string("New"), .string("with \"quote\" and \\"), .string("e\u{301}t\u{E9}"),
+      .string(""), .string(String(repeating: "x", count: 4096 - 12)),
+      .string(String(repeating: "x", count: 4096 - 11)), .int(3), .null,
+    ]
+    for (k, content) in before.enumerated() {
+      for (j, title) in titles.enumerated() {
+        let id = "a\(k).\(j)"
+        try e.start(ActivityRequest(id: id, kind: .elapsed, content: content), at: t0)
+        let slot = Int(e.handle(for: id)!.slot)
+        let stored = e.cold[slot].content
+        let expected = Result { () throws(CountdownError) in
+          try content.merging(patch: ["title": title]).encodedChecked()
+        }
+        let got = Result { () throws(CountdownError) in
+          try e.update(id, ActivityUpdate(content: ["title": title]), at: t0)
+        }
+        switch (expected, got) {
+        case (.success(let text), .success):
+          #expect(e.cold[slot].content == text, "\(content) + \(title)")
+        case (.failure(let x), .failure(let y)):
+          #expect(x == y, "\(content) + \(title)")
+          #expect(e.cold[slot].content == stored, "a refused update changes nothing")
+        default:
+          Issue.record("\(content) + \(title): \(expected) vs \(got)")
+        }
+      }
+    }
+  }
 }
