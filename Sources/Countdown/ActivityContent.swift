@@ -170,11 +170,15 @@ public struct ActivityContent: Hashable, Sendable {
     return w.string
   }
 
+  /// How the canonical text of content that is a title alone begins. Keys are in byte order
+  /// and `title` comes last, so only such content's text begins with it.
+  private static let titleOnlyHead: StaticString = "{\"title\":\""
+
   /// `{"title":…}` for a title that needs no escape, written straight into the string's own
   /// storage (inline up to 15 bytes: no allocation at all for most starts), or nil when the
   /// title needs an escape or the text would pass the size limit (the writer then decides).
   private static func titleOnly(_ title: String) -> String? {
-    let head: StaticString = "{\"title\":\""
+    let head = titleOnlyHead
     var title = title
     return title.withUTF8 { t -> String? in
       let size = head.utf8CodeUnitCount + t.count + 2
@@ -191,6 +195,34 @@ public struct ActivityContent: Hashable, Sendable {
         return size
       }
     }
+  }
+
+  /// Content read back from its canonical text (what ``encodedChecked()`` wrote) as JSON
+  /// members: no dictionary built, no key hashed. Nil when `text` is not such content.
+  init?(canonical text: String) {
+    var text = text
+    let top = text.withUTF8 { try? JSONParser.parseTopLevel(bytes: $0) }
+    guard case .object(let o)? = top, let c = try? ActivityContent({ o[$0] }) else { return nil }
+    self = c
+  }
+
+  /// The canonical text of the content whose canonical text is `text`, after `patch` (see
+  /// ``merging(patch:)``), checked as ``encodedChecked()`` checks it. A new title for content
+  /// that is a title alone is that title alone: nothing to read back or merge.
+  static func patching(
+    canonical text: String, with patch: [String: JSONValue]
+  ) throws(CountdownError) -> String {
+    if patch.count == 1, let (key, value) = patch.first, key == "title",
+      case .string(let title) = value,
+      text.utf8.starts(
+        with: UnsafeBufferPointer(
+          start: titleOnlyHead.utf8Start, count: titleOnlyHead.utf8CodeUnitCount))
+    {
+      return try ActivityContent(title: title).encodedChecked()
+    }
+    // The stored text was produced by `encodedChecked`, so it always reads back.
+    let content = ActivityContent(canonical: text) ?? ActivityContent(title: "")
+    return try content.merging(patch: patch).encodedChecked()
   }
 
   /// This content with an RFC 7396 JSON Merge Patch applied. `null` removes a key; `title`

@@ -309,25 +309,11 @@ extension ActivityEngine {
     _ slot: UInt32, _ patch: [String: JSONValue]
   ) throws(CountdownError) -> String? {
     guard !patch.isEmpty else { return nil }
-    // A new title for content that is a title alone (its canonical text, keys in byte order,
-    // begins with the title then): the result is that title alone, nothing to read or merge.
-    if patch.count == 1, let (key, value) = patch.first, key == "title",
-      case .string(let title) = value, cold[Int(slot)].content.utf8.starts(with: Self.titleHead)
-    {
-      return try ActivityContent(title: title).encodedChecked()
-    }
-    return try content(ofSlot: slot).merging(patch: patch).encodedChecked()
+    return try ActivityContent.patching(canonical: cold[Int(slot)].content, with: patch)
   }
 
-  /// How the canonical text of content that has a title alone begins.
-  static let titleHead = Array(#"{"title":"#.utf8)
-
   func content(ofSlot slot: UInt32) -> ActivityContent {
-    // The stored text was produced by `encodedChecked`, so it always decodes. Read as
-    // members: no dictionary built, no key hashed.
-    var text = cold[Int(slot)].content
-    let top = text.withUTF8 { try? JSONParser.parseTopLevel(bytes: $0) }
-    guard case .object(let o)? = top else { return ActivityContent(title: "") }
-    return (try? ActivityContent { o[$0] }) ?? ActivityContent(title: "")
+    // The stored text was produced by `encodedChecked`, so it always reads back.
+    ActivityContent(canonical: cold[Int(slot)].content) ?? ActivityContent(title: "")
   }
 }
