@@ -1,7 +1,7 @@
 #if DEBUG
   extension ActivityEngine {
     /// Checks every structural invariant of the engine's storage, and stops with a message
-    /// naming the first one broken: the slot arrays, the phase wheel (back indices, occupancy
+    /// naming the first one broken: the slot records, the phase wheel (back indices, occupancy
     /// bits, counts, start order, the value each entry will show), the deadline heap (back
     /// indices, heap order, nothing overdue) and the id index (every id findable, counts).
     ///

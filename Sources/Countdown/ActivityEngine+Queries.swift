@@ -147,8 +147,8 @@ extension ActivityEngine {
 /// The engine's activities as they stood at one instant, to be read on another thread: what
 /// ``ActivityEngine/activitiesView()`` gives.
 ///
-/// Taking one costs O(1) on the engine's thread: it shares the engine's per-slot arrays,
-/// copied on write, and builds nothing. The states are built where ``all()``,
+/// Taking one costs O(1) on the engine's thread: it shares the engine's per-slot records (the
+/// hot and the cold array), copied on write, and builds nothing. The states are built where ``all()``,
 /// ``soonestEnding(_:)`` or ``ended(within:)`` is called, so a service can answer a listing or
 /// a subscription's snapshot of a million activities on a network thread while the engine
 /// goes on ticking. While a view is alive, the first change the engine makes to one of those
@@ -171,7 +171,7 @@ public struct ActivitiesView: @unchecked Sendable {
   init(_ source: ActivityEngine) {
     var e = source
     e.onEvent = { _ in }
-    // Only the per-slot arrays are read: the structures that ticks and commands rewrite
+    // Only the per-slot records are read: the structures that ticks and commands rewrite
     // most are left out, so that the live engine never copies them for the view.
     e.wheel = PhaseWheel()
     e.heap = DeadlineHeap()

@@ -264,9 +264,9 @@ public struct ActivityEngine {
 
   // MARK: - Slots
 
-  /// A free slot. When none is free, the slot arrays grow by a block of slots at once (a
-  /// quarter of those there are, from 16 to 16,384): one bulk append per array instead of
-  /// thirteen appends per start, and the new slots go on the free list lowest first.
+  /// A free slot. When none is free, the slot records and cold records grow by a block of
+  /// slots at once (a quarter of those there are, from 16 to 16,384): one bulk append each
+  /// instead of appends per start, and the new slots go on the free list lowest first.
   mutating func allocateSlot() -> UInt32 {
     if let s = freeSlots.popLast() { return s }
     let first = slots.count

@@ -1,12 +1,3 @@
-/// The index from activity id to slot: open addressing with linear probing over 8-byte
-/// entries, each a slot number and 32 bits of its id's hash, the ids themselves living in the
-/// engine's `idOf` array. The stored hash answers most probes without reading the id (a cache
-/// miss in `idOf`) and lets removal and growth move entries without hashing any id again.
-/// The table grows when it would pass seven eighths full: 9 to 18 bytes per activity where a
-/// `Dictionary<String, UInt32>` takes about 42. Near that load a probe for an absent id reads
-/// about 32 entries (four adjacent cache lines) and one for a present id about 5, but the
-/// table is half the size it would be at three quarters (100k ids in 1 MiB instead of 2), and
-/// the first line is the one that misses the cache: measured faster for start, update and end.
 /// What the index finds ids in: the engine's slot records (or, in tests, plain strings).
 protocol IDIndexKeyed {
   /// The id kept at this position ("" for none).
@@ -17,6 +8,15 @@ extension String: IDIndexKeyed {
   var indexKey: String { self }
 }
 
+/// The index from activity id to slot: open addressing with linear probing over 8-byte
+/// entries, each a slot number and 32 bits of its id's hash, the ids themselves living in the
+/// engine's slot records. The stored hash answers most probes without reading the id (a cache
+/// miss in the records) and lets removal and growth move entries without hashing any id again.
+/// The table grows when it would pass seven eighths full: 9 to 18 bytes per activity where a
+/// `Dictionary<String, UInt32>` takes about 42. Near that load a probe for an absent id reads
+/// about 32 entries (four adjacent cache lines) and one for a present id about 5, but the
+/// table is half the size it would be at three quarters (100k ids in 1 MiB instead of 2), and
+/// the first line is the one that misses the cache: measured faster for start, update and end.
 struct IDIndex {
   static let empty = UInt64.max
   /// Entries: hash << 32 | slot, or `empty`.
