@@ -16,12 +16,7 @@ struct ActivitiesViewTests {
     for round in 0..<1_500 {
       let options = EngineOptions(
         maxActiveDurationMs: round % 4 == 1 ? 25_000 : nil, idSeed: UInt64(round) &* 7919)
-      g.t = t0.milliseconds
-      let commands = SnapshotTests.run(&g, count: 60)
-      let cut = Int(g.rand(0...Int64(commands.count)))
-      var e = ActivityEngine(now: t0, options: options)
-      for (at, c) in commands[..<cut] { _ = SnapshotTests.apply(c, at: at, to: &e) }
-      if g.chance(0.5) { try e.advance(to: e.now.advanced(by: g.rand(0...3_000))) }
+      var (e, commands, cut) = try SnapshotTests.partlyRun(&g, options: options)
       let context = "COUNTDOWN_TEST_SEED=\(seed) round \(round) cut \(cut)"
 
       let at = e.now

@@ -63,6 +63,21 @@ struct SnapshotTests {
     return out
   }
 
+  /// A random run of 60 commands from t0, and an engine that applied the first `cut` of them
+  /// and then, half the time, moved its clock on alone by up to 3 s.
+  static func partlyRun(
+    _ g: inout RandomRun, options: EngineOptions,
+    onEvent: @escaping (ActivityEvent) -> Void = { _ in }
+  ) throws -> (engine: ActivityEngine, commands: [(at: Int64, command: Command)], cut: Int) {
+    g.t = t0.milliseconds
+    let commands = run(&g, count: 60)
+    let cut = Int(g.rand(0...Int64(commands.count)))
+    var e = ActivityEngine(now: t0, options: options, onEvent: onEvent)
+    for (at, c) in commands[..<cut] { _ = apply(c, at: at, to: &e) }
+    if g.chance(0.5) { try e.advance(to: e.now.advanced(by: g.rand(0...3_000))) }
+    return (e, commands, cut)
+  }
+
   /// Applies `c` at `at` and returns its error code, if any.
   static func apply(_ c: Command, at: Int64, to e: inout ActivityEngine) -> CountdownError.Code? {
     let now = Instant(milliseconds: at)
@@ -99,15 +114,10 @@ struct SnapshotTests {
       let options = EngineOptions(
         maxActivities: maxActivities, maxActiveDurationMs: maxDuration,
         idSeed: UInt64(round) &* 7919)
-      g.t = t0.milliseconds
-      let commands = Self.run(&g, count: 60)
-      let cut = Int(g.rand(0...Int64(commands.count)))
       let a = Recorder()
-      var original = ActivityEngine(now: t0, options: options) { a.events.append($0) }
-      for (at, c) in commands[..<cut] { _ = Self.apply(c, at: at, to: &original) }
       // Sometimes the snapshot is taken after the clock moved on alone.
-      if g.chance(0.5) {
-        try original.advance(to: original.now.advanced(by: g.rand(0...3_000)))
+      var (original, commands, cut) = try Self.partlyRun(&g, options: options) {
+        a.events.append($0)
       }
       let snapshot = original.snapshot()
       let before = a.events.count
