@@ -22,6 +22,8 @@ extension ActivityEngine {
     let catchUpAt: Int64
     if target > old {
       ticksSuppressed = true
+      // No walk runs to arm the expiries the wheel carries: the heap takes them all.
+      for slot in ticking where slots[Int(slot)].kind == .countdown { reschedule(slot) }
       runDue(upTo: target - 1)
       ticksSuppressed = false
       catchUpAt = target - 1

@@ -3,7 +3,8 @@
     /// Checks every structural invariant of the engine's storage, and stops with a message
     /// naming the first one broken: the slot records, the phase wheel (back indices, occupancy
     /// bits, counts, start order, the value each entry will show), the deadline heap (back
-    /// indices, heap order, nothing overdue) and the id index (every id findable, counts).
+    /// indices, heap order, nothing overdue, each running countdown's expiry in the heap or
+    /// carried by the wheel) and the id index (every id findable, counts).
     ///
     /// Debug and test builds only; the randomized engine test calls it after every command.
     /// - Complexity: O(n) for n slots, plus O(n) id look-ups.
@@ -114,6 +115,20 @@
         indexed == entries.count, "\(indexed) slots are indexed, the heap holds \(entries.count)")
       for s in 0..<slots.count where slots[s].phase == .ended {
         precondition(heap.index[s] >= 0, "ended slot \(s) has no dismissal deadline")
+      }
+      // A running countdown's expiry is carried by the wheel until its last second, then in
+      // the heap (or behind an earlier deadline of the same slot there).
+      for s in 0..<slots.count
+      where slots[s].phase == .active && slots[s].kind == .countdown && !slots[s].isExpired {
+        let i = Int(heap.index[s])
+        let kind = i >= 0 ? Deadline(rawValue: entries[i].order & 7) : nil
+        if wheelCarriesExpiry(UInt32(s)) {
+          precondition(kind != .expiry, "slot \(s)'s expiry is in the heap and on the wheel")
+        } else {
+          precondition(
+            i >= 0 && entries[i].at <= slots[s].anchor,
+            "countdown slot \(s) ends at \(slots[s].anchor) with no deadline by then")
+        }
       }
     }
 

@@ -161,7 +161,9 @@ extension ActivityEngine {
       if !slots[s].isStale, let d = cold[s].staleDate { consider(d, .stale) }
       if let max = options.maxActiveDurationMs { consider(cold[s].startedAt + max, .maxDuration) }
       if slots[s].phase == .active {
-        if slots[s].kind == .countdown, !slots[s].isExpired { consider(slots[s].anchor, .expiry) }
+        if slots[s].kind == .countdown, !slots[s].isExpired, !wheelCarriesExpiry(slot) {
+          consider(slots[s].anchor, .expiry)
+        }
         if cold[s].nextMilestone < cold[s].milestones.count {
           consider(milestoneInstant(s, cold[s].nextMilestone), .milestone)
         }
@@ -175,6 +177,26 @@ extension ActivityEngine {
     } else {
       heap.remove(slot)
     }
+  }
+
+  /// Whether the wheel carries countdown `slot`'s expiry: its entry's next tick is not its
+  /// last (value 0), so the walk that steps it to zero, one second before the end, puts the
+  /// expiry in the heap (``armExpiry(_:at:)``). Until then the heap holds nothing for it: a
+  /// countdown to an hour from now costs no heap entry to start, update or end. While ticks
+  /// are suppressed (a forward clock step) no walk runs, and the heap holds every expiry.
+  @inline(__always)
+  func wheelCarriesExpiry(_ slot: UInt32) -> Bool {
+    guard !ticksSuppressed else { return false }
+    let b = Int(wheel.bucketOf[Int(slot)])
+    return b >= 0 && wheel.buckets[b].entries[Int(wheel.position[Int(slot)])].raw > 1
+  }
+
+  /// The walk at `t` stepped countdown `slot` to its last tick, at `t + 1000`: its expiry,
+  /// carried by the wheel until now, goes into the heap at that instant (unless the slot's
+  /// entry there is an earlier deadline, whose run reschedules it and brings the expiry).
+  @inline(__always)
+  mutating func armExpiry(_ slot: UInt32, at t: Int64) {
+    heap.lower(slot, at: t + 1000, order: slots[Int(slot)].seq << 3 | Deadline.expiry.rawValue)
   }
 
   /// Ends slot `slot` at `t`: freezes its value (a paused one keeps its frozen value), leaves
@@ -236,6 +258,7 @@ extension ActivityEngine {
       var e = wheel.buckets[b].entries[r]
       if e.slot == PhaseWheel.tombstone { continue }
       if tick(&e, at: t) {
+        if e.raw == 1 { armExpiry(e.slot, at: t) }
         wheel.buckets[b].entries[kept] = e
         if kept != r { wheel.position[Int(e.slot)] = UInt32(kept) }
         kept += 1
@@ -274,14 +297,19 @@ extension ActivityEngine {
   }
 
   /// The common case: no deadline shares the instant, so nothing but the ticks can run and
-  /// the bucket is walked through one buffer pointer. The wheel's back indices are swapped out
-  /// for the walk (O(1)) so that they can be kept exact without touching `self`.
+  /// the bucket is walked through one buffer pointer. The wheel's back indices and the heap
+  /// are swapped out for the walk (O(1)) so that they can be kept exact without touching
+  /// `self`; the slot records are read (for the start order of an expiry it arms) through a
+  /// second reference, which nothing writes meanwhile.
   mutating func runTicksAlone(bucket b: Int, at t: Int64) {
     let handler = onEvent
     var position: [UInt32] = []
     var bucketOf: [Int16] = []
+    var deadlines = DeadlineHeap()
     swap(&position, &wheel.position)
     swap(&bucketOf, &wheel.bucketOf)
+    swap(&deadlines, &heap)
+    let records = slots
     var finished = 0
     let kept = wheel.buckets[b].entries.withUnsafeMutableBufferPointer { entries in
       var kept = 0
@@ -306,6 +334,11 @@ extension ActivityEngine {
           continue
         }
         entries[r].step()
+        // Its last tick comes next, in a second: the expiry the wheel carried goes in the heap.
+        if raw == 3 {
+          deadlines.lower(
+            slot, at: t + 1000, order: records[Int(slot)].seq << 3 | Deadline.expiry.rawValue)
+        }
         if kept != r {
           entries.swapAt(kept, r)
           position[Int(slot)] = UInt32(kept)
@@ -316,6 +349,7 @@ extension ActivityEngine {
     }
     swap(&position, &wheel.position)
     swap(&bucketOf, &wheel.bucketOf)
+    swap(&deadlines, &heap)
     wheel.buckets[b].entries.removeLast(wheel.buckets[b].entries.count - kept)
     wheel.buckets[b].live -= finished
     wheel.count -= finished

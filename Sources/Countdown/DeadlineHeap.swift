@@ -52,6 +52,14 @@ struct DeadlineHeap {
     }
   }
 
+  /// Sets the entry of `slot` to the given deadline unless its entry precedes that already.
+  /// - Complexity: O(log n).
+  mutating func lower(_ slot: UInt32, at: Int64, order: UInt64) {
+    let i = Int(index[Int(slot)])
+    if i >= 0, !Entry.precedes(Entry(at: at, order: order, slot: slot), entries[i]) { return }
+    set(slot, at: at, order: order)
+  }
+
   /// Removes the entry of `slot`, if any.
   /// - Complexity: O(log n).
   mutating func remove(_ slot: UInt32) {

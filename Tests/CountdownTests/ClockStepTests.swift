@@ -24,6 +24,25 @@ struct ClockStepTests {
     #expect(r.lines == ["3601000 tick far 3599", "3601000 tick e 3601"])
   }
 
+  @Test("A forward step over the ends of plain countdowns: each expires at its own instant")
+  func forwardOverPlainEnds() throws {
+    var (e, r) = makeEngine()
+    try e.start(.countdown(id: "p", to: at(900_000), title: "P"), at: t0)
+    var q = ActivityRequest.countdown(id: "q", to: at(1_500_000), title: "Q")
+    q.endOnExpiry = .immediate
+    try e.start(q, at: t0)
+    try e.start(.countdown(id: "far", to: at(7_200_000), title: "F"), at: t0)
+    try e.advance(to: at(2_000))
+    r.clear()
+    try e.stepClock(to: at(3_600_000))
+    #expect(
+      r.lines == [
+        "900000 expired p", "1500000 expired q", "1500000 ended q 0 expired",
+        "1500000 dismissed q", "3599999 tick far 3601", "3600000 tick far 3600",
+      ])
+    e.checkInvariants()
+  }
+
   @Test("A backward step: one catch-up tick, then each second, and zero at the same instant")
   func backward() throws {
     var (e, r) = makeEngine()

@@ -111,6 +111,39 @@ struct StorageTests {
     #expect(r.lines.suffix(3) == ["400 tick a 11", "400 tick b 11", "400 tick c 12"])
   }
 
+  @Test("The wheel carries a countdown's expiry to its last second, then the heap has it")
+  func expiryCarriedByTheWheel() throws {
+    var (e, r) = makeEngine()
+    // "a" ends at 10 s; "s" goes stale at 9 s, the instant "a" shows 1, so that walk shares
+    // its instant with a deadline (the walk that interleaves the heap); "b" ends at 20.5 s,
+    // its last-but-one tick in a walk with no deadline at its instant.
+    try e.start(.countdown(id: "a", to: at(10_000), title: "A"), at: t0)
+    var stale = ActivityRequest.elapsed(id: "s", title: "S")
+    stale.staleDate = at(9_000)
+    try e.start(stale, at: t0)
+    var b = ActivityRequest.countdown(id: "b", to: at(20_500), title: "B")
+    b.endOnExpiry = .immediate
+    try e.start(b, at: t0)
+    let a = e.handle(for: "a")!.slot
+    let bSlot = e.handle(for: "b")!.slot
+    #expect(e.heap.index[Int(a)] < 0 && e.heap.index[Int(bSlot)] < 0, "no heap entry at start")
+    try e.advance(to: at(8_999))
+    #expect(e.heap.index[Int(a)] < 0)
+    e.checkInvariants()
+    try e.advance(to: at(9_000))
+    #expect(e.heap.index[Int(a)] >= 0, "armed in the walk at 9 s, for 10 s")
+    e.checkInvariants()
+    try e.advance(to: at(10_000))
+    #expect(r.lines([.expired, .stale]) == ["9000 stale s", "10000 expired a"])
+    #expect(r.lines.contains("10000 tick a 0"))
+    try e.advance(to: at(20_500))
+    #expect(
+      r.lines([.expired, .ended, .dismissed]).suffix(3) == [
+        "20500 expired b", "20500 ended b 0 expired", "20500 dismissed b",
+      ])
+    e.checkInvariants()
+  }
+
   @Test("Reserved storage behaves like grown storage")
   func reserved() throws {
     var (a, ra) = makeEngine(EngineOptions(reservedActivities: 5_000))
