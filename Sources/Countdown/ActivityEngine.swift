@@ -18,7 +18,8 @@
 /// ``ActivityHandle``s;
 /// per-second ticks live in a phase wheel (no per-tick sorting or allocation) and the rare
 /// deadlines (expiry, milestones, staleness, maximum duration, dismissal) in one indexed heap
-/// with one entry per activity.
+/// with at most one entry per activity (a ticking countdown's expiry joins it only in its last
+/// second: until then the wheel carries it).
 ///
 /// The engine is a value confined to one thread; `onEvent` must not call back into it.
 public struct ActivityEngine {
