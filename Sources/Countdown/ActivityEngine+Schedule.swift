@@ -94,6 +94,9 @@ extension ActivityEngine {
   mutating func refresh(_ slot: UInt32, skippingPassedMilestones: Bool) {
     let s = Int(slot)
     let now = self.now.milliseconds
+    // Whether the wheel carries a countdown's expiry, known here without reading the entry
+    // back (``wheelCarriesExpiry(_:)``).
+    var carried = false
     if ticksNow(s, now) {
       let phase =
         slots[s].kind == .countdown ? slots[s].anchor : slots[s].anchor + slots[s].pausedTotal
@@ -103,6 +106,7 @@ extension ActivityEngine {
         wheel.remove(slot)
         wheel.insert(entry, seq: slots[s].seq, phase: phase)
       }
+      carried = entry.raw > 1
     } else {
       wheel.remove(slot)
     }
@@ -114,7 +118,7 @@ extension ActivityEngine {
       while next < milestones.count, milestoneInstant(s, next) <= now { next += 1 }
       if next != cold[s].nextMilestone { cold[s].nextMilestone = next }
     }
-    reschedule(slot)
+    reschedule(slot, wheelCarriesExpiry: carried && !ticksSuppressed)
   }
 
   /// Puts slot `slot` on the wheel; its first tick is at `firstTick`.
@@ -145,6 +149,12 @@ extension ActivityEngine {
 
   /// Keys slot `slot`'s heap entry by its earliest pending rare deadline.
   mutating func reschedule(_ slot: UInt32) {
+    reschedule(slot, wheelCarriesExpiry: wheelCarriesExpiry(slot))
+  }
+
+  /// ``reschedule(_:)`` when the caller knows ``wheelCarriesExpiry(_:)`` for `slot`.
+  @inline(__always)
+  mutating func reschedule(_ slot: UInt32, wheelCarriesExpiry carried: Bool) {
     let s = Int(slot)
     let now = self.now.milliseconds
     var best: (at: Int64, kind: Deadline)?
@@ -161,7 +171,7 @@ extension ActivityEngine {
       if !slots[s].isStale, let d = cold[s].staleDate { consider(d, .stale) }
       if let max = options.maxActiveDurationMs { consider(cold[s].startedAt + max, .maxDuration) }
       if slots[s].phase == .active {
-        if slots[s].kind == .countdown, !slots[s].isExpired, !wheelCarriesExpiry(slot) {
+        if slots[s].kind == .countdown, !slots[s].isExpired, !carried {
           consider(slots[s].anchor, .expiry)
         }
         if cold[s].nextMilestone < cold[s].milestones.count {
