@@ -323,6 +323,9 @@ extension ActivityEngine {
     var finished = 0
     let kept = wheel.buckets[b].entries.withUnsafeMutableBufferPointer { entries in
       var kept = 0
+      // Where entries began to move down over tombstones: their back indices are written
+      // after the walk (see below).
+      var firstMoved = -1
       // One event, its fields set per tick, and the entry's fields read in place: a fresh
       // event or a copied entry would copy the id (a retain and a release) once more each.
       var event = ActivityEvent(
@@ -351,9 +354,15 @@ extension ActivityEngine {
         }
         if kept != r {
           entries.swapAt(kept, r)
-          position[Int(slot)] = UInt32(kept)
+          if firstMoved < 0 { firstMoved = kept }
         }
         kept += 1
+      }
+      // The moved entries' back indices, each a line of `position` not in cache under churn.
+      // Written in the walk, each store waited to land before the next tick's event could be
+      // handed on (the event's copy reads back the fields just written, wider than written).
+      if firstMoved >= 0 {
+        for k in firstMoved..<kept { position[Int(entries[k].slot)] = UInt32(k) }
       }
       return kept
     }
