@@ -67,18 +67,29 @@ func testSeed() -> UInt64 {
 struct RandomRun {
   var rng: SplitMix64
   var t = t0.milliseconds
+  /// Steps, instants and milestone offsets are multiples of this many milliseconds: with 500,
+  /// ends, deadlines and ticks keep falling on the same instants (t0 is a whole second).
+  var grid: Int64 = 1
 
-  init(seed: UInt64) { rng = SplitMix64(state: seed) }
+  init(seed: UInt64, grid: Int64 = 1) {
+    rng = SplitMix64(state: seed)
+    self.grid = grid
+  }
 
   mutating func rand(_ r: ClosedRange<Int64>) -> Int64 { Int64.random(in: r, using: &rng) }
   mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
 
+  /// `v` down to a multiple of the grid.
+  func onGrid(_ v: Int64) -> Int64 { v - ((v % grid) + grid) % grid }
+
   /// Mostly small steps, sometimes none (same-instant commands), sometimes longer.
   mutating func step() {
-    t += chance(0.2) ? 0 : chance(0.9) ? rand(1...1_500) : rand(2_000...8_000)
+    t += onGrid(chance(0.2) ? 0 : chance(0.9) ? rand(1...1_500) : rand(2_000...8_000))
   }
 
-  mutating func instant(_ r: ClosedRange<Int64>) -> Instant { Instant(milliseconds: t + rand(r)) }
+  mutating func instant(_ r: ClosedRange<Int64>) -> Instant {
+    Instant(milliseconds: t + onGrid(rand(r)))
+  }
 
   mutating func policy() -> DismissalPolicy {
     switch rand(0...2) {
@@ -89,7 +100,7 @@ struct RandomRun {
   }
 
   mutating func milestones() -> [Milestone] {
-    (0..<rand(0...3)).map { k in Milestone(name: "m\(k)", atMs: rand(0...12_000)) }
+    (0..<rand(0...3)).map { k in Milestone(name: "m\(k)", atMs: onGrid(rand(0...12_000))) }
   }
 }
 

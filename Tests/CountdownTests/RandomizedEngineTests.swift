@@ -6,7 +6,20 @@ import Testing
 struct RandomizedEngineTests {
   @Test("Thousands of random commands and instants give the same events", arguments: 1...12)
   func matchesReference(seed: UInt64) throws {
-    var g = RandomRun(seed: seed)
+    try run(seed: seed, grid: 1)
+  }
+
+  /// Ends, deadlines and ticks on shared instants: the walks that interleave the heap's
+  /// deadlines with a bucket's ticks, and a countdown's last second armed in them.
+  @Test(
+    "The same on a 500 ms grid, where ticks and deadlines keep sharing instants",
+    arguments: 1...8)
+  func matchesReferenceOnAGrid(seed: UInt64) throws {
+    try run(seed: seed, grid: 500)
+  }
+
+  func run(seed: UInt64, grid: Int64) throws {
+    var g = RandomRun(seed: seed, grid: grid)
     let maxActivities: Int? = seed % 3 == 0 ? 4 : nil
     let maxDuration: Int64? = seed % 4 == 1 ? 25_000 : nil
     let recorder = Recorder()
