@@ -30,10 +30,14 @@ struct DeadlineHeap {
     index.reserveCapacity(n)
   }
 
+  /// Grows the back index to `slots` entries, and the entries' room to as many: a slot has at
+  /// most one entry, so no `set` allocates, not even one that a tick walk makes (a countdown's
+  /// expiry armed in its last second). Room not yet used is not touched, so not resident.
   mutating func reserveSlots(_ slots: Int) {
     if index.count < slots {
       index.append(contentsOf: repeatElement(-1, count: slots - index.count))
     }
+    if entries.capacity < slots { entries.reserveCapacity(slots) }
   }
 
   /// Sets (or replaces) the entry of `slot`.

@@ -17,12 +17,15 @@ extern long malloc_count(void);
 
 static atomic_long ticks;
 static atomic_long bytes;
+static atomic_long expiries;
 
 static void on_event(void *context, const cd_event *e) {
   (void)context;
   if (e->kind == CD_EVENT_TICK) {
     atomic_fetch_add(&ticks, 1);
     atomic_fetch_add(&bytes, (long)(e->id_length + e->text_length));
+  } else if (e->kind == CD_EVENT_EXPIRED) {
+    atomic_fetch_add(&expiries, 1);
   }
 }
 
@@ -57,7 +60,8 @@ int main(void) {
          formats);
   if (formats != 0) failures++;
 
-  /* Ticks: 2000 countdowns, ids of up to 15 bytes (small strings) and of 24 bytes. */
+  /* Ticks: 2000 countdowns, ids of up to 15 bytes (small strings) and of 24 bytes, and 500
+   * that end while the allocations are counted. */
   cd_loop *loop = NULL;
   if (cd_loop_create(NULL, on_event, NULL, &loop) != CD_OK) return 1;
   int64_t base = now_ms();
@@ -71,7 +75,17 @@ int main(void) {
                        (long long)(base + 600000 + (k * 37) % 1000));
     if (cd_loop_request(loop, line, (size_t)len, reply, sizeof reply, &n) != CD_OK) return 1;
   }
-  /* The counter is live: starting 2000 activities allocates (ids, content, replies). */
+  /* 500 more that reach their last second 1.5-2.5 s from now and end a second later, inside
+   * the measured window: the walk that shows their 1 arms their expiry, then it fires. */
+  for (int k = 0; k < 500; k++) {
+    char line[200], reply[256];
+    int len = snprintf(line, sizeof line,
+                       "{\"op\":\"start\",\"id\":\"soon-%d\",\"kind\":\"countdown\","
+                       "\"endDate\":%lld,\"title\":\"S\"}",
+                       k, (long long)(base + 2500 + (k * 37) % 1000));
+    if (cd_loop_request(loop, line, (size_t)len, reply, sizeof reply, &n) != CD_OK) return 1;
+  }
+  /* The counter is live: starting 2500 activities allocates (ids, content, replies). */
   if (malloc_count() - counted < 2000) {
     printf("test_alloc: the counter saw %ld allocations for 2000 starts\n", malloc_count() - counted);
     failures++;
@@ -83,9 +97,10 @@ int main(void) {
   long during = malloc_count() - before;
   long delivered = atomic_load(&ticks) - ticks0;
   cd_loop_destroy(loop);
-  printf("test_alloc: %ld ticks through the C callback in 3 s: %ld allocations\n", delivered,
-         during);
-  if (delivered < 5000 || during != 0) failures++;
+  long expired = atomic_load(&expiries);
+  printf("test_alloc: %ld ticks through the C callback in 3 s, %ld countdowns expired: %ld "
+         "allocations\n", delivered, expired, during);
+  if (delivered < 5000 || expired != 500 || during != 0) failures++;
   if (failures) {
     printf("test_alloc: FAILED\n");
     return 1;
