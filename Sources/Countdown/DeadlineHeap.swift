@@ -37,7 +37,9 @@ struct DeadlineHeap {
     if index.count < slots {
       index.append(contentsOf: repeatElement(-1, count: slots - index.count))
     }
-    if entries.capacity < slots { entries.reserveCapacity(slots) }
+    // Doubling, as appends would: slots grow by blocks, and an engine without ticks keeps
+    // every countdown's expiry here, which a reservation per block would copy each time.
+    if entries.capacity < slots { entries.reserveCapacity(max(slots, 2 * entries.capacity)) }
   }
 
   /// Sets (or replaces) the entry of `slot`.
