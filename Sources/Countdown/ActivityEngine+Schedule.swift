@@ -191,9 +191,10 @@ extension ActivityEngine {
 
   /// Whether the wheel carries countdown `slot`'s expiry: its entry's next tick is not its
   /// last (value 0), so the walk that steps it to zero, one second before the end, puts the
-  /// expiry in the heap (``armExpiry(_:at:)``). Until then the heap holds nothing for it: a
-  /// countdown to an hour from now costs no heap entry to start, update or end. While ticks
-  /// are suppressed (a forward clock step) no walk runs, and the heap holds every expiry.
+  /// expiry in the heap (``armExpiry(_:seq:after:in:)``). Until then the heap holds nothing
+  /// for it: a countdown to an hour from now costs no heap entry to start, update or end.
+  /// While ticks are suppressed (a forward clock step) no walk runs, and the heap holds every
+  /// expiry.
   @inline(__always)
   func wheelCarriesExpiry(_ slot: UInt32) -> Bool {
     guard !ticksSuppressed else { return false }
@@ -201,12 +202,13 @@ extension ActivityEngine {
     return b >= 0 && wheel.buckets[b].entries[Int(wheel.position[Int(slot)])].raw > 1
   }
 
-  /// The walk at `t` stepped countdown `slot` to its last tick, at `t + 1000`: its expiry,
-  /// carried by the wheel until now, goes into the heap at that instant (unless the slot's
-  /// entry there is an earlier deadline, whose run reschedules it and brings the expiry).
+  /// The walk at `t` stepped countdown `slot` (start sequence `seq`) to its last tick, at
+  /// `t + 1000`: its expiry, carried by the wheel until now, goes into `heap` at that instant
+  /// (unless the slot's entry there is an earlier deadline, whose run reschedules it and brings
+  /// the expiry). Both walks call it, the lone one on the heap it swapped out.
   @inline(__always)
-  mutating func armExpiry(_ slot: UInt32, at t: Int64) {
-    heap.lower(slot, at: t + 1000, order: slots[Int(slot)].seq << 3 | Deadline.expiry.rawValue)
+  static func armExpiry(_ slot: UInt32, seq: UInt64, after t: Int64, in heap: inout DeadlineHeap) {
+    heap.lower(slot, at: t + 1000, order: seq << 3 | Deadline.expiry.rawValue)
   }
 
   /// Ends slot `slot` at `t`: freezes its value (a paused one keeps its frozen value), leaves
@@ -268,7 +270,7 @@ extension ActivityEngine {
       var e = wheel.buckets[b].entries[r]
       if e.slot == PhaseWheel.tombstone { continue }
       if tick(&e, at: t) {
-        if e.raw == 1 { armExpiry(e.slot, at: t) }
+        if e.raw == 1 { Self.armExpiry(e.slot, seq: slots[Int(e.slot)].seq, after: t, in: &heap) }
         wheel.buckets[b].entries[kept] = e
         if kept != r { wheel.position[Int(e.slot)] = UInt32(kept) }
         kept += 1
@@ -349,8 +351,7 @@ extension ActivityEngine {
         entries[r].step()
         // Its last tick comes next, in a second: the expiry the wheel carried goes in the heap.
         if raw == 3 {
-          deadlines.lower(
-            slot, at: t + 1000, order: records[Int(slot)].seq << 3 | Deadline.expiry.rawValue)
+          Self.armExpiry(slot, seq: records[Int(slot)].seq, after: t, in: &deadlines)
         }
         if kept != r {
           entries.swapAt(kept, r)
