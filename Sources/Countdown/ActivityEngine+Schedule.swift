@@ -197,9 +197,8 @@ extension ActivityEngine {
   /// expiry.
   @inline(__always)
   func wheelCarriesExpiry(_ slot: UInt32) -> Bool {
-    guard !ticksSuppressed else { return false }
-    let b = Int(wheel.bucketOf[Int(slot)])
-    return b >= 0 && wheel.buckets[b].entries[Int(wheel.position[Int(slot)])].raw > 1
+    guard !ticksSuppressed, let raw = wheel.raw(of: slot) else { return false }
+    return raw > 1
   }
 
   /// The walk at `t` stepped countdown `slot` (start sequence `seq`) to its last tick, at

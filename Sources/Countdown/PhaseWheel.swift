@@ -83,6 +83,14 @@ struct PhaseWheel {
   @inline(__always)
   func contains(_ slot: UInt32) -> Bool { bucketOf[Int(slot)] >= 0 }
 
+  /// `slot`'s entry's ``Entry/raw`` (its next tick's value and kind), or nil when the slot is
+  /// not in the wheel.
+  @inline(__always)
+  func raw(of slot: UInt32) -> Int64? {
+    let b = Int(bucketOf[Int(slot)])
+    return b >= 0 ? buckets[b].entries[Int(position[Int(slot)])].raw : nil
+  }
+
   /// Whether `slot`'s entry is in bucket `b` and shows `raw` (``Entry/raw``) at its next
   /// tick: then it is where an insert now would put it, start order aside.
   @inline(__always)
