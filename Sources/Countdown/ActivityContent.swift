@@ -206,6 +206,12 @@ public struct ActivityContent: Hashable, Sendable {
     self = c
   }
 
+  /// Content an engine stored as canonical text: ``encodedChecked()`` produced it, so it
+  /// always reads back (an empty title stands in should it not).
+  static func stored(canonical text: String) -> ActivityContent {
+    ActivityContent(canonical: text) ?? ActivityContent(title: "")
+  }
+
   /// The canonical text of the content whose canonical text is `text`, after `patch` (see
   /// ``merging(patch:)``), checked as ``encodedChecked()`` checks it. A new title for content
   /// that is a title alone is that title alone: nothing to read back or merge.
@@ -220,9 +226,7 @@ public struct ActivityContent: Hashable, Sendable {
     {
       return try ActivityContent(title: title).encodedChecked()
     }
-    // The stored text was produced by `encodedChecked`, so it always reads back.
-    let content = ActivityContent(canonical: text) ?? ActivityContent(title: "")
-    return try content.merging(patch: patch).encodedChecked()
+    return try stored(canonical: text).merging(patch: patch).encodedChecked()
   }
 
   /// This content with an RFC 7396 JSON Merge Patch applied. `null` removes a key; `title`

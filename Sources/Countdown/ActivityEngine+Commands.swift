@@ -313,7 +313,6 @@ extension ActivityEngine {
   }
 
   func content(ofSlot slot: UInt32) -> ActivityContent {
-    // The stored text was produced by `encodedChecked`, so it always reads back.
-    ActivityContent(canonical: cold[Int(slot)].content) ?? ActivityContent(title: "")
+    ActivityContent.stored(canonical: cold[Int(slot)].content)
   }
 }
