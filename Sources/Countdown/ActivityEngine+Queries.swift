@@ -21,12 +21,7 @@ extension ActivityEngine {
   func snapshot(_ slot: UInt32) -> ActivityState {
     let s = Int(slot)
     let now = self.now.milliseconds
-    let phase: ActivityPhase =
-      switch slots[s].phase {
-      case .active, .free: .active
-      case .paused: .paused
-      case .ended: .ended
-      }
+    let phase = slots[s].phase.activityPhase
     let ended = slots[s].phase == .ended
     let milestones = cold[s].milestones
     let next = cold[s].nextMilestone

@@ -122,12 +122,7 @@ extension ActivityEngine {
 
   func stored(slot s: Int) -> StoredActivity {
     let c = cold[s]
-    let phase: ActivityPhase =
-      switch slots[s].phase {
-      case .active, .free: .active
-      case .paused: .paused
-      case .ended: .ended
-      }
+    let phase = slots[s].phase.activityPhase
     return StoredActivity(
       id: slots[s].id, kind: slots[s].kind, phase: phase, order: slots[s].seq,
       stale: slots[s].isStale,
@@ -178,12 +173,7 @@ extension ActivityEngine {
       let s = Int(slot)
       slots[s].seq = a.order
       slots[s].kind = a.kind
-      slots[s].phase =
-        switch a.phase {
-        case .active: .active
-        case .paused: .paused
-        case .ended: .ended
-        }
+      slots[s].phase = SlotPhase(a.phase)
       slots[s].isStale = a.stale
       slots[s].isExpired = a.expired
       slots[s].anchor = a.anchor

@@ -48,7 +48,27 @@ public struct ActivityEngine {
     at: Instant(milliseconds: 0), kind: .tick, id: "",
     handle: ActivityHandle(slot: 0, generation: 0), activityKind: .countdown, value: 0)
 
-  enum SlotPhase: UInt8 { case free, active, paused, ended }
+  enum SlotPhase: UInt8 {
+    case free, active, paused, ended
+
+    /// A stored or public phase as a slot's.
+    init(_ phase: ActivityPhase) {
+      switch phase {
+      case .active: self = .active
+      case .paused: self = .paused
+      case .ended: self = .ended
+      }
+    }
+
+    /// The phase a state or a stored row shows (a free slot is never read as one).
+    var activityPhase: ActivityPhase {
+      switch self {
+      case .active, .free: .active
+      case .paused: .paused
+      case .ended: .ended
+      }
+    }
+  }
 
   /// What a command reads and writes of one activity, in one 56-byte record: with a field
   /// per array, a command on an activity not in cache waited on a line of each of ten
