@@ -57,8 +57,8 @@ extension ActivityEngine {
   /// Every slot on the wheel.
   func slotsOnWheel() -> [UInt32] {
     var onWheel: [UInt32] = []
-    for b in 0..<PhaseWheel.bucketCount where wheel.buckets[b].live > 0 {
-      for e in wheel.buckets[b].entries where e.slot != PhaseWheel.tombstone {
+    for b in 0..<PhaseWheel.bucketCount where wheel.header(b).live > 0 {
+      for e in wheel.entries(inBucket: b) where e.slot != PhaseWheel.tombstone {
         onWheel.append(e.slot)
       }
     }

@@ -39,10 +39,11 @@
     private func checkWheel() {
       var total = 0
       for b in 0..<PhaseWheel.bucketCount {
-        let bucket = wheel.buckets[b]
+        let bucket = wheel.header(b)
+        let entries = wheel.entries(inBucket: b)
         var live = 0
         var lastSeq: UInt64?
-        for (k, e) in bucket.entries.enumerated() where e.slot != PhaseWheel.tombstone {
+        for (k, e) in entries.enumerated() where e.slot != PhaseWheel.tombstone {
           let s = Int(e.slot)
           live += 1
           precondition(s < slots.count, "bucket \(b) holds slot \(s), past the slots")
@@ -81,8 +82,8 @@
         precondition(
           bit == (live > 0), "bucket \(b)'s occupancy bit is \(bit) with \(live) live entries")
         precondition(
-          live > 0 || bucket.entries.isEmpty || b == wheel.walking,
-          "bucket \(b) has no live entry but keeps \(bucket.entries.count) tombstones")
+          live > 0 || entries.isEmpty || b == wheel.walking,
+          "bucket \(b) has no live entry but keeps \(entries.count) tombstones")
         total += live
       }
       precondition(total == wheel.count, "the wheel counts \(wheel.count) entries, holds \(total)")

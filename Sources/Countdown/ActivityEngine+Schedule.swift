@@ -252,45 +252,47 @@ extension ActivityEngine {
   /// deadlines at `t`. No allocation; removed entries are compacted in the same pass.
   mutating func runTicks(at t: Int64) {
     let b = PhaseWheel.bucket(of: t)
-    if !wheel.buckets[b].sorted { wheel.sortBucket(b, slots: slots) }
+    if !wheel.header(b).sorted { wheel.sortBucket(b, slots: slots) }
     if (heap.top?.at ?? .max) > t {
       runTicksAlone(bucket: b, at: t)
       return
     }
     wheel.walking = b
-    let n = wheel.buckets[b].entries.count
+    // Entries are read by index, each time: the deadlines run meanwhile may remove entries
+    // or append to this bucket (elapsed timers armed at `t`), which may move its entries.
+    let n = Int(wheel.header(b).count)
     var kept = 0
+    var finished = 0
     for r in 0..<n {
-      if wheel.buckets[b].entries[r].slot != PhaseWheel.tombstone {
-        let order = slots[Int(wheel.buckets[b].entries[r].slot)].seq << 3
+      if wheel.entry(b, r).slot != PhaseWheel.tombstone {
+        let order = slots[Int(wheel.entry(b, r).slot)].seq << 3
         while let top = heap.top, top.at <= t, top.order < order { runDeadline() }
       }
       // Read after the deadlines: they may have removed this entry.
-      var e = wheel.buckets[b].entries[r]
+      var e = wheel.entry(b, r)
       if e.slot == PhaseWheel.tombstone { continue }
       if tick(&e, at: t) {
         if e.raw == 1 { Self.armExpiry(e.slot, seq: slots[Int(e.slot)].seq, after: t, in: &heap) }
-        wheel.buckets[b].entries[kept] = e
+        wheel.setEntry(b, kept, e)
         if kept != r { wheel.position[Int(e.slot)] = UInt32(kept) }
         kept += 1
       } else {
+        // Its last tick: left behind the kept, and counted off the bucket below.
         wheel.bucketOf[Int(e.slot)] = -1
-        wheel.buckets[b].live -= 1
-        wheel.count -= 1
+        finished += 1
       }
     }
     // Entries appended while walking (elapsed timers armed at `t`) move down behind the kept.
-    let total = wheel.buckets[b].entries.count
+    let total = Int(wheel.header(b).count)
     for r in n..<total {
-      let e = wheel.buckets[b].entries[r]
+      let e = wheel.entry(b, r)
       if e.slot == PhaseWheel.tombstone { continue }
-      wheel.buckets[b].entries[kept] = e
+      wheel.setEntry(b, kept, e)
       wheel.position[Int(e.slot)] = UInt32(kept)
       kept += 1
     }
-    wheel.buckets[b].entries.removeLast(total - kept)
     wheel.walking = -1
-    if wheel.buckets[b].live == 0 { wheel.clearBucket(b) }
+    wheel.truncate(b, to: kept, finished: finished)
   }
 
   /// Emits the tick of `e` at `t` through `scratchEvent` and moves `e` to its next value;
@@ -322,7 +324,7 @@ extension ActivityEngine {
     swap(&deadlines, &heap)
     let records = slots
     var finished = 0
-    let kept = wheel.buckets[b].entries.withUnsafeMutableBufferPointer { entries in
+    let kept = wheel.withEntries(inBucket: b) { entries in
       var kept = 0
       // Where entries began to move down over tombstones: their back indices are written
       // after the walk (see below).
@@ -369,10 +371,7 @@ extension ActivityEngine {
     swap(&position, &wheel.position)
     swap(&bucketOf, &wheel.bucketOf)
     swap(&deadlines, &heap)
-    wheel.buckets[b].entries.removeLast(wheel.buckets[b].entries.count - kept)
-    wheel.buckets[b].live -= finished
-    wheel.count -= finished
-    if wheel.buckets[b].live == 0 { wheel.clearBucket(b) }
+    wheel.truncate(b, to: kept, finished: finished)
   }
 
   /// Pops the earliest deadline and acts on it.

@@ -37,18 +37,62 @@ struct PhaseWheel {
     @inline(__always) mutating func step() { raw += isCountdown ? -2 : 2 }
   }
 
+  /// One bucket's header: where its entries live, how many there are (tombstones included),
+  /// how many are live, and whether they are in start order. The headers sit together in
+  /// the wheel's own table, so that an insert or a removal reads none of the bucket's entries:
+  /// an `Array` per bucket kept its count and capacity (and the reference count that every
+  /// write checks first) in the entries' own buffer, a line not in cache for each command.
   struct Bucket {
-    /// Entries in start order when `sorted`; may hold tombstones (`slot == tombstone`).
-    var entries: [Entry] = []
-    /// Entries that are not tombstones.
-    var live = 0
-    /// False when an entry was appended out of start order.
-    var sorted = true
+    /// `capacity` entries, the first `count` initialized; nil until the first is added.
+    fileprivate var base: UnsafeMutablePointer<Entry>?
     /// Largest start sequence appended since the bucket was last emptied.
     var lastSeq: UInt64 = 0
+    /// Entries, tombstones included.
+    fileprivate(set) var count: UInt32 = 0
+    fileprivate var capacity: UInt32 = 0
+    /// Entries that are not tombstones.
+    var live: UInt32 = 0
+    /// False when an entry was appended out of start order.
+    var sorted = true
   }
 
-  var buckets = [Bucket](repeating: Bucket(), count: bucketCount)
+  /// The buckets' headers and entries, shared by copies of the wheel until one of them writes
+  /// (``PhaseWheel/unique()`` copies them then), as an array's elements would be.
+  final class Storage {
+    let buckets: UnsafeMutablePointer<Bucket>
+
+    init() {
+      buckets = .allocate(capacity: PhaseWheel.bucketCount)
+      buckets.initialize(repeating: Bucket(), count: PhaseWheel.bucketCount)
+    }
+
+    /// A copy with its own entries, each bucket with the same room.
+    func copy() -> Storage {
+      let c = Storage()
+      for b in 0..<PhaseWheel.bucketCount {
+        var h = buckets[b]
+        if let base = h.base {
+          let mine = UnsafeMutablePointer<Entry>.allocate(capacity: Int(h.capacity))
+          mine.initialize(from: base, count: Int(h.count))
+          h.base = mine
+        }
+        c.buckets[b] = h
+      }
+      return c
+    }
+
+    deinit {
+      for b in 0..<PhaseWheel.bucketCount {
+        guard let base = buckets[b].base else { continue }
+        base.deinitialize(count: Int(buckets[b].count))
+        base.deallocate()
+      }
+      buckets.deinitialize(count: PhaseWheel.bucketCount)
+      buckets.deallocate()
+    }
+  }
+
+  private var storage = Storage()
   /// Bit `b` is set when bucket `b` has live entries.
   var occupied = [UInt64](repeating: 0, count: 16)
   /// Live entries in all buckets.
@@ -57,8 +101,67 @@ struct PhaseWheel {
   var bucketOf: [Int16] = []
   /// The index of each slot within its bucket.
   var position: [UInt32] = []
-  /// The bucket being walked by the engine, whose array must not be emptied meanwhile.
+  /// The bucket being walked by the engine, whose entries must not be emptied meanwhile.
   var walking = -1
+
+  /// The buckets' storage, this wheel's own: copied first if another wheel shares it.
+  @inline(__always)
+  private mutating func unique() -> UnsafeMutablePointer<Bucket> {
+    if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+    return storage.buckets
+  }
+
+  /// Bucket `b`'s header.
+  @inline(__always)
+  func header(_ b: Int) -> Bucket { storage.buckets[b] }
+
+  /// Bucket `b`'s entries, tombstones included, in a new array (for checks and tests).
+  func entries(inBucket b: Int) -> [Entry] {
+    let h = storage.buckets[b]
+    guard let base = h.base else { return [] }
+    return Array(UnsafeBufferPointer(start: base, count: Int(h.count)))
+  }
+
+  /// Room for entries in bucket `b` without growing.
+  func capacity(ofBucket b: Int) -> Int { Int(storage.buckets[b].capacity) }
+
+  /// Entry `r` of bucket `b`.
+  @inline(__always)
+  func entry(_ b: Int, _ r: Int) -> Entry {
+    let h = storage.buckets[b]
+    precondition(r < Int(h.count), "entry past the bucket's end")
+    return h.base![r]
+  }
+
+  /// Replaces entry `r` of bucket `b`.
+  @inline(__always)
+  mutating func setEntry(_ b: Int, _ r: Int, _ e: Entry) {
+    let h = unique()[b]
+    precondition(r < Int(h.count), "entry past the bucket's end")
+    h.base![r] = e
+  }
+
+  /// Calls `body` with bucket `b`'s entries, which it may change but not add to or remove.
+  @inline(__always)
+  mutating func withEntries<R>(
+    inBucket b: Int, _ body: (UnsafeMutableBufferPointer<Entry>) throws -> R
+  ) rethrows -> R {
+    let h = unique()[b]
+    return try body(UnsafeMutableBufferPointer(start: h.base, count: Int(h.count)))
+  }
+
+  /// Drops bucket `b`'s entries from `n` on (each a tombstone or moved down already) and
+  /// takes `finished` live entries off its counts: those the walk saw tick for the last time.
+  mutating func truncate(_ b: Int, to n: Int, finished: Int) {
+    let buckets = unique()
+    let h = buckets[b]
+    precondition(n <= Int(h.count), "truncating bucket \(b) past its end")
+    h.base?.advanced(by: n).deinitialize(count: Int(h.count) - n)
+    buckets[b].count = UInt32(n)
+    buckets[b].live -= UInt32(finished)
+    count -= finished
+    if buckets[b].live == 0 { clearBucket(b) }
+  }
 
   /// Grows the per-slot back index to `slots` entries.
   mutating func reserveSlots(_ slots: Int) {
@@ -70,7 +173,22 @@ struct PhaseWheel {
 
   /// Reserves room for `perBucket` entries in every bucket.
   mutating func reserveBuckets(_ perBucket: Int) {
-    for b in buckets.indices { buckets[b].entries.reserveCapacity(perBucket) }
+    let buckets = unique()
+    for b in 0..<Self.bucketCount where Int(buckets[b].capacity) < perBucket {
+      Self.grow(&buckets[b], to: perBucket)
+    }
+  }
+
+  /// Moves bucket `h`'s entries to room for `capacity`.
+  private static func grow(_ h: inout Bucket, to capacity: Int) {
+    precondition(capacity <= Int(UInt32.max), "a wheel bucket of \(capacity) entries")
+    let room = UnsafeMutablePointer<Entry>.allocate(capacity: capacity)
+    if let old = h.base {
+      room.moveInitialize(from: old, count: Int(h.count))
+      old.deallocate()
+    }
+    h.base = room
+    h.capacity = UInt32(capacity)
   }
 
   /// The bucket of instant `t`.
@@ -88,7 +206,7 @@ struct PhaseWheel {
   @inline(__always)
   func raw(of slot: UInt32) -> Int64? {
     let b = Int(bucketOf[Int(slot)])
-    return b >= 0 ? buckets[b].entries[Int(position[Int(slot)])].raw : nil
+    return b >= 0 ? entry(b, Int(position[Int(slot)])).raw : nil
   }
 
   /// Whether `slot`'s entry is in bucket `b` and shows `raw` (``Entry/raw``) at its next
@@ -96,7 +214,7 @@ struct PhaseWheel {
   @inline(__always)
   func holds(_ slot: UInt32, bucket b: Int, raw: Int64) -> Bool {
     guard Int(bucketOf[Int(slot)]) == b else { return false }
-    return buckets[b].entries[Int(position[Int(slot)])].raw == raw
+    return entry(b, Int(position[Int(slot)])).raw == raw
   }
 
   /// Adds `entry` (start sequence `seq`) to the bucket of `phase`.
@@ -104,14 +222,18 @@ struct PhaseWheel {
   mutating func insert(_ entry: Entry, seq: UInt64, phase: Int64) {
     let slot = entry.slot
     let b = Self.bucket(of: phase)
+    let buckets = unique()
     // A bucket left with no live entry is cleared at once, or at the end of its walk.
-    assert(buckets[b].live > 0 || b == walking || buckets[b].entries.isEmpty)
+    assert(buckets[b].live > 0 || b == walking || buckets[b].count == 0)
     if seq < buckets[b].lastSeq { buckets[b].sorted = false }
     buckets[b].lastSeq = max(buckets[b].lastSeq, seq)
-    position[Int(slot)] = UInt32(buckets[b].entries.count)
-    bucketOf[Int(slot)] = Int16(b)
-    buckets[b].entries.append(entry)
+    let n = Int(buckets[b].count)
+    if n == Int(buckets[b].capacity) { Self.grow(&buckets[b], to: max(16, 2 * n)) }
+    (buckets[b].base! + n).initialize(to: entry)
+    buckets[b].count += 1
     buckets[b].live += 1
+    position[Int(slot)] = UInt32(n)
+    bucketOf[Int(slot)] = Int16(b)
     occupied[b >> 6] |= 1 << UInt64(b & 63)
     count += 1
   }
@@ -122,10 +244,11 @@ struct PhaseWheel {
     let b = Int(bucketOf[Int(slot)])
     guard b >= 0 else { return }
     bucketOf[Int(slot)] = -1
+    let buckets = unique()
     // Only the slot number is overwritten: the entry's id is released when the bucket's next
     // walk (or clearing) drops the tombstone, with its line in cache then. Replacing the
     // whole entry read the old id first, a wait on a line not in cache.
-    buckets[b].entries[Int(position[Int(slot)])].slot = Self.tombstone
+    buckets[b].base![Int(position[Int(slot)])].slot = Self.tombstone
     buckets[b].live -= 1
     count -= 1
     if buckets[b].live == 0 {
@@ -134,10 +257,12 @@ struct PhaseWheel {
     }
   }
 
-  /// Empties bucket `b`, which has no live entry left.
+  /// Empties bucket `b`, which has no live entry left, keeping its room.
   mutating func clearBucket(_ b: Int) {
+    let buckets = unique()
     occupied[b >> 6] &= ~(1 << UInt64(b & 63))
-    buckets[b].entries.removeAll(keepingCapacity: true)
+    buckets[b].base?.deinitialize(count: Int(buckets[b].count))
+    buckets[b].count = 0
     buckets[b].lastSeq = 0
     buckets[b].sorted = true
   }
@@ -174,9 +299,24 @@ struct PhaseWheel {
   /// Drops the tombstones of bucket `b` and puts it in start order.
   /// - Complexity: O(k log k) for a bucket of k entries; only after out-of-order inserts.
   mutating func sortBucket(_ b: Int, slots: [ActivityEngine.Slot]) {
-    buckets[b].entries.removeAll { $0.slot == Self.tombstone }
-    buckets[b].entries.sort { slots[Int($0.slot)].seq < slots[Int($1.slot)].seq }
-    for (k, e) in buckets[b].entries.enumerated() { position[Int(e.slot)] = UInt32(k) }
+    let buckets = unique()
+    guard let base = buckets[b].base else {
+      buckets[b].sorted = true
+      return
+    }
+    var kept = 0
+    for r in 0..<Int(buckets[b].count) {
+      if base[r].slot == Self.tombstone {
+        (base + r).deinitialize(count: 1)
+      } else {
+        if kept != r { (base + kept).moveInitialize(from: base + r, count: 1) }
+        kept += 1
+      }
+    }
+    buckets[b].count = UInt32(kept)
+    var entries = UnsafeMutableBufferPointer(start: base, count: kept)
+    entries.sort { slots[Int($0.slot)].seq < slots[Int($1.slot)].seq }
+    for (k, e) in entries.enumerated() { position[Int(e.slot)] = UInt32(k) }
     buckets[b].sorted = true
   }
 }

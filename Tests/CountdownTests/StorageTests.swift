@@ -94,17 +94,17 @@ struct StorageTests {
     }
     let b = PhaseWheel.bucket(of: at(400).milliseconds)
     func entries() -> [String] {
-      e.wheel.buckets[b].entries.filter { $0.slot != PhaseWheel.tombstone }.map(\.id)
+      e.wheel.entries(inBucket: b).filter { $0.slot != PhaseWheel.tombstone }.map(\.id)
     }
     #expect(entries() == ["a", "b", "c"])
     // Content only, and an end date that keeps the phase and the next value: no move.
     try e.update("a", ActivityUpdate(content: ["title": .string("A2")]), at: at(100))
     try e.update("b", ActivityUpdate(endDate: at(11_400)), at: at(200))
-    #expect(entries() == ["a", "b", "c"] && e.wheel.buckets[b].sorted)
-    #expect(e.wheel.buckets[b].entries.count == 3, "no tombstone left behind")
+    #expect(entries() == ["a", "b", "c"] && e.wheel.header(b).sorted)
+    #expect(e.wheel.header(b).count == 3, "no tombstone left behind")
     // A new end a second later keeps the phase but not the value: the entry moves.
     try e.update("a", ActivityUpdate(endDate: at(11_400)), at: at(300))
-    #expect(entries() == ["b", "c", "a"] && !e.wheel.buckets[b].sorted)
+    #expect(entries() == ["b", "c", "a"] && !e.wheel.header(b).sorted)
     e.checkInvariants()
     // Ticks still come in start order with the right values.
     try e.advance(to: at(400))
@@ -163,9 +163,45 @@ struct StorageTests {
   func reservedBuckets() {
     let (large, _) = makeEngine(EngineOptions(reservedActivities: 200_000))
     // 200 an instant on average, room for the spread of random phases.
-    #expect(large.wheel.buckets.allSatisfy { $0.entries.capacity >= 284 })
+    #expect((0..<PhaseWheel.bucketCount).allSatisfy { large.wheel.capacity(ofBucket: $0) >= 284 })
     let (small, _) = makeEngine(EngineOptions(reservedActivities: 5_000))
-    #expect(small.wheel.buckets.allSatisfy { $0.entries.capacity == 0 })
+    #expect((0..<PhaseWheel.bucketCount).allSatisfy { small.wheel.capacity(ofBucket: $0) == 0 })
+  }
+
+  @Test("A copied engine's wheel is its own: walks, moves and ends in the copy leave it be")
+  func copiedWheel() throws {
+    // 300 countdowns on spread phases, every seventh ended (tombstones in their buckets).
+    func build() throws -> (ActivityEngine, Recorder) {
+      var (e, r) = makeEngine()
+      for k in 0..<300 {
+        try e.start(.countdown(id: "c\(k)", to: at(Int64(4_000 + k * 37)), title: "c"), at: t0)
+      }
+      for k in stride(from: 0, to: 300, by: 7) { try e.end("c\(k)", at: at(1)) }
+      return (e, r)
+    }
+    var (a, ra) = try build()
+    var (reference, rr) = try build()
+    var b = a
+    let rb = Recorder()
+    b.onEvent = { rb.events.append($0) }
+    // The copy walks every bucket for 6 s, moves entries, ends and starts activities.
+    for s in 1...6 {
+      try b.update(
+        "c\(s)", ActivityUpdate(endDate: at(Int64(9_000 + s * 111))), at: at(Int64(s * 1_000)))
+      try b.end("c\([101, 102, 103, 104, 106, 108][s - 1])", at: at(Int64(s * 1_000 + 1)))
+      try b.start(.countdown(id: "n\(s)", to: at(20_000), title: "n"), at: at(Int64(s * 1_000 + 2)))
+    }
+    try b.advance(to: at(12_000))
+    b.checkInvariants()
+    #expect(rb.events.count > 1_000)
+    // The original runs as an engine that was never copied.
+    ra.events.removeAll()
+    rr.events.removeAll()
+    a.checkInvariants()
+    try a.advance(to: at(16_000))
+    try reference.advance(to: at(16_000))
+    a.checkInvariants()
+    #expect(ra.events.count > 1_000 && ra.events == rr.events)
   }
 
   @Test("A copied engine is an independent value, side boxes included")
