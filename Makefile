@@ -115,10 +115,10 @@ consumer: deps
 FUZZ_SECONDS ?= 60
 FUZZ_SOURCES := $(wildcard Sources/Countdown/*.swift) Fuzz/FuzzWire.swift
 
-.build-fuzz/fuzz-wire: $(FUZZ_SOURCES)
+.build-fuzz/fuzz-wire: $(FUZZ_SOURCES) CSupport/CPrefetch/prefetch.h
 	mkdir -p .build-fuzz
 	$(SWIFT)c -sanitize=fuzzer,address -O -g -D DEBUG -parse-as-library -use-ld=lld \
-	  -module-name CountdownFuzz -package-name countdown $(FUZZ_SOURCES) -o $@
+	  -I CSupport/CPrefetch -module-name CountdownFuzz -package-name countdown $(FUZZ_SOURCES) -o $@
 
 fuzz: .build-fuzz/fuzz-wire
 	mkdir -p .build-fuzz/corpus

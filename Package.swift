@@ -39,7 +39,11 @@ let package = Package(
     ),
     // The core rounds Doubles (trunc, ceil, …), which live in libm on Linux: link it here, so
     // that a package depending on this product alone links (Examples/consumer checks it).
-    .target(name: "Countdown", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+    // CPrefetch: a header of prefetch hints, inlined into the core (nothing to link).
+    .systemLibrary(name: "CPrefetch", path: "CSupport/CPrefetch"),
+    .target(
+      name: "Countdown", dependencies: ["CPrefetch"],
+      linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
     .target(name: "CountdownLoop", dependencies: ["Countdown", "CLibUV"]),
     // The service protocol's requests, batches and replies (SPEC §6), free of NIO so that the
     // C ABI shares them.

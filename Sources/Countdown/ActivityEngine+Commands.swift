@@ -1,3 +1,5 @@
+import CPrefetch
+
 extension ActivityEngine {
   /// Starts an activity at `t` and returns its id.
   ///
@@ -6,6 +8,13 @@ extension ActivityEngine {
   /// - Complexity: O(log n).
   @discardableResult
   public mutating func start(_ r: ActivityRequest, at t: Instant) throws(CountdownError) -> String {
+    // The given id's line of the index, and where the wheel entry will go: both misses begin
+    // now and overlap the checks and the content's encoding below.
+    let given = r.id.map { (id: $0, hash: IDIndex.hash($0)) }
+    if let given { slotIndex.prefetch(given.hash) }
+    if let phase = r.kind == .countdown ? r.endDate : r.startDate ?? t {
+      wheel.prefetchInsert(phase: phase.milliseconds)
+    }
     // Check the request before anything moves.
     if let id = r.id { try Self.validateID(id) }
     // Checked as the wire would check it, then encoded.
@@ -37,9 +46,9 @@ extension ActivityEngine {
     }
     var id: String
     var h: UInt32
-    if let given = r.id {
-      id = given
-      h = IDIndex.hash(id)
+    if let given {
+      id = given.id
+      h = given.hash
       if slotIndex.find(id, hash: h, in: slots) != nil {
         throw CountdownError(
           .duplicateID, "an activity with id \(JSONValue.string(id)) already exists")
@@ -97,6 +106,11 @@ extension ActivityEngine {
   public mutating func update(
     _ id: String, _ u: ActivityUpdate, at t: Instant
   ) throws(CountdownError) {
+    // The id's line of the index, and where a new end date puts the wheel entry: both
+    // misses begin now and overlap the checks below.
+    let h = IDIndex.hash(id)
+    slotIndex.prefetch(h)
+    if let e = u.endDate { wheel.prefetchInsert(phase: e.milliseconds) }
     if let e = u.endDate { _ = try e.validated("endDate") }
     if case .set(let d) = u.startDate { _ = try d.validated("startDate") }
     if case .set(let d) = u.staleDate { _ = try d.validated("staleDate") }
@@ -105,7 +119,8 @@ extension ActivityEngine {
     if case .set(.after(let d)) = u.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
 
     try moveClock(to: t)
-    let slot = try lookupRunning(id, for: "update")
+    let slot = try lookupRunning(id, hash: h, for: "update")
+    prefetchState(of: slot)
     let s = Int(slot)
     let kind = slots[s].kind
     switch kind {
@@ -242,11 +257,13 @@ extension ActivityEngine {
   private mutating func ending(
     _ id: String, _ e: ActivityEnding, at t: Instant, returningState: Bool
   ) throws(CountdownError) -> ActivityState? {
-    if case .after(let d) = e.dismissal { _ = try d.validated("dismissal.after") }
-    try moveClock(to: t)
     // Hashed once: the immediate dismissal below removes the id from the index with it.
     let h = IDIndex.hash(id)
+    slotIndex.prefetch(h)
+    if case .after(let d) = e.dismissal { _ = try d.validated("dismissal.after") }
+    try moveClock(to: t)
     let slot = try lookupRunning(id, hash: h, for: "end")
+    prefetchState(of: slot)
     try checkTimestamp(e.timestamp, slot: slot)
     let content = try patchedContent(slot, e.content)
     let s = Int(slot)
@@ -302,6 +319,14 @@ extension ActivityEngine {
       reschedule(slot)
     }
     runDue(upTo: t.milliseconds)
+  }
+
+  /// Starts loading what a command on `slot` writes after its checks: its cold record and
+  /// its wheel entry, lines not in cache when commands name activities in no particular order.
+  @inline(__always)
+  func prefetchState(of slot: UInt32) {
+    cold.withUnsafeBufferPointer { cd_prefetch_write($0.baseAddress! + Int(slot)) }
+    wheel.prefetchEntry(of: slot)
   }
 
   /// The content after a merge patch, encoded and checked, or nil when the patch is empty.

@@ -1,3 +1,5 @@
+import CPrefetch
+
 /// What the index finds ids in: the engine's slot records (or, in tests, plain strings).
 protocol IDIndexKeyed {
   /// The id kept at this position ("" for none).
@@ -61,6 +63,13 @@ struct IDIndex {
         i = (i + 1) & m
       }
     }
+  }
+
+  /// Starts loading the line where a probe for hash `h` begins, so that its miss overlaps
+  /// the caller's work before the probe.
+  @inline(__always)
+  func prefetch(_ h: UInt32) {
+    table.withUnsafeBufferPointer { cd_prefetch_write($0.baseAddress! + (Int(h) & mask)) }
   }
 
   /// Adds `slot`, whose id has ``hash(_:)`` `h` and is not in the index yet.

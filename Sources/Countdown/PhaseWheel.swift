@@ -1,3 +1,5 @@
+import CPrefetch
+
 /// Per-second ticks by phase: 1000 one-millisecond buckets keyed by `instant mod 1 s`.
 ///
 /// Every activity that ticks changes its displayed second at the same millisecond phase each
@@ -215,6 +217,21 @@ struct PhaseWheel {
   func holds(_ slot: UInt32, bucket b: Int, raw: Int64) -> Bool {
     guard Int(bucketOf[Int(slot)]) == b else { return false }
     return entry(b, Int(position[Int(slot)])).raw == raw
+  }
+
+  /// Starts loading the line where an insert at `phase` will write its entry.
+  @inline(__always)
+  func prefetchInsert(phase: Int64) {
+    let h = storage.buckets[Self.bucket(of: phase)]
+    if let base = h.base, h.count < h.capacity { cd_prefetch_write(base + Int(h.count)) }
+  }
+
+  /// Starts loading the line of `slot`'s entry, if it is in the wheel.
+  @inline(__always)
+  func prefetchEntry(of slot: UInt32) {
+    let b = Int(bucketOf[Int(slot)])
+    guard b >= 0, let base = storage.buckets[b].base else { return }
+    cd_prefetch_write(base + Int(position[Int(slot)]))
   }
 
   /// Adds `entry` (start sequence `seq`) to the bucket of `phase`.
