@@ -28,8 +28,87 @@ struct IDIndex {
   private var mask: Int { table.count - 1 }
 
   /// The 32 bits of `id`'s hash that the index stores and probes from.
+  ///
+  /// Ids are compared as Strings are, by canonical equivalence, so equal ids must hash alike.
+  /// An ASCII id (nearly every one) is hashed from its bytes by ``asciiHash(_:)``, several
+  /// times faster than `String`'s SipHash, which checks normalization on the way. A non-ASCII
+  /// id equals an ASCII one only through the three scalars whose canonical decomposition is one
+  /// ASCII character (U+037E GREEK QUESTION MARK, U+1FEF GREEK VARIA, U+212A KELVIN SIGN; no
+  /// other scalar decomposes to ASCII alone): such an id is hashed as that ASCII text, and any
+  /// other by `String`'s own hash, which agrees with its equality.
   @inline(__always)
-  static func hash(_ id: String) -> UInt32 { UInt32(truncatingIfNeeded: id.hashValue) }
+  static func hash(_ id: String) -> UInt32 {
+    if let h = id.utf8.withContiguousStorageIfAvailable(asciiHash), let h { return h }
+    return nonASCIIHash(id)
+  }
+
+  /// A seed drawn once per process: where probes start is not known outside it, so that ids
+  /// cannot be chosen to collide (as `String`'s hash is seeded per process).
+  static let seed = UInt64.random(in: .min ... .max)
+
+  /// A seeded hash of `bytes` (wyhash's mixing: 64 x 64 -> 128-bit products folded), or nil
+  /// when a byte is not ASCII.
+  @inline(__always)
+  static func asciiHash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32? {
+    let n = bytes.count
+    guard n > 0, let base = bytes.baseAddress else { return UInt32(truncatingIfNeeded: seed) }
+    let p = UnsafeRawPointer(base)
+    @inline(__always) func word(_ i: Int) -> UInt64 {
+      UInt64(littleEndian: p.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+    }
+    @inline(__always) func half(_ i: Int) -> UInt64 {
+      UInt64(UInt32(littleEndian: p.loadUnaligned(fromByteOffset: i, as: UInt32.self)))
+    }
+    var acc = seed ^ (UInt64(n) &* 0x9E37_79B9_7F4A_7C15)
+    var high: UInt64 = 0
+    var i = 0
+    while n - i > 16 {
+      let x = word(i)
+      let y = word(i + 8)
+      high |= x | y
+      acc = fold(x ^ 0xA076_1D64_78BD_642F ^ acc, y ^ 0xE703_7ED1_A0B4_28DB)
+      i += 16
+    }
+    // The last 1 to 16 bytes, read as two overlapping words or halves (or three bytes).
+    let rest = n - i
+    let a: UInt64
+    let b: UInt64
+    if rest >= 8 {
+      a = word(i)
+      b = word(n - 8)
+    } else if rest >= 4 {
+      a = half(i)
+      b = half(n - 4)
+    } else {
+      a = UInt64(base[i]) << 16 | UInt64(base[i + rest / 2]) << 8 | UInt64(base[n - 1])
+      b = 0
+    }
+    guard (high | a | b) & 0x8080_8080_8080_8080 == 0 else { return nil }
+    let h = fold(a ^ 0xA076_1D64_78BD_642F ^ acc, b ^ 0xE703_7ED1_A0B4_28DB ^ seed)
+    return UInt32(truncatingIfNeeded: h ^ h >> 32)
+  }
+
+  @inline(__always)
+  private static func fold(_ a: UInt64, _ b: UInt64) -> UInt64 {
+    let r = a.multipliedFullWidth(by: b)
+    return r.high ^ r.low
+  }
+
+  /// ``hash(_:)`` of an id that is not all ASCII.
+  static func nonASCIIHash(_ id: String) -> UInt32 {
+    var ascii = String.UnicodeScalarView()
+    for u in id.unicodeScalars {
+      switch u.value {
+      case 0..<0x80: ascii.append(u)
+      case 0x037E: ascii.append(";")
+      case 0x1FEF: ascii.append("`")
+      case 0x212A: ascii.append("K")
+      default: return UInt32(truncatingIfNeeded: id.hashValue)
+      }
+    }
+    var text = String(ascii)
+    return text.withUTF8 { asciiHash($0)! }
+  }
 
   /// Whether `n` ids fit in a table of `size` entries: at most seven eighths full.
   @inline(__always)

@@ -40,6 +40,46 @@ struct StorageTests {
     for (k, v) in model { #expect(index.find(k, in: ids) == v) }
   }
 
+  @Test("Ids that String equality calls equal hash alike; ASCII ids of every length spread")
+  func idHashAgreesWithEquality() throws {
+    // Equal under canonical equivalence: ASCII beside the three scalars that decompose to one
+    // ASCII character, and non-ASCII texts precomposed beside decomposed.
+    let equal: [(String, String)] = [
+      ("gate-K7", "gate-\u{212A}7"), ("why;", "why\u{037E}"),
+      ("`quoted`", "\u{1FEF}quoted\u{1FEF}"),
+      ("\u{212A}\u{037E}\u{1FEF}", "K;`"),
+      ("caf\u{E9}", "cafe\u{301}"), ("\u{212B}ngstr\u{F6}m", "A\u{30A}ngstro\u{308}m"),
+      ("K\u{E9}", "\u{212A}e\u{301}"),
+    ]
+    for (a, b) in equal {
+      try #require(a == b, "the premise: \(a.debugDescription) == \(b.debugDescription)")
+      #expect(IDIndex.hash(a) == IDIndex.hash(b), "\(a.debugDescription) and \(b.debugDescription)")
+    }
+    // Found under either spelling, whichever was inserted.
+    for (a, b) in equal {
+      var index = IDIndex()
+      index.insert(0, hash: IDIndex.hash(a))
+      #expect(index.find(b, in: [a]) == 0 && index.find(a, in: [b]) == 0)
+    }
+    // Every length 1...140 (the word loop, both tails, the three-byte tail), each byte place:
+    // changing one byte changes the hash, and 20,000 ids land in about as many values.
+    for n in 1...140 {
+      let base = String(repeating: "a", count: n)
+      for k in 0..<n {
+        var bytes = Array(base.utf8)
+        bytes[k] = UInt8(ascii: "b")
+        let other = String(decoding: bytes, as: UTF8.self)
+        #expect(IDIndex.hash(other) != IDIndex.hash(base), "length \(n), byte \(k)")
+      }
+    }
+    let hashes = Set((0..<20_000).map { IDIndex.hash("op\($0)") })
+    #expect(hashes.count > 19_900)
+    // The low bits, where probes start, spread as random ones would: 20,000 ids over 4,096
+    // homes leave about 31 empty (4,096 e^-4.88) and none with 20 (Poisson, mean 4.88).
+    let homes = Dictionary(grouping: (0..<20_000).map { IDIndex.hash("op\($0)") & 4_095 }) { $0 }
+    #expect(homes.count > 4_096 - 80 && homes.values.map(\.count).max()! < 20)
+  }
+
   @Test("IDIndex fills its table to seven eighths before it doubles, every id still found")
   func idIndexLoad() {
     var index = IDIndex()
