@@ -51,10 +51,21 @@ extension ActivityEngine {
     reason: EndReason? = nil, milestone: String? = nil
   ) {
     let s = Int(slot)
+    let value = value ?? displayedSeconds(s, t)
+    // The fields one by one, each load as wide as its store: copied whole (as passing
+    // `slots[s].id` to a mutating call made the compiler do), the record was read with loads
+    // wider than the phase byte a caller had just written, which cannot take their data from
+    // the store buffer and so waited for every earlier store to land, misses included.
+    let (id, generation, activityKind) = slots.withUnsafeBufferPointer {
+      let record = $0.baseAddress! + s
+      return (
+        record.pointer(to: \.id)!.pointee, record.pointer(to: \.generation)!.pointee,
+        record.pointer(to: \.kind)!.pointee
+      )
+    }
     hand(
-      kind, id: slots[s].id, handle: ActivityHandle(slot: slot, generation: slots[s].generation),
-      activityKind: slots[s].kind, value: value ?? displayedSeconds(s, t), at: t, reason: reason,
-      milestone: milestone)
+      kind, id: id, handle: ActivityHandle(slot: slot, generation: generation),
+      activityKind: activityKind, value: value, at: t, reason: reason, milestone: milestone)
   }
 
   /// Fills `scratchEvent` and hands it to `onEvent` (``emit(_:_:at:value:reason:milestone:)``
