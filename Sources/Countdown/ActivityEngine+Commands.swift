@@ -82,7 +82,7 @@ extension ActivityEngine {
     slots[s].pausedTotal = 0
     slots[s].frozenAt = now
     slots[s].id = id
-    cold[s] = ColdState(
+    cold[s].reset(
       content: content,
       countdownStart: r.kind == .countdown ? r.startDate?.milliseconds : nil,
       goalMs: r.goalMs, staleDate: r.staleDate?.milliseconds,

@@ -121,15 +121,35 @@ public struct ActivityEngine {
       milestones: [Milestone], endOnExpiry: DismissalPolicy?, startedAt: Int64,
       lastTimestamp: Int64?
     ) {
+      reset(
+        content: content, countdownStart: countdownStart, goalMs: goalMs, staleDate: staleDate,
+        milestones: milestones, endOnExpiry: endOnExpiry, startedAt: startedAt,
+        lastTimestamp: lastTimestamp)
+    }
+
+    /// Sets every field as ``init(content:countdownStart:goalMs:staleDate:milestones:endOnExpiry:startedAt:lastTimestamp:)``
+    /// would, in place: a start writes its slot's record field by field instead of building
+    /// one on the stack and copying it in, a copy whose wide loads over the fields just
+    /// written waited for every earlier store to land.
+    mutating func reset(
+      content: String, countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?,
+      milestones: [Milestone], endOnExpiry: DismissalPolicy?, startedAt: Int64,
+      lastTimestamp: Int64?
+    ) {
       self.content = content
       self.staleDate = staleDate
       self.startedAt = startedAt
+      endedAt = 0
+      dismissDelay = 0
+      endReason = .requested
       if countdownStart != nil || goalMs != nil || !milestones.isEmpty || endOnExpiry != nil
         || lastTimestamp != nil
       {
         box = ColdExtras(
           countdownStart: countdownStart, goalMs: goalMs, milestones: milestones,
           endOnExpiry: endOnExpiry, lastTimestamp: lastTimestamp)
+      } else {
+        box = nil
       }
     }
 
