@@ -4,9 +4,10 @@ import CPrefetch
 ///
 /// Every activity that ticks changes its displayed second at the same millisecond phase each
 /// second, so it stays in one bucket for as long as it ticks and nothing is ever re-sorted per
-/// tick. Each bucket is a contiguous array of slot numbers in start order; removal leaves a
-/// tombstone that the next pass over the bucket compacts away, so start order survives without
-/// shifting. A 1000-bit map of non-empty buckets finds the next due instant in a few word scans.
+/// tick. Each bucket is a contiguous buffer of entries in start order, its header (``Bucket``)
+/// kept with the others in the wheel's ``Storage``; removal leaves a tombstone that the next
+/// pass over the bucket compacts away, so start order survives without shifting. A 1000-bit
+/// map of non-empty buckets finds the next due instant in a few word scans.
 ///
 /// Invariant: every live entry of bucket `b` ticks at the first instant `t > cursor` with
 /// `t mod 1000 == b`, where `cursor` is the engine's clock, and its `value` is the value it
