@@ -273,8 +273,9 @@ extension ActivityEngine {
     var kept = 0
     var finished = 0
     for r in 0..<n {
-      if wheel.entry(b, r).slot != PhaseWheel.tombstone {
-        let order = slots[Int(wheel.entry(b, r).slot)].seq << 3
+      let slot = wheel.entry(b, r).slot
+      if slot != PhaseWheel.tombstone {
+        let order = slots[Int(slot)].seq << 3
         while let top = heap.top, top.at <= t, top.order < order { runDeadline() }
       }
       // Read after the deadlines: they may have removed this entry.
