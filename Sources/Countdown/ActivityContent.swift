@@ -2,6 +2,8 @@
 ///
 /// Its canonical JSON encoding (compact, keys sorted) is limited to
 /// ``ActivityContent/maximumEncodedSize`` bytes.
+///
+/// Its optional properties are spelled `Optional<T>` for the reason ``ActivityRequest`` gives.
 public struct ActivityContent: Hashable, Sendable {
   /// The largest canonical JSON encoding accepted, in bytes.
   public static let maximumEncodedSize = 4096
@@ -11,19 +13,19 @@ public struct ActivityContent: Hashable, Sendable {
   ]
 
   public var title: String
-  public var subtitle: String?
-  public var alertMessage: String?
+  public var subtitle: Optional<String>
+  public var alertMessage: Optional<String>
   /// `#RRGGBB` or `#RRGGBBAA`.
-  public var color: String?
+  public var color: Optional<String>
   /// Extra values to show (steps, distance, dosage…): strings, numbers or booleans.
   public var fields: [String: JSONValue]
   /// A number for ordering activities.
-  public var relevance: Double?
+  public var relevance: Optional<Double>
 
   @inlinable
   public init(
     title: String, subtitle: String? = nil, alertMessage: String? = nil, color: String? = nil,
-    fields: [String: JSONValue] = [:], relevance: Double? = nil
+    fields: [String: JSONValue] = Dictionary(), relevance: Double? = nil
   ) {
     self.title = title
     self.subtitle = subtitle
