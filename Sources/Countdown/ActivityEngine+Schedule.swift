@@ -246,7 +246,10 @@ extension ActivityEngine {
   /// merged with the heap's deadlines at that instant (by start order, then event kind).
   mutating func runDue(upTo limit: Int64) {
     while true {
-      let tickAt = nextTickInstant ?? .max
+      // Every wheel entry ticks at the first instant after the clock (the wheel's invariant),
+      // so no tick is due unless the clock moves: a command's own run at its instant (every
+      // command ends with one) reads the heap's top alone, not the wheel's occupancy map.
+      let tickAt = limit > now.milliseconds ? nextTickInstant ?? .max : .max
       let deadlineAt = heap.top?.at ?? .max
       let t = min(tickAt, deadlineAt)
       guard t <= limit else { break }
