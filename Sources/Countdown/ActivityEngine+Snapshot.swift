@@ -180,15 +180,15 @@ extension ActivityEngine {
       slots[s].pausedTotal = a.pausedTotal
       slots[s].frozenAt = a.frozenAt
       slots[s].id = a.id
-      var c = ColdState(
+      // Written in place, as a start writes it (ColdState.reset).
+      cold[s].reset(
         content: a.content, countdownStart: a.countdownStart, goalMs: a.goalMs,
         staleDate: a.staleDate, milestones: a.milestones, endOnExpiry: a.endOnExpiry,
         startedAt: a.startedAt, lastTimestamp: a.lastTimestamp)
-      c.nextMilestone = a.nextMilestone
-      c.endedAt = a.endedAt
-      c.endReason = a.endReason
-      c.dismissAt = a.dismissAt
-      cold[s] = c
+      cold[s].nextMilestone = a.nextMilestone
+      cold[s].endedAt = a.endedAt
+      cold[s].endReason = a.endReason
+      cold[s].dismissAt = a.dismissAt
       slotIndex.insert(slot, hash: h)
       refresh(slot, skippingPassedMilestones: false)
     }

@@ -116,21 +116,10 @@ public struct ActivityEngine {
 
     init() {}
 
-    init(
-      content: String, countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?,
-      milestones: [Milestone], endOnExpiry: DismissalPolicy?, startedAt: Int64,
-      lastTimestamp: Int64?
-    ) {
-      reset(
-        content: content, countdownStart: countdownStart, goalMs: goalMs, staleDate: staleDate,
-        milestones: milestones, endOnExpiry: endOnExpiry, startedAt: startedAt,
-        lastTimestamp: lastTimestamp)
-    }
-
-    /// Sets every field as ``init(content:countdownStart:goalMs:staleDate:milestones:endOnExpiry:startedAt:lastTimestamp:)``
-    /// would, in place: a start writes its slot's record field by field instead of building
-    /// one on the stack and copying it in, a copy whose wide loads over the fields just
-    /// written waited for every earlier store to land.
+    /// Sets every field for a new activity, in place: a start (and a restore) writes its
+    /// slot's record field by field instead of building one on the stack and copying it in, a
+    /// copy whose wide loads over the fields just written waited for every earlier store to
+    /// land.
     mutating func reset(
       content: String, countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?,
       milestones: [Milestone], endOnExpiry: DismissalPolicy?, startedAt: Int64,
