@@ -129,6 +129,28 @@ public struct ActivityContent: Hashable, Sendable {
     }
   }
 
+  /// This content as an engine keeps it, checked against the size limit as
+  /// ``encodedChecked()`` checks it: a title alone that needs no escape is kept as the title
+  /// itself, its text `{"title":"…"}` written only when read (writing it was a tenth of a
+  /// start); any other content as its canonical text.
+  func storedChecked() throws(CountdownError) -> StoredContent {
+    if subtitle == nil, alertMessage == nil, color == nil, fields.isEmpty, relevance == nil,
+      Self.isPlainTitle(title)
+    {
+      return StoredContent(text: title, isTitle: true)
+    }
+    return StoredContent(text: try encodedChecked(), isTitle: false)
+  }
+
+  /// Whether `{"title":…}` holds `title` without an escape and within the size limit.
+  static func isPlainTitle(_ title: String) -> Bool {
+    var title = title
+    return title.withUTF8 { t in
+      titleOnlyHead.utf8CodeUnitCount + t.count + 2 <= maximumEncodedSize
+        && !t.contains(where: JSONWriter.escapes)
+    }
+  }
+
   /// The canonical encoding (compact, keys in byte order: alertMessage, color, fields,
   /// relevance, subtitle, title), written straight from the fields without building a
   /// `JSONValue`, and checked against the size limit. Equal to `json.canonicalText`.
@@ -177,9 +199,9 @@ public struct ActivityContent: Hashable, Sendable {
   private static let titleOnlyHead: StaticString = "{\"title\":\""
 
   /// `{"title":…}` for a title that needs no escape, written straight into the string's own
-  /// storage (inline up to 15 bytes: no allocation at all for most starts), or nil when the
-  /// title needs an escape or the text would pass the size limit (the writer then decides).
-  private static func titleOnly(_ title: String) -> String? {
+  /// storage (inline up to 15 bytes: no allocation), or nil when the title needs an escape or
+  /// the text would pass the size limit (the writer then decides).
+  static func titleOnly(_ title: String) -> String? {
     let head = titleOnlyHead
     var title = title
     return title.withUTF8 { t -> String? in
@@ -214,21 +236,22 @@ public struct ActivityContent: Hashable, Sendable {
     ActivityContent(canonical: text) ?? ActivityContent(title: "")
   }
 
-  /// The canonical text of the content whose canonical text is `text`, after `patch` (see
-  /// ``merging(patch:)``), checked as ``encodedChecked()`` checks it. A new title for content
-  /// that is a title alone is that title alone: nothing to read back or merge.
+  /// The stored content `stored` after `patch` (see ``merging(patch:)``), checked as
+  /// ``storedChecked()`` checks it. A new title for content that is a title alone is that
+  /// title alone: nothing to read back or merge.
   static func patching(
-    canonical text: String, with patch: [String: JSONValue]
-  ) throws(CountdownError) -> String {
+    _ stored: StoredContent, with patch: [String: JSONValue]
+  ) throws(CountdownError) -> StoredContent {
     if patch.count == 1, let (key, value) = patch.first, key == "title",
       case .string(let title) = value,
-      text.utf8.starts(
-        with: UnsafeBufferPointer(
-          start: titleOnlyHead.utf8Start, count: titleOnlyHead.utf8CodeUnitCount))
+      stored.isTitle
+        || stored.text.utf8.starts(
+          with: UnsafeBufferPointer(
+            start: titleOnlyHead.utf8Start, count: titleOnlyHead.utf8CodeUnitCount))
     {
-      return try ActivityContent(title: title).encodedChecked()
+      return try ActivityContent(title: title).storedChecked()
     }
-    return try stored(canonical: text).merging(patch: patch).encodedChecked()
+    return try stored.content.merging(patch: patch).storedChecked()
   }
 
   /// This content with an RFC 7396 JSON Merge Patch applied. `null` removes a key; `title`
@@ -309,5 +332,37 @@ package enum MergePatch {
       default: target[key] = value
       }
     }
+  }
+}
+
+/// Content as an engine keeps it (``ActivityContent/storedChecked()``): its canonical text, or
+/// the title itself when the content is a title alone that needs no escape.
+struct StoredContent: Equatable {
+  /// The canonical text, or the title when `isTitle`.
+  var text: String
+  /// Whether `text` is the title of content that is a title alone.
+  var isTitle: Bool
+
+  /// Content kept as its canonical text (a restored row's, already checked).
+  init(canonical text: String) {
+    self.text = text
+    isTitle = false
+  }
+
+  init(text: String, isTitle: Bool) {
+    self.text = text
+    self.isTitle = isTitle
+  }
+
+  /// The canonical JSON text.
+  var canonical: String {
+    guard isTitle else { return text }
+    // The title was checked to need no escape and to fit when it was stored.
+    return ActivityContent.titleOnly(text) ?? ActivityContent(title: text).json.canonicalText
+  }
+
+  /// The content itself.
+  var content: ActivityContent {
+    isTitle ? ActivityContent(title: text) : ActivityContent.stored(canonical: text)
   }
 }

@@ -19,7 +19,7 @@ extension ActivityEngine {
     if let id = r.id { try Self.validateID(id) }
     // Checked as the wire would check it, then encoded.
     try r.content.check()
-    let content = try r.content.encodedChecked()
+    let content = try r.content.storedChecked()
     switch r.kind {
     case .countdown:
       guard let end = r.endDate else { throw .payload("a countdown needs endDate") }
@@ -336,12 +336,12 @@ extension ActivityEngine {
   /// The content after a merge patch, encoded and checked, or nil when the patch is empty.
   func patchedContent(
     _ slot: UInt32, _ patch: [String: JSONValue]
-  ) throws(CountdownError) -> String? {
+  ) throws(CountdownError) -> StoredContent? {
     guard !patch.isEmpty else { return nil }
-    return try ActivityContent.patching(canonical: cold[Int(slot)].content, with: patch)
+    return try ActivityContent.patching(cold[Int(slot)].content, with: patch)
   }
 
   func content(ofSlot slot: UInt32) -> ActivityContent {
-    ActivityContent.stored(canonical: cold[Int(slot)].content)
+    cold[Int(slot)].content.content
   }
 }

@@ -44,7 +44,7 @@ extension ActivityEngine {
       startDate: startDate.map(Instant.init(milliseconds:)),
       pausedAt: slots[s].phase == .paused ? Instant(milliseconds: slots[s].frozenAt) : nil,
       lastMilestone: next > 0 ? milestones[next - 1].name : nil, nextMilestone: upcoming,
-      contentJSON: cold[s].content)
+      contentJSON: cold[s].content.canonical)
   }
 
   /// Every activity not yet dismissed, as seen at the engine's clock, in start order.

@@ -128,7 +128,7 @@ extension ActivityEngine {
       stale: slots[s].isStale,
       expired: slots[s].isExpired, anchor: slots[s].anchor, pausedTotal: slots[s].pausedTotal,
       frozenAt: slots[s].frozenAt,
-      content: c.content, countdownStart: c.countdownStart, goalMs: c.goalMs,
+      content: c.content.canonical, countdownStart: c.countdownStart, goalMs: c.goalMs,
       staleDate: c.staleDate, milestones: c.milestones, nextMilestone: c.nextMilestone,
       endOnExpiry: c.endOnExpiry, startedAt: c.startedAt, endedAt: c.endedAt,
       endReason: c.endReason, dismissAt: c.dismissAt, lastTimestamp: c.lastTimestamp)
@@ -182,9 +182,9 @@ extension ActivityEngine {
       slots[s].id = a.id
       // Written in place, as a start writes it (ColdState.reset).
       cold[s].reset(
-        content: a.content, countdownStart: a.countdownStart, goalMs: a.goalMs,
-        staleDate: a.staleDate, milestones: a.milestones, endOnExpiry: a.endOnExpiry,
-        startedAt: a.startedAt, lastTimestamp: a.lastTimestamp)
+        content: StoredContent(canonical: a.content), countdownStart: a.countdownStart,
+        goalMs: a.goalMs, staleDate: a.staleDate, milestones: a.milestones,
+        endOnExpiry: a.endOnExpiry, startedAt: a.startedAt, lastTimestamp: a.lastTimestamp)
       cold[s].nextMilestone = a.nextMilestone
       cold[s].endedAt = a.endedAt
       cold[s].endReason = a.endReason

@@ -104,8 +104,8 @@ public struct ActivityEngine {
   /// (a countdown's start, a goal, milestones, `endOnExpiry`, a timestamp) sits in a shared
   /// side box, copied on write, that most activities never allocate.
   struct ColdState {
-    /// Canonical JSON of the content.
-    var content = ""
+    /// The content's canonical JSON, or its title (``StoredContent``).
+    private var contentText = ""
     private var box: ColdExtras?
     private var staleRaw = Int64.min
     var startedAt: Int64 = 0
@@ -113,19 +113,31 @@ public struct ActivityEngine {
     /// `dismissAt - endedAt`: at most 4 hours.
     private var dismissDelay: Int32 = 0
     var endReason: EndReason = .requested
+    /// Whether `contentText` is a title alone (kept in the record's tail padding).
+    private var contentIsTitle = false
 
     init() {}
+
+    /// The content as kept.
+    var content: StoredContent {
+      get { StoredContent(text: contentText, isTitle: contentIsTitle) }
+      set {
+        contentText = newValue.text
+        contentIsTitle = newValue.isTitle
+      }
+    }
 
     /// Sets every field for a new activity, in place: a start (and a restore) writes its
     /// slot's record field by field instead of building one on the stack and copying it in, a
     /// copy whose wide loads over the fields just written waited for every earlier store to
     /// land.
     mutating func reset(
-      content: String, countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?,
+      content: StoredContent, countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?,
       milestones: [Milestone], endOnExpiry: DismissalPolicy?, startedAt: Int64,
       lastTimestamp: Int64?
     ) {
-      self.content = content
+      contentText = content.text
+      contentIsTitle = content.isTitle
       self.staleDate = staleDate
       self.startedAt = startedAt
       endedAt = 0

@@ -243,7 +243,7 @@ struct JSONMembersTests {
         }
         switch (expected, got) {
         case (.success(let text), .success):
-          #expect(e.cold[slot].content == text, "\(content) + \(title)")
+          #expect(e.cold[slot].content.canonical == text, "\(content) + \(title)")
         case (.failure(let x), .failure(let y)):
           #expect(x == y, "\(content) + \(title)")
           #expect(e.cold[slot].content == stored, "a refused update changes nothing")

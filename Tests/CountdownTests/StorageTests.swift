@@ -255,4 +255,59 @@ struct StorageTests {
     #expect(a.cold[0].milestones.count == 1 && a.cold[0].lastTimestamp == nil)
     #expect(b.cold[0].milestones.isEmpty && b.cold[0].lastTimestamp == at(5).milliseconds)
   }
+
+  @Test("A title kept alone reads back as the canonical text, through updates and a restore")
+  func titleKeptAlone() throws {
+    var (a, _) = makeEngine()
+    let limit = ActivityContent.maximumEncodedSize
+    // Plain, needing escapes, non-ASCII, long enough to leave the small-string form, and the
+    // largest a title alone may be.
+    let titles = [
+      "A", "Gate \"12\"\n", "Départ 🚆", String(repeating: "x", count: 40),
+      String(repeating: "y", count: limit - 12),
+    ]
+    func expectCanonical(_ id: String, _ content: ActivityContent) throws {
+      let text = content.json.canonicalText
+      #expect(try a.state(of: id, at: a.now).contentJSON == text)
+      #expect(try a.content(of: id) == content)
+      #expect(a.snapshot(of: [id]).activities.first?.content == text)
+    }
+    for (k, title) in titles.enumerated() {
+      let id = "t\(k)"
+      try a.start(.countdown(id: id, to: at(60_000), title: title), at: t0)
+      let kept = a.cold[Int(try a.lookup(id))].content
+      #expect(kept.isTitle == !title.contains("\""), "\(title.prefix(12))")
+      try expectCanonical(id, ActivityContent(title: title))
+      // A new title alone, then a field: the kept form follows the content.
+      let next = titles[(k + 1) % titles.count]
+      try a.update(id, ActivityUpdate(content: ["title": .string(next)]), at: t0)
+      try expectCanonical(id, ActivityContent(title: next))
+      let before = a.cold[Int(try a.lookup(id))].content
+      if next.utf8.count + 12 == limit {
+        // No room for a subtitle beside the largest title: refused, nothing changed.
+        #expect(throws: CountdownError.self) {
+          try a.update(id, ActivityUpdate(content: ["subtitle": .string("S")]), at: t0)
+        }
+        #expect(a.cold[Int(try a.lookup(id))].content == before)
+        continue
+      }
+      try a.update(id, ActivityUpdate(content: ["subtitle": .string("S")]), at: t0)
+      #expect(!a.cold[Int(try a.lookup(id))].content.isTitle)
+      try expectCanonical(id, ActivityContent(title: next, subtitle: "S"))
+      try a.update(id, ActivityUpdate(content: ["subtitle": .null]), at: t0)
+      #expect(a.cold[Int(try a.lookup(id))].content == before)
+      try expectCanonical(id, ActivityContent(title: next))
+    }
+    // One byte more than the limit allows is refused, as the writer refuses it.
+    let tooLong = String(repeating: "z", count: limit - 11)
+    #expect(throws: CountdownError.self) {
+      try a.start(.countdown(id: "long", to: at(60_000), title: tooLong), at: t0)
+    }
+    #expect(a.count == titles.count)
+    let restored = try ActivityEngine(restoring: a.snapshot())
+    for k in titles.indices {
+      #expect(try restored.content(of: "t\(k)") == a.content(of: "t\(k)"))
+    }
+    a.checkInvariants()
+  }
 }
