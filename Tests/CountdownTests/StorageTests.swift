@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Countdown
@@ -310,4 +311,62 @@ struct StorageTests {
     }
     a.checkInvariants()
   }
+
+  @Test("A reservation of 4 MiB or more keeps the elements and copies, and is advised huge")
+  func reserveAdvised() throws {
+    // Heap-allocated strings: the copy into the new buffer must retain them.
+    var a = (0..<300_000).map { "an id long enough for the heap \($0)" }
+    let before = a
+    a.reserveAdvised(400_000)
+    #expect(a.capacity >= 400_000 && a == before)
+    a[7] = "changed"
+    #expect(before[7] == "an id long enough for the heap 7" && a[7] == "changed")
+    var small = [1, 2, 3]
+    small.reserveAdvised(10)
+    #expect(small.capacity >= 10 && small == [1, 2, 3])
+
+    let (e, _) = makeEngine(EngineOptions(reservedActivities: 100_000))
+    #expect(e.slots.capacity >= 100_000 && e.cold.capacity >= 100_000)
+    #if os(Linux)
+      // The kernel records the advice as the mapping's `hg` flag, whatever THP's mode.
+      guard FileManager.default.fileExists(atPath: "/sys/kernel/mm/transparent_hugepage") else {
+        return  // A kernel without THP takes no advice.
+      }
+      for (name, base, bytes) in [
+        (
+          "slots", e.slots.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
+          e.slots.capacity * MemoryLayout<ActivityEngine.Slot>.stride
+        ),
+        (
+          "cold", e.cold.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
+          e.cold.capacity * MemoryLayout<ActivityEngine.ColdState>.stride
+        ),
+      ] {
+        // The first whole 2 MiB extent of the buffer.
+        let huge: UInt = 2 << 20
+        let extent = (base + huge - 1) & ~(huge - 1)
+        #expect(extent + huge <= base + UInt(bytes))
+        #expect(try mappingFlags(containing: extent).contains("hg"), "\(name)")
+      }
+    #endif
+  }
+}
+
+/// The `VmFlags` of the mapping of this process that holds `address` (`/proc/self/smaps`).
+func mappingFlags(containing address: UInt) throws -> [Substring] {
+  // Read to its end: the file's size is 0, and one read gives a few kilobytes of it.
+  let file = try #require(FileHandle(forReadingAtPath: "/proc/self/smaps"))
+  let smaps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+  var inside = false
+  for line in smaps.split(separator: "\n") {
+    if let dash = line.firstIndex(of: "-"), let space = line.firstIndex(of: " "), dash < space,
+      let lo = UInt(line[..<dash], radix: 16),
+      let hi = UInt(line[line.index(after: dash)..<space], radix: 16)
+    {
+      inside = lo <= address && address < hi
+    } else if inside, line.hasPrefix("VmFlags:") {
+      return line.dropFirst("VmFlags:".count).split(separator: " ")
+    }
+  }
+  return []
 }
