@@ -244,8 +244,8 @@ public struct ActivityEngine {
 
   /// Reserves storage for `n` activities (see ``EngineOptions/reservedActivities``).
   public mutating func reserveCapacity(_ n: Int) {
-    slots.reserveAdvised(n)
-    cold.reserveAdvised(n)
+    slots.reserveAdvised(n, vacated: Slot())
+    cold.reserveAdvised(n, vacated: ColdState())
     wheel.bucketOf.reserveCapacity(n)
     wheel.position.reserveCapacity(n)
     // Each bucket gets its share of n, with room for the spread of random phases (a bucket
@@ -320,8 +320,8 @@ public struct ActivityEngine {
     let n = min(max(first / 4, 16), 16_384)
     if slots.capacity < first + n {
       let room = max(first + n, 2 * slots.capacity)
-      slots.reserveAdvised(room)
-      cold.reserveAdvised(room)
+      slots.reserveAdvised(room, vacated: Slot())
+      cold.reserveAdvised(room, vacated: ColdState())
     }
     slots.append(contentsOf: repeatElement(Slot(), count: n))
     cold.append(contentsOf: repeatElement(ColdState(), count: n))
@@ -437,17 +437,23 @@ public struct ActivityEngine {
 
 extension Array {
   /// Reserves room for `n` elements. A buffer of 4 MiB or more is a new one advised to huge
-  /// pages before any of its pages is touched (`cd_advise_huge_pages`), the elements copied
-  /// into it; a smaller one grows as `reserveCapacity` grows it.
-  mutating func reserveAdvised(_ n: Int) {
+  /// pages before any of its pages is touched (`cd_advise_huge_pages`); the elements are
+  /// moved into it (a `memmove`, as the array's own growth moves them) and `vacated` is left in
+  /// their old places for the old buffer to destroy. A smaller one grows as `reserveCapacity`
+  /// grows it.
+  mutating func reserveAdvised(_ n: Int, vacated: Element) {
     guard capacity < n else { return }
-    let bytes = n * MemoryLayout<Element>.stride
-    guard bytes >= 4 << 20 else { return reserveCapacity(n) }
-    var bigger: [Element] = []
-    bigger.reserveCapacity(n)
-    let room = bigger.capacity * MemoryLayout<Element>.stride
-    bigger.withUnsafeMutableBufferPointer { cd_advise_huge_pages($0.baseAddress, room) }
-    bigger.append(contentsOf: self)
+    guard n * MemoryLayout<Element>.stride >= 4 << 20 else { return reserveCapacity(n) }
+    let moved = count
+    let bigger = [Element](unsafeUninitializedCapacity: n) { room, initialized in
+      cd_advise_huge_pages(room.baseAddress, room.count * MemoryLayout<Element>.stride)
+      self.withUnsafeMutableBufferPointer { old in
+        guard let from = old.baseAddress, let to = room.baseAddress, moved > 0 else { return }
+        to.moveInitialize(from: from, count: moved)
+        from.initialize(repeating: vacated, count: moved)
+      }
+      initialized = moved
+    }
     self = bigger
   }
 }

@@ -317,12 +317,12 @@ struct StorageTests {
     // Heap-allocated strings: the copy into the new buffer must retain them.
     var a = (0..<300_000).map { "an id long enough for the heap \($0)" }
     let before = a
-    a.reserveAdvised(400_000)
+    a.reserveAdvised(400_000, vacated: "")
     #expect(a.capacity >= 400_000 && a == before)
     a[7] = "changed"
     #expect(before[7] == "an id long enough for the heap 7" && a[7] == "changed")
     var small = [1, 2, 3]
-    small.reserveAdvised(10)
+    small.reserveAdvised(10, vacated: 0)
     #expect(small.capacity >= 10 && small == [1, 2, 3])
 
     let (e, _) = makeEngine(EngineOptions(reservedActivities: 100_000))
