@@ -281,7 +281,7 @@ extension ActivityEngine {
     finish(slot, reason: .requested, dismissal: e.dismissal, at: now, schedules: !immediate)
     let ended = returningState ? snapshot(slot) : nil
     if immediate {
-      emit(.dismissed, slot, at: now)
+      emitAgain(.dismissed, slot)
       freeSlot(slot, hash: h)
     }
     runDue(upTo: now)

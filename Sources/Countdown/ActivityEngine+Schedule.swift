@@ -57,6 +57,17 @@ extension ActivityEngine {
       milestone: milestone)
   }
 
+  /// Hands on the event just emitted for `slot` again as `kind`, with no reason: `dismissed`
+  /// right after `ended` carries the same instant, id, handle and value, and only the fields
+  /// that differ are written (and the id is not retained and released once more).
+  @inline(__always)
+  mutating func emitAgain(_ kind: ActivityEvent.Kind, _ slot: UInt32) {
+    assert(scratchEvent.handle.slot == slot && scratchEvent.kind != .tick)
+    scratchEvent.kind = kind
+    scratchEvent.reason = nil
+    onEvent(scratchEvent)
+  }
+
   /// Slot `s`'s id, read alone. `slots[s].id` passed on (to a mutating call, into an entry)
   /// made the compiler copy the whole record, with loads wider than the phase or flag byte a
   /// command had just written: such a load cannot take its data from the store buffer, so it

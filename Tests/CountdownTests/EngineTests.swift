@@ -181,8 +181,17 @@ struct EngineTests {
   func dismissImmediate() throws {
     var (e, r) = makeEngine()
     try e.start(.elapsed(id: "e", title: "E"), at: t0)
+    let handle = try #require(e.handle(for: "e"))
     try e.end("e", ActivityEnding(dismissal: .immediate), at: at(1_500))
     #expect(r.lines.suffix(2) == ["1500 ended e 1 requested", "1500 dismissed e"])
+    // Every field, the reason of `ended` not carried over into `dismissed`.
+    let ended = ActivityEvent(
+      at: at(1_500), kind: .ended, id: "e", handle: handle, activityKind: .elapsed, value: 1,
+      reason: .requested)
+    var dismissed = ended
+    dismissed.kind = .dismissed
+    dismissed.reason = nil
+    #expect(Array(r.events.suffix(2)) == [ended, dismissed])
     #expect(errorCode { _ = try e.state(of: "e", at: at(1_500)) } == .notFound)
     try e.start(.elapsed(id: "e", title: "again"), at: at(1_500))
   }
@@ -201,6 +210,7 @@ struct EngineTests {
     #expect(r.lines.last == "10000 ended c 50 requested")
     try e.advance(to: at(10_000 + 4 * 3_600_000))
     #expect(r.lines.last == "\(10_000 + 4 * 3_600_000) dismissed c")
+    #expect(r.events.last?.reason == nil && r.events.last?.value == 50)
   }
 
   @Test("Dismissal after: at the instant, capped at end + 4 h; at or before the end is immediate")
