@@ -312,8 +312,8 @@ public struct ActivityEngine {
   /// slots at once (a quarter of those there are, from 16 to 16,384): one bulk append each
   /// instead of appends per start, and the new slots go on the free list lowest first. When
   /// their buffers must grow, they double into buffers advised to huge pages
-  /// (``Swift/Array/reserveAdvised(_:)``): first-touch page faults were a fifth of a first
-  /// start, and a huge page takes one fault where 4 KiB pages take 512.
+  /// (``Swift/Array/reserveAdvised(_:vacated:)``): first-touch page faults were a fifth of a
+  /// first start, and a huge page takes one fault where 4 KiB pages take 512.
   mutating func allocateSlot() -> UInt32 {
     if let s = freeSlots.popLast() { return s }
     let first = slots.count
