@@ -145,10 +145,13 @@ public struct ActivityContent: Hashable, Sendable {
   /// Whether `{"title":…}` holds `title` without an escape and within the size limit.
   static func isPlainTitle(_ title: String) -> Bool {
     var title = title
-    return title.withUTF8 { t in
-      titleOnlyHead.utf8CodeUnitCount + t.count + 2 <= maximumEncodedSize
-        && !t.contains(where: JSONWriter.escapes)
-    }
+    return title.withUTF8(isPlainTitle)
+  }
+
+  /// ``isPlainTitle(_:)`` of a title's UTF-8 bytes (``titleOnly(_:)`` checks with it too).
+  private static func isPlainTitle(_ t: UnsafeBufferPointer<UInt8>) -> Bool {
+    titleOnlyHead.utf8CodeUnitCount + t.count + 2 <= maximumEncodedSize
+      && !t.contains(where: JSONWriter.escapes)
   }
 
   /// The canonical encoding (compact, keys in byte order: alertMessage, color, fields,
@@ -205,10 +208,8 @@ public struct ActivityContent: Hashable, Sendable {
     let head = titleOnlyHead
     var title = title
     return title.withUTF8 { t -> String? in
+      guard isPlainTitle(t) else { return nil }
       let size = head.utf8CodeUnitCount + t.count + 2
-      guard size <= maximumEncodedSize,
-        !t.contains(where: JSONWriter.escapes)
-      else { return nil }
       return String(unsafeUninitializedCapacity: size) { out in
         let h = head.utf8CodeUnitCount
         let base = out.baseAddress!

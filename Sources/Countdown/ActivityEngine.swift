@@ -138,8 +138,7 @@ public struct ActivityEngine {
       milestones: [Milestone], endOnExpiry: DismissalPolicy?, startedAt: Int64,
       lastTimestamp: Int64?
     ) {
-      contentText = content.text
-      contentIsTitle = content.isTitle
+      self.content = content
       self.staleDate = staleDate
       self.startedAt = startedAt
       endedAt = 0

@@ -314,7 +314,8 @@ struct StorageTests {
 
   @Test("A reservation of 4 MiB or more keeps the elements and copies, and is advised huge")
   func reserveAdvised() throws {
-    // Heap-allocated strings: the copy into the new buffer must retain them.
+    // Heap-allocated strings, moved into the new buffer: neither they nor a prior copy of the
+    // array may be released.
     var a = (0..<300_000).map { "an id long enough for the heap \($0)" }
     let before = a
     a.reserveAdvised(400_000, vacated: "")
