@@ -328,29 +328,59 @@ struct StorageTests {
 
     let (e, _) = makeEngine(EngineOptions(reservedActivities: 100_000))
     #expect(e.slots.capacity >= 100_000 && e.cold.capacity >= 100_000)
-    #if os(Linux)
-      // The kernel records the advice as the mapping's `hg` flag, whatever THP's mode.
-      guard FileManager.default.fileExists(atPath: "/sys/kernel/mm/transparent_hugepage") else {
-        return  // A kernel without THP takes no advice.
-      }
-      for (name, base, bytes) in [
-        (
-          "slots", e.slots.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
-          e.slots.capacity * MemoryLayout<ActivityEngine.Slot>.stride
-        ),
-        (
-          "cold", e.cold.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
-          e.cold.capacity * MemoryLayout<ActivityEngine.ColdState>.stride
-        ),
-      ] {
-        // The first whole 2 MiB extent of the buffer.
-        let huge: UInt = 2 << 20
-        let extent = (base + huge - 1) & ~(huge - 1)
-        #expect(extent + huge <= base + UInt(bytes))
-        #expect(try mappingFlags(containing: extent).contains("hg"), "\(name)")
-      }
-    #endif
+    try expectRecordsAdvised(e)
   }
+
+  @Test("Starts grow the records one at a time, into buffers advised huge; ends' slots are reused")
+  func recordsGrowByStarts() throws {
+    var e = ActivityEngine(now: t0)
+    let n = 120_000
+    for k in 0..<n {
+      try e.start(
+        .countdown(id: "g\(k)", to: t0.advanced(by: 60_000 + Int64(k)), title: "G"), at: t0)
+      // No record is written ahead of the start that fills it.
+      if k % 9_973 == 0 { #expect(e.slots.count == k + 1 && e.cold.count == k + 1) }
+    }
+    #expect(e.slots.count == n && e.cold.count == n && e.count == n)
+    e.checkInvariants()
+    // Past 4 MiB the records doubled into advised buffers: neither append grew them alone.
+    try expectRecordsAdvised(e)
+    for k in stride(from: 0, to: n, by: 3) {
+      try e.end("g\(k)", ActivityEnding(dismissal: .immediate), at: t0)
+    }
+    for k in 0..<n / 3 {
+      try e.start(.countdown(id: "h\(k)", to: t0.advanced(by: 90_000), title: "H"), at: t0)
+    }
+    #expect(e.slots.count == n && e.count == n)
+    e.checkInvariants()
+    #expect(try e.state(of: "h0", at: t0).contentJSON == #"{"title":"H"}"#)
+    #expect(errorCode { _ = try e.state(of: "g0", at: t0) } == .notFound)
+  }
+}
+
+/// Expects the first whole 2 MiB extent of `e`'s slot and cold record buffers to carry the
+/// kernel's `hg` flag (the advice, recorded whatever THP's mode).
+func expectRecordsAdvised(_ e: ActivityEngine) throws {
+  #if os(Linux)
+    guard FileManager.default.fileExists(atPath: "/sys/kernel/mm/transparent_hugepage") else {
+      return  // A kernel without THP takes no advice.
+    }
+    for (name, base, bytes) in [
+      (
+        "slots", e.slots.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
+        e.slots.capacity * MemoryLayout<ActivityEngine.Slot>.stride
+      ),
+      (
+        "cold", e.cold.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
+        e.cold.capacity * MemoryLayout<ActivityEngine.ColdState>.stride
+      ),
+    ] {
+      let huge: UInt = 2 << 20
+      let extent = (base + huge - 1) & ~(huge - 1)
+      #expect(extent + huge <= base + UInt(bytes))
+      #expect(try mappingFlags(containing: extent).contains("hg"), "\(name)")
+    }
+  #endif
 }
 
 /// The `VmFlags` of the mapping of this process that holds `address` (`/proc/self/smaps`).
