@@ -37,8 +37,9 @@ struct DeadlineHeap {
     if index.count < slots {
       index.append(contentsOf: repeatElement(-1, count: slots - index.count))
     }
-    // Doubling, as appends would: slots grow by blocks, and an engine without ticks keeps
-    // every countdown's expiry here, which a reservation per block would copy each time.
+    // Doubling, as appends would: this is called a block of slots at a time, and an engine
+    // without ticks keeps every countdown's expiry here, which a reservation per block would
+    // copy each time.
     if entries.capacity < slots { entries.reserveCapacity(max(slots, 2 * entries.capacity)) }
   }
 
