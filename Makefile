@@ -85,13 +85,13 @@ release: deps
 bench-format: deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/countdown-bench format
 
-# ThreadSanitizer over the real-loop tests, the service's socket tests and its HTTP tests that
-# run in this process, a stream joining mid-flow among them (own scratch path, so the debug
-# build stays).
 # .ci/tsan.supp names the one report known to be the Swift runtime's uninstrumented atomics
 # (SwiftNIO's pooled receive buffer) and why.
 TSAN_SUPP := suppressions=$(CURDIR)/.ci/tsan.supp
 
+# ThreadSanitizer over the real-loop tests, the service's socket tests and its HTTP tests that
+# run in this process, a stream joining mid-flow among them (own scratch path, so the debug
+# build stays).
 tsan: deps
 	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)'
 	# The durable state: the state file in process, and servers run as children (built with
