@@ -12,6 +12,7 @@
 # clock at every tick (before the anchored cycle-counter recorder), this tree's runs do too
 # (`--tick-clock wall`), so that the instrument is the same on both sides; the driver's own
 # cost (`--count-only`) is compared where REV has it. Prints each row's medians and ratio.
+# The worktree stays for the next run; `git worktree remove --force .build-sxs/SHA` drops it.
 set -euo pipefail
 rev=${1:?usage: Benchmarks/side-by-side.sh REV [ROUNDS]}
 rounds=${2:-3}
@@ -31,8 +32,14 @@ if grep -q 'inout ActivityEngine, Instant' "$wt"/Sources/CountdownLoop/*.swift; 
     "$wt/Benchmarks/Sources/CountdownBench/OpsBench.swift"
 fi
 echo "building $sha's countdown-bench and this tree's (release)" >&2
-(cd "$wt/Benchmarks" && swift build -c release >/dev/null)
-(cd Benchmarks && swift build -c release >/dev/null)
+build() { # package directory; the log's end on failure
+  if ! (cd "$1" && swift build -c release >"$out.build" 2>&1); then
+    tail -30 "$out.build" >&2
+    exit 1
+  fi
+}
+build "$wt/Benchmarks"
+build Benchmarks
 
 wall=""
 "$old" ticks --help | grep -q -- --tick-clock || wall="--tick-clock wall"
