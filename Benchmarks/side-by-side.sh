@@ -47,11 +47,13 @@ countOnly=0
 "$old" ticks --help | grep -q -- --count-only && countOnly=1
 
 : >"$out"
+binary() { if [ "$1" = now ]; then echo "$new"; else echo "$old"; fi; }
 tick() { # label side args... (the same recorder on both sides unless counting only)
   local label=$1 side=$2
   shift 2
-  local bin=$old extra=""
-  if [ "$side" = now ]; then bin=$new extra=$wall; fi
+  local bin extra=""
+  bin=$(binary "$side")
+  [ "$side" = now ] && extra=$wall
   case "$*" in *--count-only*) extra="" ;; esac
   # shellcheck disable=SC2086
   line=$("$bin" ticks "$@" $extra --seconds 7 --warmup 2 2>/dev/null | grep activities | tail -1)
@@ -60,9 +62,7 @@ tick() { # label side args... (the same recorder on both sides unless counting o
 for r in $(seq 1 "$rounds"); do
   echo "round $r of $rounds" >&2
   for side in old now; do
-    bin=$old
-    [ "$side" = now ] && bin=$new
-    "$bin" ops --submits 1000 2>/dev/null | grep '^engine' | sed "s/^/ops|$side|/" >>"$out"
+    "$(binary "$side")" ops --submits 1000 2>/dev/null | grep '^engine' | sed "s/^/ops|$side|/" >>"$out"
     tick "churn 50k/s, 100k" "$side" --activities 100000 --churn 50000
     tick "1M, random" "$side" --activities 1000000
     tick "100k aligned" "$side" --activities 100000 --phases aligned
@@ -86,7 +86,7 @@ for line in open(path):
         continue
     def ms(key):
         m = re.search(key + r" ([0-9.]+) (µs|ms)", rest)
-        return float(m.group(1)) * (1000 if m.group(2) == "ms" else 1) / 1000 if m else None
+        return float(m.group(1)) * (1000 if m.group(2) == "ms" else 1) / 1000
     cpu = float(re.search(r"CPU ([0-9.]+)%", rest).group(1))
     ticks[kind][side].append((cpu, ms("p99"), ms("max")))
 med = statistics.median
