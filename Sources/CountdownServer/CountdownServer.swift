@@ -133,6 +133,9 @@ public final class CountdownServer: Service, @unchecked Sendable {
     state.withLockedValue { $0.http?.address }
   }
 
+  /// What runs while the server is started (nil before and after).
+  var core: ServerCore? { state.withLockedValue { $0.core } }
+
   /// Binds the socket (and TCP), starts the loop thread and the network threads.
   /// - Throws: ``ServerStartError`` when another server is live on the socket, an address
   ///   cannot be bound, or `listen` is not loopback and there is no token.

@@ -247,9 +247,14 @@ struct HTTPRoutes: HTTPResponder {
     // Registered on the hub before the request runs, so that every event after the snapshot
     // reaches the stream (the hub keeps them until the snapshot is written).
     let (wanted, withTicks) = (ids, ticks)
-    try? await hub.eventLoop.submit {
+    let registered = try? await hub.eventLoop.submit {
       hub.subscribePending(sink, ids: wanted, ticks: withTicks)
     }.get()
+    guard registered == true else {
+      return failure(
+        CountdownError(
+          .shutdown, "the server is stopping; connect again once it is back"))
+    }
     let (at, outcome) = await outcome(of: .success(.subscribe(ids: ids, ticks: ticks)))
     guard case .subscribed(let snapshot, let from, _, _) = outcome else {
       hub.eventLoop.execute { hub.unsubscribe(sink.key) }

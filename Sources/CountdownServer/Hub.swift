@@ -56,6 +56,8 @@ final class Hub: @unchecked Sendable {
   let bound: Int
   let slowConsumerAfter: TimeAmount
   private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+  /// Set by ``closeStreams()``: no event stream subscribes after it.
+  private var streamsClosed = false
   /// The least time between two writes to one HTTP event stream: frames due sooner are
   /// gathered and go out together when it has passed. Each write to a connection is a system
   /// call (about 5 µs on loopback TCP); a stream with ticks of 10k activities has events every
@@ -90,13 +92,17 @@ final class Hub: @unchecked Sendable {
 
   /// Registers `sink` before its `subscribe` request runs: the events published from now on
   /// are kept for it, framed, until ``activate(_:first:fromSequence:)`` knows where its
-  /// snapshot stands. Nothing published after the request is missed.
-  func subscribePending(_ sink: any EventSink, ids: [String]?, ticks: Bool) {
+  /// snapshot stands. Nothing published after the request is missed. False, and nothing
+  /// registered, once ``closeStreams()`` has run: the server is stopping, and a stream
+  /// registered then would never be ended (the HTTP server would wait for it, then give up).
+  func subscribePending(_ sink: any EventSink, ids: [String]?, ticks: Bool) -> Bool {
     eventLoop.assertInEventLoop()
+    guard !streamsClosed else { return false }
     let sub = Subscriber(sink: sink, ids: ids, ticks: ticks, fromSequence: 0)
     sub.pending = []
     subscribers[sink.key] = sub
     metrics.subscribers.record(subscribers.count)
+    return true
   }
 
   /// Writes `first` (the snapshot) to the pending subscription `key`, then the events kept for
@@ -119,10 +125,11 @@ final class Hub: @unchecked Sendable {
     metrics.subscribers.record(subscribers.count)
   }
 
-  /// Ends every subscription whose sink is an HTTP event stream (the server is stopping: the
-  /// streams must end for the HTTP server to finish).
+  /// Ends every subscription whose sink is an HTTP event stream, and refuses those that come
+  /// after (the server is stopping: the streams must end for the HTTP server to finish).
   func closeStreams() {
     eventLoop.assertInEventLoop()
+    streamsClosed = true
     for (key, sub) in subscribers where sub.sink.framing == .serverSentEvents {
       subscribers[key] = nil
       sub.sink.close(after: sub.batch)

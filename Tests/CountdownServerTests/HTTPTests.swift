@@ -441,6 +441,27 @@ struct HTTPTests {
     }
   }
 
+  @Test("An event stream asked for once the server has begun to stop is refused (503 shutdown)")
+  func streamDuringStop() async throws {
+    try await onThread {
+      let h = try HTTPServer()
+      _ = try h("POST", "/v1/activities", #"{"id":"a","kind":"elapsed","title":"A"}"#)
+      // The first step of stop(): the hub ends the streams. A stream whose request comes after
+      // it (it was on its way when the stop began) must not register: nothing would end it,
+      // and the HTTP server would wait for it (5 s), then give up on it.
+      let hub = try #require(h.running.server.core?.hub)
+      try hub.eventLoop.submit { hub.closeStreams() }.wait()
+      let late = try EventStream(port: h.port)
+      #expect(late.status == 503 && late.contentType == "application/json", "\(late.status)")
+      let metrics = try h("GET", "/metrics").body.split(separator: "\n")
+      let subscribers = metrics.first { $0.hasPrefix("countdown_subscribers ") }
+      #expect(subscribers.flatMap { Double($0.split(separator: " ")[1]) } == 0, "\(metrics)")
+      let clock = ContinuousClock()
+      let stopping = clock.measure { h.running.server.stop() }
+      #expect(stopping < .seconds(3), "stop() took \(stopping)")
+    }
+  }
+
   @Test("Event streams whose clients leave at once, even before the head, leave no subscriber")
   func streamsLeftAtOnce() async throws {
     try await onThread {
