@@ -462,6 +462,44 @@ struct HTTPTests {
     }
   }
 
+  @Test("A server stopping as event streams are asked for stops at once and serves none")
+  func stopAsStreamsCome() async throws {
+    try await onThread {
+      // Three network threads, the hub on the first: the six connections are spread over all
+      // three, and the heads of those on the other two are read while the hub is held.
+      let h = try HTTPServer { $0.networkThreads = 3 }
+      let server = h.running.server
+      let hub = try #require(server.core?.hub)
+      let clients = try (0..<6).map { _ in try TestClient(tcpPort: h.port) }
+      for c in clients { c.send("GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n") }
+      usleep(200_000)
+      // stop()'s first step (ending the streams) is queued on the held hub before the requests'
+      // heads are complete, so every stream reaches the hub after it.
+      let gate = DispatchSemaphore(value: 0)
+      hub.eventLoop.execute { gate.wait() }
+      let stopped = DispatchSemaphore(value: 0)
+      let clock = ContinuousClock()
+      let began = clock.now
+      Thread {
+        server.stop()
+        stopped.signal()
+      }.start()
+      usleep(300_000)
+      for c in clients { c.send("\r\n") }
+      usleep(300_000)
+      gate.signal()
+      // Refused (503), or closed unanswered: never a stream (200) that nothing would end, which
+      // the stop waited 10 s for before.
+      for (k, c) in clients.enumerated() {
+        let first = c.line(timeout: 15)
+        #expect(first == nil || first!.hasPrefix("HTTP/1.1 503"), "stream \(k): \(first ?? "")")
+      }
+      stopped.wait()
+      let took = clock.now - began
+      #expect(took < .seconds(3), "stop() took \(took)")
+    }
+  }
+
   @Test("Event streams whose clients leave at once, even before the head, leave no subscriber")
   func streamsLeftAtOnce() async throws {
     try await onThread {
