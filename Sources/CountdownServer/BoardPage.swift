@@ -346,9 +346,14 @@ enum BoardPage {
           statusEl.classList.remove("down");
           syncClock().then(layout).catch(() => {});
         });
+        const mine = source;
         source.addEventListener("error", () => {
           statusEl.textContent = "reconnecting…";
           statusEl.classList.add("down");
+          // The browser connects again by itself after a dropped connection, but not after an
+          // answer that is not a stream (503 while the server stops, a proxy's 502): then the
+          // page does, a second later.
+          if (mine.readyState === EventSource.CLOSED && source === mine) setTimeout(connect, 1000);
         });
         source.addEventListener("snapshot", (m) => {
           const s = JSON.parse(m.data);

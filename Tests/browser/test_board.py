@@ -7,6 +7,7 @@ Run by `make browser` (part of `make test`). Environment:
   SCREENSHOTS    a directory to also save the README's screenshots in (`make screenshots`)
 """
 
+import http.server
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.error
@@ -57,6 +59,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(timeout=15)
+        self.proc.stdout.close()
 
     def api(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
@@ -305,6 +308,42 @@ class BoardTest(unittest.TestCase):
         self.wait_for(lambda: self.tiles()[0].get_attribute("data-id") == "after", 5, "new tile")
         first = self.text("after", "timer")
         self.wait_for(lambda: self.text("after", "timer") != first, 3, "the new tile to tick")
+
+    def test_8_refused_stream(self):
+        """A stream refused with an answer (503, as while the server stops, or a proxy's 502),
+        which the browser does not retry by itself: the page connects again once the server is
+        back."""
+        snapshots = int(self.driver.execute_script("return document.getElementById('board').dataset.snapshots"))
+        self.server.stop()
+        refused = []
+
+        class Refusing(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                refused.append(self.path)
+                body = b'{"code":"shutdown","message":"the server is stopping"}'
+                self.send_response(503)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        stub = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Refusing)
+        threading.Thread(target=stub.serve_forever, daemon=True).start()
+        try:
+            self.wait_for(lambda: any(p.startswith("/v1/events") for p in refused), 15,
+                          "the page to ask the refusing server for its stream")
+            time.sleep(1.5)
+        finally:
+            stub.shutdown()
+            stub.server_close()
+        type(self).server = Server(self.dir, self.port)
+        self.wait_for(lambda: int(self.driver.execute_script(
+            "return document.getElementById('board').dataset.snapshots")) > snapshots, 15,
+            "a new snapshot after the refusal")
+        self.wait_for(lambda: self.driver.find_element(By.ID, "status").text == "live", 5, "live")
 
     def test_7_formatter(self):
         """The page's formatter writes what `countdown format` writes, in every style."""
