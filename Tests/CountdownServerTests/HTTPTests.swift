@@ -86,6 +86,13 @@ final class HTTPServer {
   ) throws -> HTTPAnswer {
     try http(method, path, port: port, body: body, headers: headers)
   }
+
+  /// The `countdown_subscribers` gauge of `/metrics`.
+  func subscribers() throws -> Double? {
+    let r = try self("GET", "/metrics")
+    let line = r.body.split(separator: "\n").first { $0.hasPrefix("countdown_subscribers ") }
+    return line.flatMap { Double($0.split(separator: " ")[1]) }
+  }
 }
 
 /// A `GET /v1/events` stream read as it comes: (event name, data) pairs.
@@ -453,9 +460,7 @@ struct HTTPTests {
       try hub.eventLoop.submit { hub.closeStreams() }.wait()
       let late = try EventStream(port: h.port)
       #expect(late.status == 503 && late.contentType == "application/json", "\(late.status)")
-      let metrics = try h("GET", "/metrics").body.split(separator: "\n")
-      let subscribers = metrics.first { $0.hasPrefix("countdown_subscribers ") }
-      #expect(subscribers.flatMap { Double($0.split(separator: " ")[1]) } == 0, "\(metrics)")
+      #expect(try h.subscribers() == 0)
       let clock = ContinuousClock()
       let stopping = clock.measure { h.running.server.stop() }
       #expect(stopping < .seconds(3), "stop() took \(stopping)")
@@ -504,11 +509,6 @@ struct HTTPTests {
   func streamsLeftAtOnce() async throws {
     try await onThread {
       let h = try HTTPServer()
-      func subscribers() throws -> Double? {
-        let r = try h("GET", "/metrics")
-        let line = r.body.split(separator: "\n").first { $0.hasPrefix("countdown_subscribers ") }
-        return line.flatMap { Double($0.split(separator: " ")[1]) }
-      }
       // Some close before the server has answered, some as the head comes, some after it.
       for k in 0..<40 {
         let c = try TestClient(tcpPort: h.port)
@@ -521,7 +521,7 @@ struct HTTPTests {
       var left: Double?
       let deadline = Date().addingTimeInterval(5)
       repeat {
-        left = try subscribers()
+        left = try h.subscribers()
         if left == 0 { break }
         usleep(50_000)
       } while deadline.timeIntervalSinceNow > 0

@@ -148,6 +148,11 @@ class BoardTest(unittest.TestCase):
             time.sleep(0.05)
         raise AssertionError("timed out waiting for " + what)
 
+    @classmethod
+    def snapshots(cls):
+        """How many snapshots the page's streams have brought."""
+        return int(cls.driver.execute_script("return document.getElementById('board').dataset.snapshots"))
+
     def tile(self, id):
         return self.driver.find_element(By.CSS_SELECTOR, 'section.tile[data-id="%s"]' % id)
 
@@ -290,15 +295,13 @@ class BoardTest(unittest.TestCase):
 
     def test_6_restart(self):
         """After the server restarts, the page reconnects and catches up from a new snapshot."""
-        snapshots = int(self.driver.execute_script("return document.getElementById('board').dataset.snapshots"))
+        snapshots = self.snapshots()
         self.server.stop()
         self.wait_for(lambda: "reconnecting" in self.driver.find_element(By.ID, "status").text, 10,
                       "the reconnecting status")
         time.sleep(1)
         type(self).server = Server(self.dir, self.port)
-        self.wait_for(lambda: int(self.driver.execute_script(
-            "return document.getElementById('board').dataset.snapshots")) > snapshots, 15,
-            "a new snapshot")
+        self.wait_for(lambda: self.snapshots() > snapshots, 15, "a new snapshot")
         self.wait_for(lambda: self.driver.find_element(By.ID, "status").text == "live", 5, "live")
         ids = sorted(t.get_attribute("data-id") for t in self.tiles())
         self.assertEqual(ids, ["auction", "dose", "gate", "parking", "shuttle"])
@@ -313,7 +316,7 @@ class BoardTest(unittest.TestCase):
         """A stream refused with an answer (503, as while the server stops, or a proxy's 502),
         which the browser does not retry by itself: the page connects again once the server is
         back."""
-        snapshots = int(self.driver.execute_script("return document.getElementById('board').dataset.snapshots"))
+        snapshots = self.snapshots()
         self.server.stop()
         refused = []
 
@@ -340,9 +343,7 @@ class BoardTest(unittest.TestCase):
             stub.shutdown()
             stub.server_close()
         type(self).server = Server(self.dir, self.port)
-        self.wait_for(lambda: int(self.driver.execute_script(
-            "return document.getElementById('board').dataset.snapshots")) > snapshots, 15,
-            "a new snapshot after the refusal")
+        self.wait_for(lambda: self.snapshots() > snapshots, 15, "a new snapshot after the refusal")
         self.wait_for(lambda: self.driver.find_element(By.ID, "status").text == "live", 5, "live")
 
     def test_7_formatter(self):
