@@ -30,6 +30,11 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
     public static let lineTooLong = Code(rawValue: "lineTooLong")
     /// The connection must authenticate first, or the token is wrong (SPEC §6).
     public static let unauthorized = Code(rawValue: "unauthorized")
+    /// HTTP only: a browser page on another origin tried to change state (SPEC §7, "Web
+    /// safety"); 403.
+    public static let forbidden = Code(rawValue: "forbidden")
+    /// HTTP only: the `Host` header names another server (DNS rebinding); 421.
+    public static let misdirected = Code(rawValue: "misdirected")
     /// A subscriber stayed over its output bound too long and is disconnected (SPEC §6).
     public static let slowConsumer = Code(rawValue: "slowConsumer")
     /// The service could not store the command's change (disk full, I/O error): the command
@@ -47,7 +52,7 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
     package static let allCases: [Code] = [
       .invalidPayload, .invalidDate, .attributesTooLarge, .duplicateID, .notFound, .activityEnded,
       .outOfOrder, .limitReached, .disabled, .timeWentBackwards, .lineTooLong, .unauthorized,
-      .slowConsumer, .storageFailed, .shutdown, .systemError,
+      .slowConsumer, .storageFailed, .shutdown, .systemError, .forbidden, .misdirected,
     ]
   }
 

@@ -222,14 +222,17 @@ struct TerminalBoard {
     case .int(let n)?: progress = Double(n)
     default: progress = nil
     }
+    // Text that came from clients is shown, never obeyed: no control sequence reaches the
+    // terminal (SPEC §7, "Web safety").
     var tile = Tile(
       id: id, kind: string(o["kind"]) ?? "countdown", phase: string(o["phase"]) ?? "active",
       value: o["value"].flatMap(Self.int) ?? 0, progress: progress,
-      stale: o["stale"] == .bool(true), title: string(content["title"]) ?? id,
-      subtitle: string(content["subtitle"]) ?? "",
+      stale: o["stale"] == .bool(true),
+      title: Self.visible(string(content["title"]) ?? id),
+      subtitle: Self.visible(string(content["subtitle"]) ?? ""),
       color: string(content["color"]).flatMap(Self.rgb),
       endDate: o["endDate"].flatMap(Self.int), startDate: o["startDate"].flatMap(Self.int),
-      milestone: string(o["milestone"]), goal: tiles[id]?.goal)
+      milestone: string(o["milestone"]).map(Self.visible), goal: tiles[id]?.goal)
     if tile.kind == "elapsed", tile.phase == "active", let p = progress, p > 0, p < 1,
       let at, let start = tile.startDate
     {
@@ -372,6 +375,29 @@ struct TerminalBoard {
     }
     line.dim(milestone)
     return line.finish(width: width)
+  }
+}
+
+extension TerminalBoard {
+  /// `text` with every control character shown as a visible stand-in instead of obeyed: C0
+  /// controls (ESC, CR, BEL, …) as their Unicode control pictures (`␛`, `␍`, `␇`), DEL as
+  /// `␡`, C1 controls (U+0080–U+009F, which some terminals read as escapes) as `�`.
+  static func visible(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: isControl) else { return text }
+    var out = String.UnicodeScalarView()
+    for u in text.unicodeScalars {
+      switch u.value {
+      case 0x00...0x1F: out.append(Unicode.Scalar(0x2400 + u.value)!)
+      case 0x7F: out.append("\u{2421}")
+      case 0x80...0x9F: out.append("\u{FFFD}")
+      default: out.append(u)
+      }
+    }
+    return String(out)
+  }
+
+  private static func isControl(_ u: Unicode.Scalar) -> Bool {
+    u.value < 0x20 || (0x7F...0x9F).contains(u.value)
   }
 }
 

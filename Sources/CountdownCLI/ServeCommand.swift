@@ -54,6 +54,56 @@ struct ServeCommand: AsyncParsableCommand {
       """)
   var token: String?
 
+  @Option(
+    name: .customLong("token-file"),
+    help: ArgumentHelp(
+      "Read the token from FILE (its first line), so that it is not seen in the process list. COUNTDOWN_TOKEN in the environment also gives it.",
+      valueName: "FILE"))
+  var tokenFile: String?
+
+  @Flag(
+    name: .customLong("allow-plain-token"),
+    help:
+      "Allow a token over plain TCP or HTTP on an address other than loopback: only on a network trusted not to be read."
+  )
+  var allowPlainToken = false
+
+  @Option(
+    name: .customLong("public-host"),
+    help: ArgumentHelp(
+      "A host name browsers use for this server besides its address and localhost (repeatable); any other Host gets 421.",
+      valueName: "NAME"))
+  var publicHosts: [String] = []
+
+  @Option(
+    name: .customLong("cors-origin"),
+    help: ArgumentHelp(
+      "An origin (https://app.example) whose pages may call the HTTP API, with CORS headers (repeatable). None by default.",
+      valueName: "ORIGIN"))
+  var corsOrigins: [String] = []
+
+  @Option(
+    name: .customLong("header-timeout-ms"),
+    help: "How long an HTTP client may take to send a request head (and an idle connection stays).")
+  var headerTimeoutMs: Int64 = 10_000
+
+  @Option(
+    name: .customLong("body-timeout-ms"),
+    help: "How long an HTTP client may take to send a request body, from its head.")
+  var bodyTimeoutMs: Int64 = 30_000
+
+  @Option(
+    name: .customLong("line-timeout-ms"),
+    help:
+      "How long a socket or TCP client may take to finish a line it began, or to send its token."
+  )
+  var lineTimeoutMs: Int64 = 30_000
+
+  @Option(
+    name: .customLong("reply-buffer-bytes"),
+    help: "Bytes of replies one socket or TCP connection may have waiting before it is not read.")
+  var replyBufferBytes = 1 << 20
+
   @OptionGroup var styleOptions: StyleOptions
 
   @OptionGroup var limits: EngineLimitOptions
@@ -80,6 +130,25 @@ struct ServeCommand: AsyncParsableCommand {
       throw ValidationError(
         "--log-level must be one of trace, debug, info, notice, warning, error, critical")
     }
+    for (value, name) in [
+      (headerTimeoutMs, "--header-timeout-ms"), (bodyTimeoutMs, "--body-timeout-ms"),
+      (lineTimeoutMs, "--line-timeout-ms"),
+    ] where value <= 0 {
+      throw ValidationError("\(name) must be ≥ 1")
+    }
+    guard replyBufferBytes > 0 else { throw ValidationError("--reply-buffer-bytes must be ≥ 1") }
+    guard token == nil || tokenFile == nil else {
+      throw ValidationError("give the token once: --token or --token-file, not both")
+    }
+    for origin in corsOrigins {
+      guard origin.hasPrefix("http://") || origin.hasPrefix("https://"),
+        !origin.dropFirst(origin.hasPrefix("https://") ? 8 : 7).contains("/")
+      else {
+        throw ValidationError(
+          "--cors-origin \(origin) is not an origin: give scheme://host[:port], like https://app.example"
+        )
+      }
+    }
     guard maxConnections > 0 else { throw ValidationError("--max-connections must be ≥ 1") }
     guard subscriberBufferBytes > 0 else {
       throw ValidationError("--subscriber-buffer-bytes must be ≥ 1")
@@ -99,12 +168,26 @@ struct ServeCommand: AsyncParsableCommand {
       return handler
     }
     let logger = Logger(label: "countdown.serve")
-    let options = ServerOptions(
+    let token: String?
+    do {
+      token = try resolvedToken()
+    } catch {
+      printError("countdown serve: \(error)")
+      throw ExitCode.failure
+    }
+    var options = ServerOptions(
       socketPath: socket, listen: listen, http: http, token: token,
       style: styleOptions.timerStyle,
       engine: limits.engineOptions,
       maxConnections: maxConnections, subscriberBufferBytes: subscriberBufferBytes,
       slowConsumerMilliseconds: slowConsumerMs, statePath: state, sync: StoreSync(rawValue: sync)!)
+    options.publicHosts = publicHosts
+    options.corsOrigins = corsOrigins
+    options.allowPlainToken = allowPlainToken
+    options.headerTimeoutMilliseconds = headerTimeoutMs
+    options.bodyTimeoutMilliseconds = bodyTimeoutMs
+    options.lineTimeoutMilliseconds = lineTimeoutMs
+    options.replyBufferBytes = replyBufferBytes
     // A write past a file-size limit (ulimit -f) is an error to report, not a signal to die of.
     signal(SIGXFSZ, SIG_IGN)
     let server = CountdownServer(options: options, logger: logger)
@@ -135,6 +218,34 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension ServeCommand {
+  /// The token from `--token`, `--token-file` (its first line) or `COUNTDOWN_TOKEN`, in that
+  /// order; nil when none gives one.
+  func resolvedToken() throws -> String? {
+    if let token {
+      guard !token.isEmpty else { throw IOFailure(message: "--token is empty") }
+      return token
+    }
+    if let tokenFile {
+      let fd = try openInput(tokenFile)
+      defer { close(fd) }
+      var reader = LineReader(fd: fd)
+      var first: [UInt8]?
+      try reader.forEachLine { line in if first == nil { first = Array(line) } }
+      var bytes = first ?? []
+      if bytes.last == 0x0D { bytes.removeLast() }
+      guard !bytes.isEmpty, let token = String(validating: bytes, as: UTF8.self) else {
+        throw IOFailure(
+          message: "the token file \(tokenFile) has no token: its first line is the token (UTF-8)")
+      }
+      return token
+    }
+    if let value = getenv("COUNTDOWN_TOKEN") {
+      let token = String(cString: value)
+      return token.isEmpty ? nil : token
+    }
+    return nil
+  }
+
   /// `127.0.0.1:8080` or `[::1]:8080`.
   static func hostPort(_ address: SocketAddress) -> String {
     let ip = address.ipAddress ?? "localhost"

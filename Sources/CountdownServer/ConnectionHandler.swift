@@ -10,8 +10,15 @@ import NIOCore
 /// One client connection: frames lines, decodes requests, sends each read's requests to the
 /// loop as one batch, and writes the replies in request order.
 ///
-/// Reading stops while the socket is not writable (a client that does not read its replies
-/// is not read from either), so nothing a client does makes the server buffer without bound.
+/// Nothing a client does makes the server buffer without bound:
+/// - Reading stops while the socket is not writable (a client that does not read its replies
+///   is not read from either).
+/// - Replies are estimated before they are built (``ReplyBudget``): while the replies of this
+///   connection that are not yet written to its socket would exceed the budget, the lines
+///   already read wait unparsed and nothing more is read. So memory is bounded by connections
+///   × (budget + one reply), whatever is pipelined.
+/// - A line that is begun must end within `lineTimeoutMilliseconds`, and a TCP client that
+///   needs the token must send it within that time; else the connection is closed.
 final class ConnectionHandler: ChannelDuplexHandler {
   typealias InboundIn = ByteBuffer
   typealias OutboundIn = ByteBuffer
@@ -24,12 +31,20 @@ final class ConnectionHandler: ChannelDuplexHandler {
   /// Set after a line went over the limit, until its newline.
   private var skipping = false
   private var batch: [BatchItem] = []
+  /// The estimated size of the replies of `batch`.
+  private var batchCost = 0
   /// Batches sent to the loop and not answered yet.
   private var inFlight = 0
   /// Set after `unauthorized`: the connection closes once the replies are out.
   private var closing = false
   private var readPending = false
   private var writer: ReplyWriter
+  /// Estimated bytes of replies asked for and not yet written to the socket.
+  private var owed = 0
+  /// Bytes read and not parsed yet, waiting for `owed` to come down.
+  private var backlog: [UInt8] = []
+  /// The close of a client that takes too long to finish its line or send its token.
+  private var lineTimer: Scheduled<Void>?
 
   init(core: ServerCore, needsAuth: Bool) {
     self.core = core
@@ -37,48 +52,92 @@ final class ConnectionHandler: ChannelDuplexHandler {
     writer = ReplyWriter(formatter: core.formatter)
   }
 
+  private var paused: Bool { !backlog.isEmpty }
+
+  func channelActive(context: ChannelHandlerContext) {
+    watchLine(context)
+    context.fireChannelActive()
+  }
+
+  func handlerAdded(context: ChannelHandlerContext) {
+    if context.channel.isActive { watchLine(context) }
+  }
+
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     guard !closing else { return }
     let buffer = unwrapInboundIn(data)
-    let limit = core.options.maxLineBytes
+    if paused {
+      backlog.append(contentsOf: buffer.readableBytesView)
+      return
+    }
     buffer.withUnsafeReadableBytes { raw in
       let bytes = raw.bindMemory(to: UInt8.self)
-      var start = 0
-      var i = 0
-      while i < bytes.count {
-        if bytes[i] == 0x0A {
-          let piece = UnsafeBufferPointer(rebasing: bytes[start..<i])
-          if skipping {
-            skipping = false
-          } else if partial.isEmpty {
-            line(piece)
-          } else if partial.count + piece.count > limit {
-            tooLong()
-            partial.removeAll(keepingCapacity: true)
-          } else {
-            partial.append(contentsOf: piece)
-            partial.withUnsafeBufferPointer { line($0) }
-            partial.removeAll(keepingCapacity: true)
-          }
-          start = i + 1
-          if closing { return }
-        }
-        i += 1
-      }
-      // The rest waits for its newline, unless it is already too long.
-      if !skipping, start < bytes.count {
-        if partial.count + bytes.count - start > limit {
-          tooLong()
-          partial.removeAll(keepingCapacity: true)
-          skipping = true
-        } else {
-          partial.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
-        }
+      let used = consume(bytes)
+      if used < bytes.count {
+        backlog.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[used...]))
       }
     }
   }
 
+  /// Parses the lines of `bytes` into the batch until the reply budget is spent; returns how
+  /// many bytes it used (the rest waits in the backlog).
+  private func consume(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+    let limit = core.options.maxLineBytes
+    var start = 0
+    var i = 0
+    while i < bytes.count {
+      if bytes[i] == 0x0A {
+        let piece = UnsafeBufferPointer(rebasing: bytes[start..<i])
+        if skipping {
+          skipping = false
+        } else if partial.isEmpty {
+          if !line(piece) { return start }
+        } else if partial.count + piece.count > limit {
+          tooLong()
+          partial.removeAll(keepingCapacity: true)
+        } else {
+          partial.append(contentsOf: piece)
+          let taken = partial.withUnsafeBufferPointer { line($0) }
+          if !taken {
+            // The line's start goes back in front of the rest, to be parsed again.
+            let head = partial.count - piece.count
+            backlog.append(contentsOf: partial[..<head])
+            partial.removeAll(keepingCapacity: true)
+            return start
+          }
+          partial.removeAll(keepingCapacity: true)
+        }
+        start = i + 1
+        if closing { return bytes.count }
+      }
+      i += 1
+    }
+    // The rest waits for its newline, unless it is already too long.
+    if !skipping, start < bytes.count {
+      if partial.count + bytes.count - start > limit {
+        tooLong()
+        partial.removeAll(keepingCapacity: true)
+        skipping = true
+      } else {
+        partial.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+      }
+    }
+    return bytes.count
+  }
+
+  /// Whether a reply estimated at `cost` fits the budget now; counts it in when it does.
+  /// Something is always let through when nothing is owed, so that a reply larger than the
+  /// budget still goes.
+  private func affords(_ cost: Int) -> Bool {
+    if owed + batchCost > 0, owed + batchCost + cost > core.options.replyBufferBytes {
+      return false
+    }
+    batchCost += cost
+    return true
+  }
+
   private func tooLong() {
+    batchCost += ReplyBudget.smallReply
     batch.append(
       BatchItem(
         rid: nil,
@@ -89,16 +148,22 @@ final class ConnectionHandler: ChannelDuplexHandler {
           ))))
   }
 
-  /// One request line (no newline).
-  private func line(_ raw: UnsafeBufferPointer<UInt8>) {
+  /// One request line (no newline); false, with nothing taken, when its reply does not fit
+  /// the budget now.
+  private func line(_ raw: UnsafeBufferPointer<UInt8>) -> Bool {
     var bytes = raw
     if let last = bytes.last, last == 0x0D {
       bytes = UnsafeBufferPointer(rebasing: bytes.dropLast())
     }
-    if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }  // blank: not a request
+    if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return true }  // blank: not a request
     let decoded = ServerRequest.decode(bytes)
+    guard affords(ReplyBudget.estimate(decoded.request, activities: core.activityCount)) else {
+      return false
+    }
     if needsAuth {
-      if case .success(.auth(let token)) = decoded.request, token == core.options.token {
+      if case .success(.auth(let token)) = decoded.request, let expected = core.options.token,
+        TokenCheck.matches(token.utf8, expected)
+      {
         needsAuth = false
       } else {
         closing = true
@@ -110,16 +175,26 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 .unauthorized,
                 "this connection must first send {\"op\":\"auth\",\"token\":…} with the server's token"
               ))))
-        return
+        return true
       }
     }
     batch.append(BatchItem(rid: decoded.rid, request: decoded.request))
+    return true
   }
 
   func channelReadComplete(context: ChannelHandlerContext) {
+    watchLine(context)
+    submit(context)
+  }
+
+  /// Sends the batch parsed so far to the loop.
+  private func submit(_ context: ChannelHandlerContext) {
     guard !batch.isEmpty else { return }
     let items = batch
+    let cost = batchCost
     batch = []
+    batchCost = 0
+    owed += cost
     inFlight += 1
     let channel = context.channel
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -127,24 +202,28 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let hub = core.hub
     let core = self.core
     core.loop.submit(
-      { engine in engine.run(items) },
+      { engine in
+        let result = engine.run(items)
+        core.activityCount = engine.count
+        return result
+      },
       completion: { result in
         // On the loop thread: the replies go to this connection's event loop first, then the
         // subscriptions to the hub, so that they are in place before this wake's events. With
         // a state file, both wait for the wake's commit.
         core.release(result) { result in
-          Self.release(result, items, handler, bound, hub: hub, channel: channel)
+          Self.release(result, items, cost, handler, bound, hub: hub, channel: channel)
         }
       })
   }
 
   /// Hands a batch's replies to the connection and its subscription changes to the hub.
   private static func release(
-    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem],
+    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ cost: Int,
     _ handler: NIOLoopBound<ConnectionHandler>, _ bound: NIOLoopBound<ChannelHandlerContext>,
     hub: Hub, channel: Channel
   ) {
-    channel.eventLoop.execute { handler.value.answer(result, items, bound.value) }
+    channel.eventLoop.execute { handler.value.answer(result, items, cost, bound.value) }
     guard case .success(let r) = result else { return }
     for item in r.items {
       switch item.outcome {
@@ -160,7 +239,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
   }
 
   private func answer(
-    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem],
+    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ cost: Int,
     _ context: ChannelHandlerContext
   ) {
     inFlight -= 1
@@ -175,16 +254,63 @@ final class ConnectionHandler: ChannelDuplexHandler {
       for item in items { writer.failure(item.rid, e, at: now) }
     }
     let channel = context.channel
+    let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+    let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
     context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(bytes: writer.take())))
       .whenComplete { [closing, inFlight] _ in
         if closing && inFlight == 0 { channel.close(promise: nil) }
+        handler.value.written(cost, bound.value)
       }
+  }
+
+  /// A batch's replies are on the socket: what they were estimated at is no longer owed, and
+  /// the lines that waited for it are parsed.
+  private func written(_ cost: Int, _ context: ChannelHandlerContext) {
+    owed -= cost
+    guard paused, !closing, context.channel.isActive else { return }
+    let waiting = backlog
+    backlog = []
+    let used = waiting.withUnsafeBufferPointer { consume($0) }
+    if used < waiting.count {
+      backlog += waiting[used...]
+    }
+    submit(context)
+    if !paused {
+      watchLine(context)
+      if readPending && context.channel.isWritable {
+        readPending = false
+        context.read()
+      }
+    }
+  }
+
+  /// Arms the line timer while the client owes the rest of a line (or its token), disarms it
+  /// otherwise.
+  private func watchLine(_ context: ChannelHandlerContext) {
+    let waiting = needsAuth || (!paused && (!partial.isEmpty || skipping))
+    if !waiting {
+      lineTimer?.cancel()
+      lineTimer = nil
+      return
+    }
+    guard lineTimer == nil else { return }
+    let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+    lineTimer = context.eventLoop.scheduleTask(
+      in: .milliseconds(core.options.lineTimeoutMilliseconds)
+    ) {
+      let (handler, context) = bound.value
+      handler.lineTimer = nil
+      handler.core.metrics.timedOut()
+      handler.core.logger.debug(
+        "connection closed: the client took too long to finish a line or send its token")
+      context.close(promise: nil)
+    }
   }
 
   // MARK: - Backpressure
 
   func read(context: ChannelHandlerContext) {
-    if context.channel.isWritable {
+    if context.channel.isWritable && !paused {
       context.read()
     } else {
       readPending = true
@@ -196,7 +322,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
       let channel = context.channel
       let hub = core.hub
       hub.eventLoop.execute { hub.writable(ObjectIdentifier(channel)) }
-      if readPending {
+      if readPending && !paused {
         readPending = false
         context.read()
       }
@@ -205,6 +331,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
   }
 
   func channelInactive(context: ChannelHandlerContext) {
+    lineTimer?.cancel()
+    lineTimer = nil
     let channel = context.channel
     let hub = core.hub
     hub.eventLoop.execute { hub.unsubscribe(ObjectIdentifier(channel)) }
@@ -236,5 +364,24 @@ final class RefusingHandler: ChannelInboundHandler {
     let channel = context.channel
     context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(bytes: message)))
       .whenComplete { _ in channel.close(promise: nil) }
+  }
+}
+
+/// What a request's reply is estimated to cost before it is built, so that a connection stops
+/// being read before its replies grow past its budget (SPEC §6, "Backpressure").
+enum ReplyBudget {
+  /// An activity object with room for its content (most are 250–400 bytes).
+  static let perActivity = 512
+  /// A reply that is not a listing: an activity, an error, an acknowledgement.
+  static let smallReply = 512
+
+  /// Bytes the reply to `request` may take when the engine holds `activities`.
+  static func estimate(_ request: Result<ServerRequest, CountdownError>, activities: Int) -> Int {
+    guard case .success(let r) = request else { return smallReply }
+    switch r {
+    case .list(.soonest(let k)): return smallReply + min(k, activities) * perActivity
+    case .list, .subscribe: return smallReply + activities * perActivity
+    default: return smallReply
+    }
   }
 }

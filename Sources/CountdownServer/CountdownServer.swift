@@ -8,6 +8,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -26,12 +27,24 @@ final class ServerCore: @unchecked Sendable {
   let durable: Durable?
   let group: MultiThreadedEventLoopGroup
   let metrics: ServerMetrics
+  /// Connections of every transport at once: `maxConnections`, or less where the file limit
+  /// leaves fewer descriptors.
+  let connectionLimit: Int
   let connections = NIOLockedValueBox([ObjectIdentifier: Channel]())
+  private let activities = Atomic<Int>(0)
+
+  /// How many activities the engine held after the last batch (set on the loop thread after
+  /// each batch, read by connections to estimate listings before they are built).
+  var activityCount: Int {
+    get { activities.load(ordering: .relaxed) }
+    set { activities.store(newValue, ordering: .relaxed) }
+  }
 
   init(
     options: ServerOptions, loop: CountdownLoop, hub: Hub, logger: Logger, durable: Durable?,
-    group: MultiThreadedEventLoopGroup, metrics: ServerMetrics
+    group: MultiThreadedEventLoopGroup, metrics: ServerMetrics, connectionLimit: Int
   ) {
+    self.connectionLimit = connectionLimit
     self.group = group
     self.metrics = metrics
     self.options = options
@@ -42,10 +55,10 @@ final class ServerCore: @unchecked Sendable {
     self.durable = durable
   }
 
-  /// Counts a new connection in; false when the server is at `maxConnections`.
+  /// Counts a new connection in (socket, TCP or HTTP); false when the server is at its limit.
   func connectionOpened(_ channel: Channel) -> Bool {
     connections.withLockedValue { c in
-      guard c.count < options.maxConnections else { return false }
+      guard c.count < connectionLimit else { return false }
       c[ObjectIdentifier(channel)] = channel
       return true
     }
@@ -152,7 +165,17 @@ public final class CountdownServer: Service, @unchecked Sendable {
         "--http \(options.http!) is not a loopback address: give a --token, which each HTTP request must send as \"Authorization: Bearer TOKEN\""
       )
     }
+    for (address, option) in [(tcp, "--listen"), (http, "--http")] {
+      if let address, !System.isLoopback(address.host), options.token != nil,
+        !options.allowPlainToken
+      {
+        throw ServerStartError(
+          "\(option) \(address.host):\(address.port) is not a loopback address, and the token would cross the network in plain text, readable by anyone on the way; give --allow-plain-token if that network is trusted"
+        )
+      }
+    }
     try Self.clearStaleSocket(options.socketPath)
+    let connectionLimit = try Self.connectionLimit(options.maxConnections, logger: logger)
 
     let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.networkThreads))
     let metrics = ServerMetrics()
@@ -214,7 +237,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
     }
     let core = ServerCore(
       options: options, loop: loop, hub: hub, logger: logger, durable: durable, group: group,
-      metrics: metrics)
+      metrics: metrics, connectionLimit: connectionLimit)
     state.withLockedValue {
       $0.group = group
       $0.core = core
@@ -252,8 +275,14 @@ public final class CountdownServer: Service, @unchecked Sendable {
   private func bootstrap(_ group: EventLoopGroup, _ core: ServerCore, tcp: Bool) -> ServerBootstrap
   {
     let needsAuth = tcp && options.token != nil
-    let limit = options.maxConnections
+    let limit = core.connectionLimit
     return ServerBootstrap(group: group)
+      // Out of descriptors (EMFILE), accept again a second later instead of at once, forever.
+      .serverChannelInitializer { channel in
+        channel.eventLoop.makeCompletedFuture {
+          try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler())
+        }
+      }
       .serverChannelOption(.backlog, value: 256)
       .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
       .childChannelOption(.maxMessagesPerRead, value: 16)
@@ -344,8 +373,30 @@ public final class CountdownServer: Service, @unchecked Sendable {
     return (host, port)
   }
 
-  static func isLoopback(_ host: String) -> Bool {
-    host == "localhost" || host == "::1" || host.hasPrefix("127.")
+  /// `localhost` or a loopback address, parsed as an address (never matched by prefix).
+  static func isLoopback(_ host: String) -> Bool { System.isLoopback(host) }
+
+  /// Descriptors kept free of connections for the state file, listeners, the loop and the
+  /// event loops: a full house of connections still leaves the server its own.
+  static let reservedDescriptors = 64
+
+  /// `asked`, or less where the process's file limit (raised to its hard limit first) leaves
+  /// fewer descriptors than that beside ``reservedDescriptors``; said in the log.
+  static func connectionLimit(_ asked: Int, logger: Logger) throws(ServerStartError) -> Int {
+    guard let files = System.raiseFileLimit() else { return asked }
+    let room = files - reservedDescriptors
+    guard room >= 1 else {
+      throw ServerStartError(
+        "the file limit (ulimit -n) is \(files): too few for a server, which keeps \(reservedDescriptors) for itself; raise it"
+      )
+    }
+    if asked > room {
+      logger.notice(
+        "--max-connections \(asked) lowered to \(room): the file limit (ulimit -n) is \(files) and the server keeps \(reservedDescriptors) descriptors for itself"
+      )
+      return room
+    }
+    return asked
   }
 
   /// Replaces a stale socket file; a live server on it is an error.

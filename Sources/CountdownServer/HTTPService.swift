@@ -2,6 +2,7 @@ import Countdown
 import CountdownLoop
 import CountdownProtocol
 import Dispatch
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOConcurrencyHelpers
@@ -30,7 +31,13 @@ final class HTTPFrontEnd: Sendable {
     let bound = NIOLockedValueBox<SocketAddress?>(nil)
     let failure = NIOLockedValueBox<(any Error)?>(nil)
     let app = Application(
-      responder: HTTPRoutes(core: core),
+      responder: HTTPRoutes(
+        core: core,
+        guardrail: WebGuard(
+          listenHost: host, publicHosts: core.options.publicHosts,
+          corsOrigins: core.options.corsOrigins, tls: false)),
+      server: .http1(
+        configuration: .init(additionalChannelHandlers: [HTTPConnectionGuard(core: core)])),
       configuration: ApplicationConfiguration(address: .hostname(host, port: port)),
       onServerRunning: { channel in
         bound.withLockedValue { $0 = channel.localAddress }
@@ -92,11 +99,63 @@ struct HTTPContext: RequestContext {
 struct HTTPRoutes: HTTPResponder {
   typealias Context = HTTPContext
   let core: ServerCore
+  let guardrail: WebGuard
 
   /// SPEC §7: bodies over 64 KiB get 413.
   static let maxBodyBytes = 65536
 
+  /// Web safety first (the Host, another origin's state change, CORS), then the route; every
+  /// answer says it may not be framed.
   func respond(to request: Request, context: Context) async throws -> Response {
+    let origin = request.headers[.origin]
+    var response: Response
+    switch guardrail.check(
+      method: request.method.rawValue, host: request.head.authority, origin: origin,
+      fetchSite: request.headers[Self.secFetchSite])
+    {
+    case .misdirected(let message):
+      response = failure(CountdownError(.misdirected, message))
+    case .forbidden(let message):
+      response = failure(CountdownError(.forbidden, message))
+    case .pass:
+      if request.method == .options, guardrail.allowsCORS(from: origin) {
+        response = Response(
+          status: .noContent,
+          headers: [
+            Self.allowMethods: "GET, POST, PATCH, OPTIONS",
+            Self.allowHeaders: "Authorization, Content-Type", Self.maxAge: "600",
+          ])
+      } else {
+        response = try await route(request, context: context)
+      }
+    }
+    if guardrail.allowsCORS(from: origin), let origin {
+      response.headers[.accessControlAllowOrigin] = origin
+      response.headers[.vary] = "Origin"
+    }
+    response.headers[Self.frameOptions] = "DENY"
+    response.headers[Self.contentTypeOptions] = "nosniff"
+    response.headers[Self.referrerPolicy] = "no-referrer"
+    if response.headers[.contentSecurityPolicy] == nil {
+      response.headers[.contentSecurityPolicy] = "frame-ancestors 'none'"
+    }
+    return response
+  }
+
+  static let frameOptions = HTTPField.Name("X-Frame-Options")!
+  static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
+  static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
+  static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
+  static let allowMethods = HTTPField.Name("Access-Control-Allow-Methods")!
+  static let allowHeaders = HTTPField.Name("Access-Control-Allow-Headers")!
+  static let maxAge = HTTPField.Name("Access-Control-Max-Age")!
+
+  /// The board page's policy: its own script and styles inline, requests to this server only,
+  /// never framed.
+  static let pagePolicy =
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+  private func route(_ request: Request, context: Context) async throws -> Response {
     let path = request.uri.path.split(separator: "/", omittingEmptySubsequences: true)
     let query = request.uri.queryParameters
     if let token = core.options.token, !Self.authorized(request, token: token) {
@@ -298,7 +357,10 @@ struct HTTPRoutes: HTTPResponder {
   private func page() -> Response {
     Response(
       status: .ok,
-      headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
+      headers: [
+        .contentType: "text/html; charset=utf-8", .cacheControl: "no-cache",
+        .contentSecurityPolicy: Self.pagePolicy,
+      ],
       body: ResponseBody(byteBuffer: ByteBuffer(bytes: BoardPage.html(style: core.options.style))))
   }
 
@@ -308,18 +370,23 @@ struct HTTPRoutes: HTTPResponder {
       body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
   }
 
-  private func failure(_ e: CountdownError, status: HTTPResponse.Status? = nil) -> Response {
+  /// An error's body: `{"code":…,"message":…}`.
+  static func errorBody(_ e: CountdownError) -> [UInt8] {
     var w = JSONWriter()
     w.raw("{\"code\":")
     w.write(string: e.code.rawValue)
     w.raw(",\"message\":")
     w.write(string: e.message)
     w.raw("}")
+    return w.bytes
+  }
+
+  private func failure(_ e: CountdownError, status: HTTPResponse.Status? = nil) -> Response {
     var headers: HTTPFields = [.contentType: "application/json"]
     if e.code == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
     return Response(
       status: status ?? Self.status(of: e.code), headers: headers,
-      body: ResponseBody(byteBuffer: ByteBuffer(bytes: w.bytes)))
+      body: ResponseBody(byteBuffer: ByteBuffer(bytes: Self.errorBody(e))))
   }
 
   private func notAllowed(_ allowed: String, _ request: Request) -> Response {
@@ -342,6 +409,8 @@ struct HTTPRoutes: HTTPResponder {
     case .invalidPayload, .invalidDate, .outOfOrder, .timeWentBackwards, .lineTooLong:
       return .badRequest
     case .unauthorized: return .unauthorized
+    case .forbidden: return .forbidden
+    case .misdirected: return .misdirectedRequest
     case .notFound: return .notFound
     case .duplicateID, .activityEnded: return .conflict
     case .attributesTooLarge: return .contentTooLarge
@@ -355,21 +424,14 @@ struct HTTPRoutes: HTTPResponder {
 
   static func authorized(_ request: Request, token: String) -> Bool {
     if let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-      constantTimeEqual(header.dropFirst(7).utf8, token.utf8)
+      TokenCheck.matches(header.dropFirst(7).utf8, token)
     {
       return true
     }
     if let given = request.uri.queryParameters["token"] {
-      return constantTimeEqual(given.utf8, token.utf8)
+      return TokenCheck.matches(given.utf8, token)
     }
     return false
-  }
-
-  static func constantTimeEqual(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
-    guard a.count == b.count else { return false }
-    var diff: UInt8 = 0
-    for (x, y) in zip(a, b) { diff |= x ^ y }
-    return diff == 0
   }
 
   static func count(_ text: Substring, _ name: String) -> Result<Int64, CountdownError> {

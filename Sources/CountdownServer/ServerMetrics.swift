@@ -23,6 +23,8 @@ final class ServerMetrics: Sendable {
   /// Ticks replaced in a slow subscriber's waiting output (SPEC §6, "Backpressure").
   let coalescedTicks: CoreMetrics.Counter
   let commands: CoreMetrics.Counter
+  /// Connections closed because their client was too slow to send (SPEC §7, "Web safety").
+  private let timeouts: CoreMetrics.Counter
   private let errors: [CountdownError.Code: CoreMetrics.Counter]
   private let phases: [CoreMetrics.Gauge]
   private let wakeups: CoreMetrics.Counter
@@ -42,6 +44,8 @@ final class ServerMetrics: Sendable {
     coalescedTicks = CoreMetrics.Counter(label: "countdown_ticks_coalesced_total", factory: factory)
     commands = CoreMetrics.Counter(label: "countdown_commands_total", factory: factory)
     wakeups = CoreMetrics.Counter(label: "countdown_wakeups_total", factory: factory)
+    timeouts = CoreMetrics.Counter(
+      label: "countdown_connections_timed_out_total", factory: factory)
     var errors: [CountdownError.Code: CoreMetrics.Counter] = [:]
     for code in CountdownError.Code.allCases {
       errors[code] = CoreMetrics.Counter(
@@ -80,6 +84,9 @@ final class ServerMetrics: Sendable {
     commands.increment()
     errors[code]?.increment()
   }
+
+  /// A connection closed because its client took too long to send a request or a line.
+  func timedOut() { timeouts.increment() }
 
   /// The Prometheus text, with the activities by phase and the wake-ups read from `loop` now.
   func render(loop: CountdownLoop) async -> [UInt8] {

@@ -15,6 +15,26 @@ public struct ServerOptions: Sendable {
   /// The token a TCP connection sends first (`{"op":"auth","token":…}`). Required when
   /// `listen` is not a loopback address.
   public var token: String?
+  /// Host names besides its address and loopback names under which HTTP clients reach this
+  /// server (`--public-host`): a request whose `Host` is none of them gets 421.
+  public var publicHosts: [String] = []
+  /// Origins (`https://app.example`) whose pages may call the HTTP API across origins, with
+  /// CORS headers (`--cors-origin`). None by default.
+  public var corsOrigins: [String] = []
+  /// Whether a token may be sent over plain TCP to a non-loopback address
+  /// (`--allow-plain-token`): only on a network trusted not to be read.
+  public var allowPlainToken = false
+  /// Bytes of replies one socket or TCP connection may have waiting, estimated before they are
+  /// built; past it the connection is not read until they are written.
+  public var replyBufferBytes = 1 << 20
+  /// How long an HTTP client may take to send a whole request head, from its connection or
+  /// the previous response (also how long an idle keep-alive connection stays open).
+  public var headerTimeoutMilliseconds: Int64 = 10_000
+  /// How long an HTTP client may take to send a request body, from its head.
+  public var bodyTimeoutMilliseconds: Int64 = 30_000
+  /// How long a socket or TCP client may take to finish a line it has begun, and a TCP client
+  /// that needs the token to send it.
+  public var lineTimeoutMilliseconds: Int64 = 30_000
   /// The text style of `text` in events and activity objects.
   public var style: TimerStyle
   /// The engine's limits (`maxActivities`, `maxActiveDurationMs`).

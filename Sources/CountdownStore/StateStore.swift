@@ -115,7 +115,7 @@ package final class StateStore {
   /// Takes the file's exclusive lock (creating an empty file when there is none, which SQLite
   /// reads as a new database); another server holding it is an error.
   static func lock(_ path: String) throws(StoreError) -> Int32 {
-    let fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644)
+    let fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
     guard fd >= 0 else {
       throw StoreError(
         "cannot open the state file \(path): \(String(cString: strerror(errno)))")

@@ -21,7 +21,8 @@ func http(
   headers: [String: String] = [:]
 ) throws -> HTTPAnswer {
   let c = try TestClient(tcpPort: port)
-  var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+  var head = "\(method) \(path) HTTP/1.1\r\nConnection: close\r\n"
+  if headers["Host"] == nil { head += "Host: 127.0.0.1\r\n" }
   for (k, v) in headers { head += "\(k): \(v)\r\n" }
   let payload = bodyBytes ?? body.map { Array($0.utf8) }
   if let payload {

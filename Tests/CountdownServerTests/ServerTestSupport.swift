@@ -164,7 +164,10 @@ final class ServerProcess {
   let startLine: String
 
   /// `launcher`, when given, runs the server (`prlimit --fsize=N --`, `setpriv …`).
-  init(_ arguments: [String], in dir: URL, via launcher: [String] = []) throws {
+  init(
+    _ arguments: [String], in dir: URL, via launcher: [String] = [],
+    environment: [String: String]? = nil
+  ) throws {
     if let tool = launcher.first {
       process.executableURL = URL(fileURLWithPath: tool)
       process.arguments = launcher.dropFirst() + [countdownExecutable.path, "serve"] + arguments
@@ -173,6 +176,9 @@ final class ServerProcess {
       process.arguments = ["serve"] + arguments
     }
     process.currentDirectoryURL = dir
+    if let environment {
+      process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     process.standardOutput = output
     process.standardError = errors
     try process.run()

@@ -154,6 +154,33 @@ class TerminalBoardTest(unittest.TestCase):
         text = wait_for(lambda s: " live" in s and len(self.rows(s)) == 5, 10, "live again")
         self.assertIn("Late arrival", self.rows(text)[0])
 
+    def test_client_text_is_not_obeyed(self):
+        """Titles and subtitles are client text: an escape in them is shown, never run. The
+        OSC 2 sequence would set the pane's title; CR, ED (clear screen) and CUP (cursor home)
+        would wipe the board and write over its first line."""
+        wait_for(lambda s: len(self.rows(s)) == 4 and " live" in s, 10, "four rows, live")
+        title_before = tmux("display-message", "-p", "-t", SESSION, "#{pane_title}").strip()
+        self.server.send(
+            {"op": "start", "id": "evil", "kind": "countdown", "endDate": now_ms() + 20_000,
+             "title": "Gate\u001b]2;PWNED\u001b\\",
+             "subtitle": "x\rSPOOF\u001b[2J\u001b[1;1HFAKE BOARD\u0007\u009b31m"})
+        text = wait_for(lambda s: len(self.rows(s)) == 5, 5, "the fifth row")
+        time.sleep(1.2)  # a redraw or two more
+        text = screen()
+        self.assertNotEqual(
+            tmux("display-message", "-p", "-t", SESSION, "#{pane_title}").strip(), "PWNED")
+        self.assertEqual(
+            tmux("display-message", "-p", "-t", SESSION, "#{pane_title}").strip(), title_before)
+        # The board is whole: its header first, every earlier row still there.
+        self.assertTrue(text.splitlines()[0].startswith("Countdown  5 activities"), text)
+        for name in ("Auction", "Gate B12", "Parking", "Medication"):
+            self.assertIn(name, "".join(self.rows(text)))
+        # The escapes are shown as visible stand-ins on the new row.
+        evil = next(r for r in self.rows(text) if "PWNED" in r)
+        self.assertIn("Gate\u241b]2;PWNED", evil)
+        self.assertIn("\u240dSPOOF", evil)
+        self.assertNotIn("FAKE BOARD", text.splitlines()[0])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,61 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The service's own system calls, in one internal place: address parsing and the file limit. (The socket client's calls are in `UnixSocket.swift`;
+/// SwiftNIO makes the sockets.)
+enum System {
+  // MARK: - Addresses
+
+  /// The kind of address `host` is written as, parsed by the C library (`inet_pton`), never by
+  /// its prefix: `127.attacker.example` is a name, not a loopback address.
+  enum HostKind: Equatable {
+    /// An IPv4 address; `loopback` for 127.0.0.0/8.
+    case ipv4(loopback: Bool, unspecified: Bool)
+    /// An IPv6 address (without brackets); `loopback` for ::1 and ::ffff:127.x.y.z.
+    case ipv6(loopback: Bool, unspecified: Bool)
+    /// A name (resolved by DNS, so never trusted to mean this machine but `localhost`).
+    case name
+  }
+
+  static func hostKind(_ host: String) -> HostKind {
+    var v4 = in_addr()
+    if inet_pton(AF_INET, host, &v4) == 1 {
+      let first = UInt32(bigEndian: v4.s_addr) >> 24
+      return .ipv4(loopback: first == 127, unspecified: v4.s_addr == 0)
+    }
+    var v6 = in6_addr()
+    if inet_pton(AF_INET6, host, &v6) == 1 {
+      let b = withUnsafeBytes(of: &v6) { Array($0) }
+      let zeros = b[0..<15].allSatisfy { $0 == 0 }
+      let mapped = b[0..<10].allSatisfy { $0 == 0 } && b[10] == 0xFF && b[11] == 0xFF
+      return .ipv6(
+        loopback: (zeros && b[15] == 1) || (mapped && b[12] == 127),
+        unspecified: zeros && b[15] == 0)
+    }
+    return .name
+  }
+
+  /// `localhost`, 127.0.0.0/8 or ::1 (parsed, not matched by prefix).
+  static func isLoopback(_ host: String) -> Bool {
+    switch hostKind(host) {
+    case .ipv4(let loopback, _), .ipv6(let loopback, _): return loopback
+    case .name: return host.lowercased() == "localhost"
+    }
+  }
+
+  // MARK: - The file limit
+
+  /// Raises the soft limit on open files to the hard limit where allowed; returns the soft
+  /// limit in force afterwards (nil when it cannot be read).
+  static func raiseFileLimit() -> Int? {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
+    if limit.rlim_cur < limit.rlim_max {
+      var raised = limit
+      raised.rlim_cur = limit.rlim_max
+      if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+    }
+    return Int(clamping: limit.rlim_cur)
+  }
+}

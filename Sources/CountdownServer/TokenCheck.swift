@@ -1,0 +1,13 @@
+/// How a client's token is compared with the server's (SPEC §6–7): as bytes, never as Swift
+/// strings (`"e\u{301}" == "é"` is true for `String`, and its comparison stops at the first
+/// difference), in time that depends on the length only.
+enum TokenCheck {
+  /// Whether `given` is the token, byte for byte.
+  static func matches(_ given: some Collection<UInt8>, _ token: String) -> Bool {
+    let expected = token.utf8
+    guard given.count == expected.count else { return false }
+    var diff: UInt8 = 0
+    for (x, y) in zip(given, expected) { diff |= x ^ y }
+    return diff == 0
+  }
+}
