@@ -57,10 +57,12 @@ tuideps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux; }
 
 # The kiosk board (GET /) in a real headless Chromium driven by Selenium, against a real
-# `countdown serve --http` (the debug build); screenshots land in .build-browser.
+# `countdown serve --http` (the debug build); screenshots land in .build-browser. Then web
+# safety: a page on another origin, a rebound name and a frame against the same server.
 browser: deps browserdeps
 	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-browser python3 Tests/browser/test_board.py
+	SCRATCH=$(CURDIR)/.build-browser python3 Tests/browser/test_web_safety.py
 
 # `countdown board` under tmux, read back with capture-pane.
 tui: deps tuideps

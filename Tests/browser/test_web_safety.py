@@ -1,0 +1,155 @@
+"""Web safety (SPEC §7) in a real headless Chromium: what a page on another origin can do to a
+`countdown serve --http` on loopback. Chromium resolves attacker.example and evil.example to
+127.0.0.1 (--host-resolver-rules), as a DNS-rebinding attacker's resolver would.
+
+Run by `make browser` (part of `make test`); the environment is test_board.py's.
+"""
+
+import http.server
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_board import COUNTDOWN, Server, free_port, now_ms  # noqa: E402
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.options import Options  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+ATTACK = """<!doctype html><meta charset="utf-8"><title>loading</title>
+<h1>Win a prize</h1>
+<form id="f" method="POST" action="http://127.0.0.1:%(port)d/v1/activities" enctype="text/plain">
+<input type="hidden"
+ name='{"id":"evil","kind":"countdown","endDate":4102444800000,"title":"EVACUATE NOW","subtitle":"'
+ value='"}'>
+</form>
+<iframe id="fr" name="fr" src="http://127.0.0.1:%(port)d/" width="800" height="400"></iframe>
+<script>
+fetch("http://127.0.0.1:%(port)d/v1/activities/gate/end", {method: "POST", mode: "no-cors",
+      body: "{}"})
+  .then(() => fetch("http://127.0.0.1:%(port)d/v1/activities/gate", {method: "PATCH",
+      mode: "no-cors", body: '{"title":"PWNED"}'}))
+  .then(() => { document.title = "fetched"; }, () => { document.title = "fetched"; });
+</script>
+"""
+
+
+class AttackSite:
+    """Another origin (http://attacker.example:PORT/) serving the attacker's page."""
+
+    def __init__(self, target_port):
+        page = (ATTACK % {"port": target_port}).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class WebSafetyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="cd-websafety-", dir="/tmp")
+        cls.port = free_port()
+        cls.server = Server(cls.dir, cls.port)
+        status, _ = cls.server.api("POST", "/v1/activities", {
+            "id": "gate", "kind": "countdown", "endDate": now_ms() + 600_000, "title": "Gate B12"})
+        assert status == 201, status
+        cls.site = AttackSite(cls.port)
+        options = Options()
+        for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1280,800",
+                    "--host-resolver-rules=MAP attacker.example 127.0.0.1, "
+                    "MAP evil.example 127.0.0.1"]:
+            options.add_argument(arg)
+        options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+        service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+        cls.driver = webdriver.Chrome(service=service, options=options)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.site.stop()
+        cls.server.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def wait_for(self, condition, timeout, what):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if condition():
+                return
+            time.sleep(0.05)
+        raise AssertionError("timed out waiting for " + what)
+
+    def test_1_cross_site_requests_change_nothing(self):
+        """A form (enctype text/plain, a JSON body in disguise) and no-cors fetches from another
+        origin: the server refuses them; the activity is as it was, no new one exists."""
+        self.driver.get("http://attacker.example:%d/" % self.site.port)
+        self.wait_for(lambda: self.driver.title == "fetched", 10, "the page's fetches")
+        self.driver.execute_script("document.getElementById('f').submit()")
+        self.wait_for(lambda: "attacker.example" not in self.driver.current_url, 10,
+                      "the form's navigation")
+        self.assertIn("forbidden", self.driver.find_element(By.TAG_NAME, "body").text)
+        status, gate = self.server.api("GET", "/v1/activities/gate")
+        self.assertEqual(status, 200)
+        self.assertEqual(gate["phase"], "active")
+        self.assertEqual(gate["content"]["title"], "Gate B12")
+        self.assertEqual(self.server.api("GET", "/v1/activities/evil")[0], 404)
+
+    def test_2_board_not_framed(self):
+        """The board in another origin's frame stays empty (clickjacking of its buttons)."""
+        self.driver.get("http://attacker.example:%d/" % self.site.port)
+        self.wait_for(lambda: self.driver.title == "fetched", 10, "the page")
+        time.sleep(1.5)
+        self.driver.switch_to.frame("fr")
+        try:
+            self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "section.tile"), [])
+            self.assertEqual(self.driver.find_elements(By.TAG_NAME, "button"), [])
+        finally:
+            self.driver.switch_to.default_content()
+
+    def test_3_rebinding(self):
+        """A page on evil.example, which resolves to this machine, reads nothing."""
+        self.driver.get("http://evil.example:%d/v1/activities" % self.port)
+        body = self.driver.find_element(By.TAG_NAME, "body").text
+        self.assertIn("misdirected", body)
+        self.assertNotIn("Gate B12", body)
+        self.driver.get("http://evil.example:%d/" % self.port)
+        self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "section.tile"), [])
+
+    def test_4_own_page_still_works(self):
+        """The board's own buttons (same origin) still pause and resume."""
+        self.driver.get("http://127.0.0.1:%d/" % self.port)
+        self.wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR,
+                                                        'section.tile[data-id="gate"] button'),
+                      10, "the gate's buttons")
+        tile = self.driver.find_element(By.CSS_SELECTOR, 'section.tile[data-id="gate"]')
+        pause = next(b for b in tile.find_elements(By.TAG_NAME, "button")
+                     if b.text.lower() == "pause")
+        pause.click()
+        self.wait_for(lambda: self.server.api("GET", "/v1/activities/gate")[1]["phase"] == "paused",
+                      5, "the pause")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
