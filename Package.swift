@@ -30,6 +30,8 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     // HTTPField names of the web-safety headers (Hummingbird re-exports only the containers).
     .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+    // TLS for HTTP and --listen (--tls-cert, --tls-key): BoringSSL through SwiftNIO.
+    .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
   ],
   targets: [
@@ -73,6 +75,8 @@ let package = Package(
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "HummingbirdCore", package: "hummingbird"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
         .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "Prometheus", package: "swift-prometheus"),
       ]

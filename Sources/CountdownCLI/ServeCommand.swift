@@ -1,6 +1,7 @@
 import ArgumentParser
 import Countdown
 import CountdownServer
+import Dispatch
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -60,6 +61,18 @@ struct ServeCommand: AsyncParsableCommand {
       "Read the token from FILE (its first line), so that it is not seen in the process list. COUNTDOWN_TOKEN in the environment also gives it.",
       valueName: "FILE"))
   var tokenFile: String?
+
+  @Option(
+    name: .customLong("tls-cert"),
+    help: ArgumentHelp(
+      "Serve HTTPS on --http and TLS on --listen with this certificate chain (PEM); with --tls-key. SIGHUP reads both again.",
+      valueName: "FILE"))
+  var tlsCert: String?
+
+  @Option(
+    name: .customLong("tls-key"),
+    help: ArgumentHelp("The certificate's private key (PEM).", valueName: "FILE"))
+  var tlsKey: String?
 
   @Flag(
     name: .customLong("allow-plain-token"),
@@ -136,6 +149,9 @@ struct ServeCommand: AsyncParsableCommand {
     ] where value <= 0 {
       throw ValidationError("\(name) must be ≥ 1")
     }
+    guard (tlsCert == nil) == (tlsKey == nil) else {
+      throw ValidationError("give --tls-cert and --tls-key together")
+    }
     guard replyBufferBytes > 0 else { throw ValidationError("--reply-buffer-bytes must be ≥ 1") }
     guard token == nil || tokenFile == nil else {
       throw ValidationError("give the token once: --token or --token-file, not both")
@@ -188,6 +204,8 @@ struct ServeCommand: AsyncParsableCommand {
     options.bodyTimeoutMilliseconds = bodyTimeoutMs
     options.lineTimeoutMilliseconds = lineTimeoutMs
     options.replyBufferBytes = replyBufferBytes
+    options.tlsCertificatePath = tlsCert
+    options.tlsKeyPath = tlsKey
     // A write past a file-size limit (ulimit -f) is an error to report, not a signal to die of.
     signal(SIGXFSZ, SIG_IGN)
     let server = CountdownServer(options: options, logger: logger)
@@ -198,10 +216,12 @@ struct ServeCommand: AsyncParsableCommand {
       throw ExitCode.failure
     }
     var line = "countdown serve: pid \(getpid()), socket \(socket) (mode 0600)"
-    if let address = server.tcpAddress { line += ", tcp \(address)" }
+    if let address = server.tcpAddress { line += ", tcp \(Self.hostPort(address))" }
     if let address = server.httpAddress {
-      line += ", http http://\(Self.hostPort(address))/"
+      let scheme = server.usesTLS ? "https" : "http"
+      line += ", http \(scheme)://\(Self.hostPort(address))/"
     }
+    if server.usesTLS { line += " (TLS; SIGHUP reloads the certificate)" }
     if let restored = server.restoredCount {
       line +=
         ", state \(state) (sync \(sync), \(restored) \(restored == 1 ? "activity" : "activities") restored)"
@@ -210,6 +230,24 @@ struct ServeCommand: AsyncParsableCommand {
     }
     // The line is printed once the group traps SIGTERM and SIGINT: a supervisor that signals
     // as soon as it reads it gets a graceful stop, not the default death.
+    // With TLS, SIGHUP reads the certificate and key again; a pair that fails to load is
+    // logged and the old one kept.
+    var hangup: (any DispatchSourceSignal)?
+    if server.usesTLS {
+      signal(SIGHUP, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: SIGHUP)
+      source.setEventHandler {
+        do {
+          try server.reloadTLS()
+          logger.notice("SIGHUP: TLS certificate and key reloaded")
+        } catch {
+          logger.error("SIGHUP: \(error); the previous certificate stays in use")
+        }
+      }
+      source.resume()
+      hangup = source
+    }
+    defer { hangup?.cancel() }
     let announce = Announce(line: line, logger: logger, socket: socket)
     let group = ServiceGroup(
       services: [server, announce], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -129,6 +129,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
     var http: HTTPFrontEnd?
     var listeners: [Channel] = []
     var socketBound = false
+    var identity: TLSIdentity?
   }
 
   public init(options: ServerOptions, logger: Logger = Logger(label: "countdown.serve")) {
@@ -165,12 +166,13 @@ public final class CountdownServer: Service, @unchecked Sendable {
         "--http \(options.http!) is not a loopback address: give a --token, which each HTTP request must send as \"Authorization: Bearer TOKEN\""
       )
     }
+    let identity = try Self.tlsIdentity(options)
     for (address, option) in [(tcp, "--listen"), (http, "--http")] {
       if let address, !System.isLoopback(address.host), options.token != nil,
-        !options.allowPlainToken
+        !options.allowPlainToken, identity == nil
       {
         throw ServerStartError(
-          "\(option) \(address.host):\(address.port) is not a loopback address, and the token would cross the network in plain text, readable by anyone on the way; give --allow-plain-token if that network is trusted"
+          "\(option) \(address.host):\(address.port) is not a loopback address, and the token would cross the network in plain text, readable by anyone on the way: serve TLS (--tls-cert and --tls-key), or give --allow-plain-token if that network is trusted"
         )
       }
     }
@@ -241,11 +243,12 @@ public final class CountdownServer: Service, @unchecked Sendable {
     state.withLockedValue {
       $0.group = group
       $0.core = core
+      $0.identity = identity
     }
     do {
       // Mode 0600 from the start: the socket file is created under umask 0177.
       let old = umask(0o177)
-      let unix = try bootstrap(group, core, tcp: false)
+      let unix = try bootstrap(group, core, tcp: false, identity: nil)
         .bind(unixDomainSocketPath: options.socketPath).wait()
       umask(old)
       state.withLockedValue {
@@ -253,7 +256,8 @@ public final class CountdownServer: Service, @unchecked Sendable {
         $0.socketBound = true
       }
       if let tcp {
-        let channel = try bootstrap(group, core, tcp: true).bind(host: tcp.host, port: tcp.port)
+        let channel = try bootstrap(group, core, tcp: true, identity: identity)
+          .bind(host: tcp.host, port: tcp.port)
           .wait()
         state.withLockedValue { $0.listeners.append(channel) }
       }
@@ -263,7 +267,8 @@ public final class CountdownServer: Service, @unchecked Sendable {
     }
     if let http {
       do {
-        let front = try HTTPFrontEnd(core: core, host: http.host, port: http.port, logger: logger)
+        let front = try HTTPFrontEnd(
+          core: core, host: http.host, port: http.port, identity: identity, logger: logger)
         state.withLockedValue { $0.http = front }
       } catch {
         stop()
@@ -272,8 +277,9 @@ public final class CountdownServer: Service, @unchecked Sendable {
     }
   }
 
-  private func bootstrap(_ group: EventLoopGroup, _ core: ServerCore, tcp: Bool) -> ServerBootstrap
-  {
+  private func bootstrap(
+    _ group: EventLoopGroup, _ core: ServerCore, tcp: Bool, identity: TLSIdentity?
+  ) -> ServerBootstrap {
     let needsAuth = tcp && options.token != nil
     let limit = core.connectionLimit
     return ServerBootstrap(group: group)
@@ -291,6 +297,9 @@ public final class CountdownServer: Service, @unchecked Sendable {
       )
       .childChannelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
+          if let identity {
+            try channel.pipeline.syncOperations.addHandler(identity.handler())
+          }
           if core.connectionOpened(channel) {
             try channel.pipeline.syncOperations.addHandler(
               ConnectionHandler(core: core, needsAuth: needsAuth))
@@ -306,6 +315,27 @@ public final class CountdownServer: Service, @unchecked Sendable {
           }
         }
       }
+  }
+
+  /// Whether HTTP and TCP are served over TLS.
+  public var usesTLS: Bool { options.tlsCertificatePath != nil }
+
+  /// Reads `--tls-cert` and `--tls-key` again (SIGHUP): new connections present the new
+  /// certificate; those open keep theirs. On an error the old pair stays in use.
+  public func reloadTLS() throws(ServerStartError) {
+    guard let identity = state.withLockedValue({ $0.identity }) else {
+      throw ServerStartError("the server does not serve TLS (no --tls-cert and --tls-key)")
+    }
+    try identity.reload()
+  }
+
+  /// The identity of `--tls-cert` and `--tls-key`, both or neither.
+  static func tlsIdentity(_ options: ServerOptions) throws(ServerStartError) -> TLSIdentity? {
+    switch (options.tlsCertificatePath, options.tlsKeyPath) {
+    case (nil, nil): return nil
+    case (let cert?, let key?): return try TLSIdentity(certificatePath: cert, keyPath: key)
+    default: throw ServerStartError("give --tls-cert and --tls-key together")
+    }
   }
 
   /// Stops accepting, answers every request already read, closes the connections, stops the

@@ -4,6 +4,7 @@ import CountdownProtocol
 import Dispatch
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -26,18 +27,30 @@ final class HTTPFrontEnd: Sendable {
   let address: SocketAddress?
 
   /// Binds and starts serving; throws when the address cannot be bound.
-  init(core: ServerCore, host: String, port: Int, logger: Logger) throws(ServerStartError) {
+  init(core: ServerCore, host: String, port: Int, identity: TLSIdentity?, logger: Logger)
+    throws(ServerStartError)
+  {
     let ready = DispatchSemaphore(value: 0)
     let bound = NIOLockedValueBox<SocketAddress?>(nil)
     let failure = NIOLockedValueBox<(any Error)?>(nil)
+    let http1 = HTTP1Channel.Configuration(
+      additionalChannelHandlers: [HTTPConnectionGuard(core: core)])
+    let server: HTTPServerBuilder
+    if let identity {
+      server = HTTPServerBuilder { responder in
+        ReloadingTLSChannel(
+          base: HTTP1Channel(responder: responder, configuration: http1), identity: identity)
+      }
+    } else {
+      server = .http1(configuration: http1)
+    }
     let app = Application(
       responder: HTTPRoutes(
         core: core,
         guardrail: WebGuard(
           listenHost: host, publicHosts: core.options.publicHosts,
-          corsOrigins: core.options.corsOrigins, tls: false)),
-      server: .http1(
-        configuration: .init(additionalChannelHandlers: [HTTPConnectionGuard(core: core)])),
+          corsOrigins: core.options.corsOrigins, tls: identity != nil)),
+      server: server,
       configuration: ApplicationConfiguration(address: .hostname(host, port: port)),
       onServerRunning: { channel in
         bound.withLockedValue { $0 = channel.localAddress }

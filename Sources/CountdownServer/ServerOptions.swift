@@ -35,6 +35,11 @@ public struct ServerOptions: Sendable {
   /// How long a socket or TCP client may take to finish a line it has begun, and a TCP client
   /// that needs the token to send it.
   public var lineTimeoutMilliseconds: Int64 = 30_000
+  /// The certificate chain (PEM) served over TLS on HTTP and `listen` (`--tls-cert`); with
+  /// `tlsKeyPath`. Nil for plain TCP.
+  public var tlsCertificatePath: String?
+  /// The certificate's private key (PEM, `--tls-key`).
+  public var tlsKeyPath: String?
   /// The text style of `text` in events and activity objects.
   public var style: TimerStyle
   /// The engine's limits (`maxActivities`, `maxActiveDurationMs`).

@@ -130,12 +130,16 @@ struct DurabilityTests {
       let path = dir.appendingPathComponent("s.db").path
       /// A server on `state` exits 1 with a message containing `contains`; with `untouched`,
       /// the state file is byte for byte what it was.
+      var executable = countdownExecutable
+      var environment: [String: String]? = nil
       func refused(
         _ contains: String, state: String = "s.db", via: [String] = [],
         socket: String = "c.sock", untouched: Bool = true
       ) throws {
         let before = untouched ? Self.sha(path) : nil
-        let p = try ServerProcess(["--socket", socket, "--state", state], in: dir, via: via)
+        let p = try ServerProcess(
+          ["--socket", socket, "--state", state], in: dir, via: via, environment: environment,
+          executable: executable)
         #expect(p.exitStatus(within: 10) == 1)
         let text = p.errorText
         #expect(text.contains(contains), "\(text)")
@@ -182,9 +186,29 @@ struct DurabilityTests {
       try FileManager.default.createDirectory(at: ro, withIntermediateDirectories: true)
       chmod(ro.path, 0o555)
       chmod(dir.path, 0o777)
+      let asNobody = geteuid() == 0
       let via =
-        geteuid() == 0
-        ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        asNobody ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+      // nobody may not enter the checkout (a clone in a 0700 directory, as a home directory
+      // is): it runs a copy of the executable from the test's own directory, and under
+      // ThreadSanitizer reads a copy of the suppressions file from there too.
+      if asNobody {
+        let copy = dir.appendingPathComponent("countdown")
+        try FileManager.default.copyItem(at: countdownExecutable, to: copy)
+        chmod(copy.path, 0o755)
+        if let tsan = ProcessInfo.processInfo.environment["TSAN_OPTIONS"],
+          let range = tsan.firstMatch(of: /suppressions=([^:]+)/)
+        {
+          let supp = dir.appendingPathComponent("tsan.supp")
+          try FileManager.default.copyItem(atPath: String(range.1), toPath: supp.path)
+          chmod(supp.path, 0o644)
+          environment = [
+            "TSAN_OPTIONS": tsan.replacingOccurrences(
+              of: String(range.0), with: "suppressions=\(supp.path)")
+          ]
+        }
+        executable = copy
+      }
       try refused("the directory ro is not writable", state: "ro/s.db", via: via, untouched: false)
       #expect(try FileManager.default.contentsOfDirectory(atPath: ro.path).isEmpty)
     }

@@ -166,13 +166,13 @@ final class ServerProcess {
   /// `launcher`, when given, runs the server (`prlimit --fsize=N --`, `setpriv …`).
   init(
     _ arguments: [String], in dir: URL, via launcher: [String] = [],
-    environment: [String: String]? = nil
+    environment: [String: String]? = nil, executable: URL = countdownExecutable
   ) throws {
     if let tool = launcher.first {
       process.executableURL = URL(fileURLWithPath: tool)
-      process.arguments = launcher.dropFirst() + [countdownExecutable.path, "serve"] + arguments
+      process.arguments = launcher.dropFirst() + [executable.path, "serve"] + arguments
     } else {
-      process.executableURL = countdownExecutable
+      process.executableURL = executable
       process.arguments = ["serve"] + arguments
     }
     process.currentDirectoryURL = dir

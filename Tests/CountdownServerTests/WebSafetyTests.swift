@@ -488,3 +488,177 @@ struct WebSafetyProcessTests {
     }
   }
 }
+
+/// A test CA and a server certificate it signed (EC P-256, for localhost and 127.0.0.1), made
+/// with the openssl command in `dir`: ca.pem, server.pem, server.key.
+func makeCertificates(in dir: URL, commonName: String = "localhost", prefix: String = "server")
+  throws
+{
+  func openssl(_ arguments: [String]) throws {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+    p.arguments = arguments
+    p.currentDirectoryURL = dir
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else {
+      throw TestFailure("openssl \(arguments.joined(separator: " ")) failed")
+    }
+  }
+  let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+  if !FileManager.default.fileExists(atPath: dir.appendingPathComponent("ca.pem").path) {
+    try openssl(
+      ["req", "-x509"] + ec + [
+        "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Countdown test CA",
+      ])
+  }
+  try openssl(
+    ["req"] + ec + [
+      "-keyout", "\(prefix).key", "-out", "\(prefix).csr", "-subj", "/CN=\(commonName)",
+    ])
+  try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(
+    to: dir.appendingPathComponent("san.ext"), atomically: true, encoding: .utf8)
+  try openssl([
+    "x509", "-req", "-in", "\(prefix).csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+    "-CAcreateserial", "-out", "\(prefix).pem", "-days", "2", "-extfile", "san.ext",
+  ])
+}
+
+/// Runs a command and returns its standard output (standard error dropped), with `input`
+/// (kept open `hold` seconds after it is written). The command must end by itself: a child of
+/// the test process inherits its blocked signals, so `timeout` cannot stop it.
+func run(
+  _ tool: String, _ arguments: [String], input: String = "", holdingInputFor hold: Double = 0,
+  in dir: URL
+) throws -> (status: Int32, output: String) {
+  let p = Process()
+  p.executableURL = URL(fileURLWithPath: tool)
+  p.arguments = arguments
+  p.currentDirectoryURL = dir
+  let out = Pipe()
+  let inp = Pipe()
+  p.standardOutput = out
+  p.standardError = FileHandle.nullDevice
+  p.standardInput = inp
+  try p.run()
+  inp.fileHandleForWriting.write(Data(input.utf8))
+  if hold > 0 { usleep(UInt32(hold * 1_000_000)) }
+  try inp.fileHandleForWriting.close()
+  let data = out.fileHandleForReading.readDataToEndOfFile()
+  p.waitUntilExit()
+  return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+@Suite("TLS", .serialized)
+struct TLSTests {
+  @Test("HTTPS and TLS on --listen: curl, an event stream, the line protocol; SIGHUP reloads")
+  func served() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      try makeCertificates(in: dir)
+      let server = try ServerProcess(
+        [
+          "--socket", "c.sock", "--state", ":memory:", "--http", "127.0.0.1:0", "--listen",
+          "127.0.0.1:0", "--tls-cert", "server.pem", "--tls-key", "server.key",
+        ], in: dir)
+      let port = try #require(
+        server.startLine.firstMatch(of: /https:\/\/127\.0\.0\.1:(\d+)\//).flatMap { Int($0.1) },
+        "\(server.startLine)")
+      let tcp = try #require(
+        server.startLine.firstMatch(of: /tcp 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) })
+      let base = "https://127.0.0.1:\(port)"
+      // Created and read over HTTPS, checked against the test CA.
+      let made = try run(
+        "/usr/bin/curl",
+        [
+          "-sS", "--cacert", "ca.pem", "-X", "POST", "\(base)/v1/activities", "-d",
+          #"{"id":"gate","kind":"countdown","endDate":4102444800000,"title":"Gate"}"#,
+        ], in: dir)
+      #expect(made.output.contains(#""id":"gate""#), "\(made)")
+      let stream = try run(
+        "/usr/bin/curl",
+        ["-sS", "-N", "--max-time", "2", "--cacert", "ca.pem", "\(base)/v1/events"],
+        in: dir)
+      #expect(stream.output.contains("event: snapshot"))
+      #expect(stream.output.contains("Gate"))
+      // Plain HTTP on the TLS port gets no answer.
+      let plain = try run(
+        "/usr/bin/curl", ["-sS", "--max-time", "3", "http://127.0.0.1:\(port)/v1/time"], in: dir)
+      #expect(!plain.output.contains("now"))
+      // The line protocol over TLS.
+      // s_client closes when its input ends: the input is held open a moment for the reply.
+      let line = try run(
+        "/usr/bin/openssl",
+        [
+          "s_client", "-quiet", "-no_ign_eof", "-connect", "127.0.0.1:\(tcp)", "-CAfile", "ca.pem",
+          "-verify_return_error",
+        ],
+        input: #"{"rid":7,"op":"get","id":"gate"}"# + "\n", holdingInputFor: 1.5, in: dir)
+      #expect(line.output.contains(#""rid":7,"ok":true"#), "\(line)")
+      // SIGHUP: new connections present the new certificate.
+      func subject() throws -> String {
+        let chain = try run(
+          "/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-CAfile", "ca.pem"],
+          in: dir)
+        let pem = try run(
+          "/usr/bin/openssl", ["x509", "-noout", "-subject"], input: chain.output, in: dir)
+        return pem.output
+      }
+      #expect(try subject().contains("CN = localhost"))
+      try makeCertificates(in: dir, commonName: "reloaded", prefix: "next")
+      try FileManager.default.removeItem(at: dir.appendingPathComponent("server.pem"))
+      try FileManager.default.removeItem(at: dir.appendingPathComponent("server.key"))
+      try FileManager.default.copyItem(
+        at: dir.appendingPathComponent("next.pem"), to: dir.appendingPathComponent("server.pem"))
+      try FileManager.default.copyItem(
+        at: dir.appendingPathComponent("next.key"), to: dir.appendingPathComponent("server.key"))
+      kill(server.pid, SIGHUP)
+      var reloaded = false
+      for _ in 0..<50 where !reloaded {
+        usleep(100_000)
+        reloaded = try subject().contains("CN = reloaded")
+      }
+      #expect(reloaded)
+      // A broken pair on SIGHUP keeps the last good one.
+      try "not a key".write(
+        to: dir.appendingPathComponent("server.key"), atomically: true, encoding: .utf8)
+      kill(server.pid, SIGHUP)
+      usleep(300_000)
+      #expect(try subject().contains("CN = reloaded"))
+      #expect(server.process.isRunning)
+    }
+  }
+
+  @Test("A missing or mismatched pair exits 1 before listening; TLS lifts the plain-token rule")
+  func badPairs() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      try makeCertificates(in: dir)
+      try makeCertificates(in: dir, prefix: "other")
+      for (pair, message) in [
+        (
+          ["--tls-cert", "missing.pem", "--tls-key", "server.key"],
+          "cannot read the certificate chain"
+        ),
+        (["--tls-cert", "server.pem", "--tls-key", "other.key"], "do not make a TLS identity"),
+        (["--tls-cert", "server.pem"], "--tls-cert and --tls-key together"),
+      ] {
+        let p = try ServerProcess(["--socket", "c.sock", "--http", "127.0.0.1:0"] + pair, in: dir)
+        #expect(p.exitStatus(within: 10) != 0)
+        #expect(p.errorText.contains(message), "\(pair)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("c.sock").path))
+      }
+      var options = ServerOptions(
+        socketPath: dir.appendingPathComponent("t.sock").path, listen: "0.0.0.0:0", token: "tok")
+      options.tlsCertificatePath = dir.appendingPathComponent("server.pem").path
+      options.tlsKeyPath = dir.appendingPathComponent("server.key").path
+      let server = CountdownServer(options: options)
+      try server.start()
+      server.stop()
+    }
+  }
+}

@@ -5,9 +5,15 @@
 Run by `make browser` (part of `make test`); the environment is test_board.py's.
 """
 
+import base64
+import hashlib
 import http.server
+import json
 import os
 import shutil
+import signal
+import ssl
+import subprocess
 import sys
 import tempfile
 import threading
@@ -149,6 +155,95 @@ class WebSafetyTest(unittest.TestCase):
         pause.click()
         self.wait_for(lambda: self.server.api("GET", "/v1/activities/gate")[1]["phase"] == "paused",
                       5, "the pause")
+
+
+def openssl(dir, *args, input=None):
+    return subprocess.run(["openssl"] + list(args), cwd=dir, input=input, capture_output=True,
+                          check=True).stdout
+
+
+class BoardOverHTTPSTest(unittest.TestCase):
+    """The board served with --tls-cert/--tls-key, in Chromium trusting exactly that key."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="cd-tls-", dir="/tmp")
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        openssl(cls.dir, "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+                "-subj", "/CN=Countdown test CA")
+        openssl(cls.dir, "req", *ec, "-keyout", "server.key", "-out", "server.csr",
+                "-subj", "/CN=localhost")
+        with open(os.path.join(cls.dir, "san.ext"), "w") as f:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        openssl(cls.dir, "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+        spki = openssl(cls.dir, "pkey", "-in", "server.key", "-pubout", "-outform", "der")
+        pin = base64.b64encode(hashlib.sha256(spki).digest()).decode()
+        cls.port = free_port()
+        cls.proc = subprocess.Popen(
+            [COUNTDOWN, "serve", "--socket", os.path.join(cls.dir, "c.sock"), "--state", ":memory:",
+             "--http", "127.0.0.1:%d" % cls.port, "--tls-cert", "server.pem",
+             "--tls-key", "server.key"],
+            cwd=cls.dir, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = cls.proc.stdout.readline()
+        assert "https://127.0.0.1:%d/" % cls.port in line, line
+        cls.tls = ssl.create_default_context(cafile=os.path.join(cls.dir, "ca.pem"))
+        status, _ = cls.api("POST", "/v1/activities", {
+            "id": "gate", "kind": "countdown", "endDate": now_ms() + 600_000, "title": "Gate B12"})
+        assert status == 201, status
+        options = Options()
+        for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1280,800", "--ignore-certificate-errors-spki-list=" + pin]:
+            options.add_argument(arg)
+        options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+        service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+        cls.driver = webdriver.Chrome(service=service, options=options)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.proc.send_signal(signal.SIGTERM)
+        cls.proc.wait(timeout=15)
+        cls.proc.stdout.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    @classmethod
+    def api(cls, method, path, body=None):
+        import urllib.error
+        import urllib.request
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request("https://127.0.0.1:%d%s" % (cls.port, path), data=data,
+                                     method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=10, context=cls.tls) as r:
+                return r.status, json.loads(r.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def test_board_over_https(self):
+        """Tiles, live seconds from the event stream and the pause button, all over HTTPS."""
+        self.driver.get("https://127.0.0.1:%d/" % self.port)
+        deadline = time.time() + 10
+        while time.time() < deadline and not self.driver.find_elements(
+                By.CSS_SELECTOR, 'section.tile[data-id="gate"]'):
+            time.sleep(0.05)
+        tile = self.driver.find_element(By.CSS_SELECTOR, 'section.tile[data-id="gate"]')
+        self.assertIn("Gate B12", tile.text)
+        # A lifecycle event over the stream redraws the tile: end it from the API.
+        pause = next(b for b in tile.find_elements(By.TAG_NAME, "button")
+                     if b.text.lower() == "pause")
+        pause.click()
+        deadline = time.time() + 5
+        while time.time() < deadline and self.api("GET", "/v1/activities/gate")[1]["phase"] != "paused":
+            time.sleep(0.05)
+        self.assertEqual(self.api("GET", "/v1/activities/gate")[1]["phase"], "paused")
+        self.api("POST", "/v1/activities/gate/end", {})
+        deadline = time.time() + 5
+        while time.time() < deadline and "ended" not in self.driver.find_element(
+                By.CSS_SELECTOR, 'section.tile[data-id="gate"]').text.lower():
+            time.sleep(0.05)
+        self.assertIn("ended", self.driver.find_element(
+            By.CSS_SELECTOR, 'section.tile[data-id="gate"]').text.lower())
 
 
 if __name__ == "__main__":
