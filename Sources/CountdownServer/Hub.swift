@@ -469,6 +469,7 @@ final class Hub: @unchecked Sendable {
     sub.waitingTick.removeAll()
     sub.waitingBytes = 0
     sub.overSince = nil
+    sub.lastWrite = NIODeadline.now()  // paced like any other write of an event stream
     sub.sink.write(buffer)
   }
 }
