@@ -92,10 +92,10 @@ bench-format: deps
 TSAN_SUPP := suppressions=$(CURDIR)/.ci/tsan.supp
 
 # ThreadSanitizer over the real-loop tests, the service's socket tests and its HTTP tests that
-# run in this process, a stream joining mid-flow among them (own scratch path, so the debug
-# build stays).
+# run in this process, a stream joining mid-flow among them, and the web-safety tests served in
+# this process (limits, timeouts, the guard) (own scratch path, so the debug build stays).
 tsan: deps
-	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)'
+	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests'
 	# The durable state: the state file in process, and servers run as children (built with
 	# ThreadSanitizer too), which stop at their first race. Not the disk-failure test: under
 	# its file-size limit the sanitizer's runtime cannot start (SIGBUS).

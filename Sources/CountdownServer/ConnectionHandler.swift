@@ -43,6 +43,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
   private var owed = 0
   /// Bytes read and not parsed yet, waiting for `owed` to come down.
   private var backlog: [UInt8] = []
+  /// Where the unparsed bytes of `backlog` start (parsed ones are dropped in bulk, not one
+  /// batch's worth at a time, which would copy the rest each time).
+  private var backlogHead = 0
   /// The close of a client that takes too long to finish its line or send its token.
   private var lineTimer: Scheduled<Void>?
 
@@ -52,7 +55,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     writer = ReplyWriter(formatter: core.formatter)
   }
 
-  private var paused: Bool { !backlog.isEmpty }
+  private var paused: Bool { backlogHead < backlog.count }
 
   func channelActive(context: ChannelHandlerContext) {
     watchLine(context)
@@ -268,11 +271,24 @@ final class ConnectionHandler: ChannelDuplexHandler {
   private func written(_ cost: Int, _ context: ChannelHandlerContext) {
     owed -= cost
     guard paused, !closing, context.channel.isActive else { return }
+    // The backlog is parsed from where it stopped. (While paused, `partial` is empty: a line
+    // that did not fit went back whole, so `consume` adds nothing to the backlog here.)
     let waiting = backlog
+    let head = backlogHead
     backlog = []
-    let used = waiting.withUnsafeBufferPointer { consume($0) }
-    if used < waiting.count {
-      backlog += waiting[used...]
+    backlogHead = 0
+    let used = waiting.withUnsafeBufferPointer {
+      consume(UnsafeBufferPointer(rebasing: $0[head...]))
+    }
+    if head + used < waiting.count {
+      let added = backlog  // empty, as said above
+      backlog = waiting
+      backlogHead = head + used
+      if backlogHead > 1 << 20 {
+        backlog.removeSubrange(..<backlogHead)
+        backlogHead = 0
+      }
+      if !added.isEmpty { backlog += added }
     }
     submit(context)
     if !paused {
@@ -368,20 +384,25 @@ final class RefusingHandler: ChannelInboundHandler {
 }
 
 /// What a request's reply is estimated to cost before it is built, so that a connection stops
-/// being read before its replies grow past its budget (SPEC §6, "Backpressure").
+/// being read before its replies grow past its budget (SPEC §6, "Backpressure"). Each estimate
+/// is at or above what the reply takes: an acknowledgement is about 60 bytes, an error's
+/// message at most about 300, an activity object 250–400 (more with a large content).
 enum ReplyBudget {
-  /// An activity object with room for its content (most are 250–400 bytes).
+  /// An activity object with room for its content.
   static let perActivity = 512
-  /// A reply that is not a listing: an activity, an error, an acknowledgement.
-  static let smallReply = 512
+  /// An acknowledgement (`ok`, `at`, a `rid`, a started `id`).
+  static let acknowledgement = 128
+  /// An error with its message (a line over the limit, a bad request).
+  static let smallReply = 384
 
   /// Bytes the reply to `request` may take when the engine holds `activities`.
   static func estimate(_ request: Result<ServerRequest, CountdownError>, activities: Int) -> Int {
     guard case .success(let r) = request else { return smallReply }
     switch r {
-    case .list(.soonest(let k)): return smallReply + min(k, activities) * perActivity
-    case .list, .subscribe: return smallReply + activities * perActivity
-    default: return smallReply
+    case .list(.soonest(let k)): return acknowledgement + min(k, activities) * perActivity
+    case .list, .subscribe: return acknowledgement + activities * perActivity
+    case .command(.get, _): return acknowledgement + perActivity
+    default: return acknowledgement
     }
   }
 }

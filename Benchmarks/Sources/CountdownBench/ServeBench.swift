@@ -22,14 +22,19 @@ struct ServeChild: AsyncParsableCommand {
   @Option var state = ":memory:"
   @Option var sync = "normal"
   @Option var http: String?
+  @Option var tlsCert: String?
+  @Option var tlsKey: String?
+  @Option var replyBufferBytes: Int?
 
   func run() async throws {
     raiseDescriptorLimit()
-    let server = CountdownServer(
-      options: ServerOptions(
-        socketPath: socket, http: http, subscriberBufferBytes: subscriberBufferBytes,
-        statePath: state, sync: StoreSync(rawValue: sync) ?? .normal),
-      logger: Logger(label: "bench"))
+    var options = ServerOptions(
+      socketPath: socket, http: http, subscriberBufferBytes: subscriberBufferBytes,
+      statePath: state, sync: StoreSync(rawValue: sync) ?? .normal)
+    options.tlsCertificatePath = tlsCert
+    options.tlsKeyPath = tlsKey
+    if let replyBufferBytes { options.replyBufferBytes = replyBufferBytes }
+    let server = CountdownServer(options: options, logger: Logger(label: "bench"))
     try server.start()
     print("ready")
     if let port = server.httpAddress?.port { print("port \(port)") }
@@ -61,7 +66,14 @@ struct ServeBench: ParsableCommand {
   @Option(help: "Alternating rounds of the stalled-subscriber comparison.")
   var stalledRounds = 3
 
+  @Option(
+    help:
+      "With N > 0, only pipelined commands with the default reply budget (1 MiB a connection) beside an unbounded one, N alternating rounds."
+  )
+  var replyBudgetRounds = 0
+
   func run() throws {
+    if replyBudgetRounds > 0 { return try replyBudgetComparison() }
     if !commandsOnly { try latenessRuns() }
     print("\n| commands | connections | per second |")
     print("|---|---|---|")
@@ -83,6 +95,36 @@ struct ServeBench: ParsableCommand {
     let fan = try lateness(activities: 10_000, subscribers: 100, stalled: false)
     print("| fan-out: 10k activities × 100 subscribers | \(fan.row) |")
     try stalledComparison()
+  }
+
+  /// Pipelined commands per second with the reply budget of a connection at its default
+  /// (1 MiB, estimated before the replies are built) and unbounded (as before the budget),
+  /// alternating, with the medians' ratio.
+  func replyBudgetComparison() throws {
+    print("| commands | connections | budget | round | per second |")
+    print("|---|---|---|---|---|")
+    func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+    var summary: [String] = []
+    for connections in [1, 8] {
+      for op in ["start", "get"] {
+        var rates: [String: [Double]] = ["1 MiB": [], "unbounded": []]
+        for round in 1...replyBudgetRounds {
+          for (name, bytes) in [("1 MiB", nil), ("unbounded", Int.max / 4)] as [(String, Int?)] {
+            let rate = try Self.throughput(
+              op: op, connections: connections, commands: commands, replyBufferBytes: bytes)
+            rates[name]!.append(rate)
+            print("| \(op) | \(connections) | \(name) | \(round) | \(Int(rate)) |")
+          }
+        }
+        let a = median(rates["1 MiB"]!)
+        let b = median(rates["unbounded"]!)
+        summary.append(
+          "| \(op) | \(connections) | \(Int(a)) | \(Int(b)) | \(String(format: "%.2f", a / b))x |")
+      }
+    }
+    print("\n| commands | connections | median, 1 MiB budget | median, unbounded | ratio |")
+    print("|---|---|---|---|---|")
+    for row in summary { print(row) }
   }
 
   /// The other subscriber's lateness beside a subscriber that never reads, and without it, in
@@ -251,9 +293,9 @@ struct ServeBench: ParsableCommand {
   /// Pipelines `commands` requests over `connections` connections and times the replies.
   static func throughput(
     op: String, connections: Int, commands: Int, state: String = ":memory:",
-    sync: String = "normal"
+    sync: String = "normal", replyBufferBytes: Int? = nil
   ) throws -> Double {
-    let child = try Child(state: state, sync: sync)
+    let child = try Child(state: state, sync: sync, replyBufferBytes: replyBufferBytes)
     defer { child.stop() }
     let clients = try (0..<connections).map { _ in try Client(child.socket) }
     // gets need activities to get.
@@ -305,7 +347,8 @@ final class Child {
   /// makes it serve HTTP on a free loopback port.
   init(
     subscriberBufferBytes: Int = 8 << 20, state: String = ":memory:", sync: String = "normal",
-    http: Bool = false
+    http: Bool = false, tls: (certificate: String, key: String)? = nil,
+    replyBufferBytes: Int? = nil
   ) throws {
     socket = "/tmp/cdb-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
@@ -314,6 +357,8 @@ final class Child {
         "serve-child", "--socket", socket, "--subscriber-buffer-bytes", "\(subscriberBufferBytes)",
         "--state", state, "--sync", sync,
       ] + (http ? ["--http", "127.0.0.1:0"] : [])
+      + (tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? [])
+      + (replyBufferBytes.map { ["--reply-buffer-bytes", "\($0)"] } ?? [])
     let out = Pipe()
     process.standardOutput = out
     try process.run()
