@@ -73,13 +73,17 @@ final class HTTPFrontEnd: Sendable {
     }
     self.group = group
     self.finished = finished
-    _ = ready.wait(timeout: .now() + .seconds(30))
+    // A bind that fails answers at once; only a server whose task has not run yet waits here.
+    // That task needs a thread of Swift's cooperative pool (two on two cores), which other
+    // work in the process can hold for long (a test run's synchronous suites held both for
+    // over 30 s): wait up to two minutes rather than fail a server that would start.
+    _ = ready.wait(timeout: .now() + .seconds(120))
     address = bound.withLockedValue { $0 }
     if address == nil {
       let error = failure.withLockedValue { $0 }
       stop()
       throw ServerStartError(
-        "cannot listen for HTTP on \(host):\(port): \(error.map { "\($0)" } ?? "it did not start within 30 s")"
+        "cannot listen for HTTP on \(host):\(port): \(error.map { "\($0)" } ?? "it did not start within 120 s")"
       )
     }
   }
