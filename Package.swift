@@ -98,6 +98,10 @@ let package = Package(
     ),
     .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
     .testTarget(
+      name: "CountdownStoreTests",
+      dependencies: ["CountdownStore", "Countdown", .product(name: "GRDB", package: "GRDB.swift")],
+      exclude: ["Fixtures"]),
+    .testTarget(
       name: "CountdownServerTests",
       dependencies: [
         "CountdownServer", "CountdownStore", "Countdown", "CountdownCLI",

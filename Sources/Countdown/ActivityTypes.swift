@@ -10,12 +10,12 @@ public enum ActivityKind: String, Sendable, Hashable, CaseIterable {
 }
 
 /// Where an activity is in its life: `active ⇄ paused → ended` (then dismissed and forgotten).
-public enum ActivityPhase: String, Sendable, Hashable {
+public enum ActivityPhase: String, Sendable, Hashable, CaseIterable {
   case active, paused, ended
 }
 
 /// Why an activity ended.
-public enum EndReason: String, Sendable, Hashable {
+public enum EndReason: String, Sendable, Hashable, CaseIterable {
   /// An `end` command.
   case requested
   /// A countdown reached zero with `endOnExpiry`.

@@ -129,11 +129,12 @@ package final class StateStore {
     return fd
   }
 
-  /// The schema, one migration per version. A file that has migrations this list does not
-  /// know was written by a newer countdown.
+  /// The schema, one migration per version (``StateSchema``). A file that has migrations this
+  /// list does not know was written by a newer countdown. v1's SQL is kept as it was written
+  /// (it is what old files hold); later tables and columns come from ``ActivityColumn``.
   static var migrator: DatabaseMigrator {
     var m = DatabaseMigrator()
-    m.registerMigration("v1") { db in
+    m.registerMigration(StateSchema.v1.rawValue) { db in
       try db.execute(sql: "PRAGMA application_id = \(applicationID)")
       try db.execute(
         sql: """
@@ -170,6 +171,21 @@ package final class StateStore {
             lastTimestamp INTEGER
           ) WITHOUT ROWID;
           """)
+    }
+    // Kinds, phases and end reasons by name instead of by position (SQLite cannot change a
+    // column's type in place: the table is copied).
+    m.registerMigration(StateSchema.v2.rawValue) { db in
+      let renamed: [ActivityColumn: String] = [
+        .kind: V1Codes.rename("kind", V1Codes.kinds),
+        .phase: V1Codes.rename("phase", V1Codes.phases),
+        .endReason: V1Codes.rename("endReason", V1Codes.reasons),
+      ]
+      let select = ActivityColumn.allCases.filter { $0.addedIn <= .v2 }
+        .map { renamed[$0] ?? $0.name }.joined(separator: ", ")
+      try db.execute(sql: ActivityColumn.createTable("activity_v2", upTo: .v2))
+      try db.execute(sql: "INSERT INTO activity_v2 SELECT \(select) FROM activity")
+      try db.execute(sql: "DROP TABLE activity")
+      try db.execute(sql: "ALTER TABLE activity_v2 RENAME TO activity")
     }
     return m
   }
@@ -231,6 +247,15 @@ package final class StateStore {
             "\(path) was written by a newer countdown (schema \(newer.joined(separator: ", ")); this one knows up to \(migrator.migrations.last!)); it was left untouched. Run the newer countdown, or choose another --state"
           )
         }
+        // A v1 file is migrated on opening: a row it cannot migrate is refused before then.
+        if try migrator.appliedIdentifiers(db) == [StateSchema.v1.rawValue],
+          let row = try Row.fetchOne(db, sql: V1Codes.firstUnknown)
+        {
+          let id = row["id"] as String? ?? ""
+          throw StoreError(
+            "\(path): activity \(JSONValue.string(id).canonicalText) has kind \(row["kind"] as DatabaseValue), phase \(row["phase"] as DatabaseValue), endReason \(row["endReason"] as DatabaseValue), which no countdown wrote (schema v1); it was left untouched. Restore the file from a backup, or choose another --state"
+          )
+        }
       }
     } catch let error as StoreError {
       throw error
@@ -255,17 +280,14 @@ package final class StateStore {
   package func load() throws(StoreError) -> EngineSnapshot? {
     do {
       return try queue.read { db -> EngineSnapshot? in
-        guard
-          let e = try Row.fetchOne(
-            db,
-            sql:
-              "SELECT now, nextOrder, idGeneratorState, enabled, maxActivities, maxActiveDurationMs FROM engine"
-          )
+        guard let e = try Row.fetchOne(db, sql: "SELECT \(EngineColumn.list) FROM engine")
         else { return nil }
+        func column(_ c: EngineColumn) -> Int { Int(c.read) }
         let options = EngineOptions(
-          maxActivities: e[4], maxActiveDurationMs: e[5], enabled: (e[3] as Int64) != 0)
-        let statement = try db.makeStatement(
-          sql: "SELECT \(Self.columns.joined(separator: ", ")) FROM activity")
+          maxActivities: e[column(.maxActivities)],
+          maxActiveDurationMs: e[column(.maxActiveDurationMs)],
+          enabled: (e[column(.enabled)] as Int64) != 0)
+        let statement = try db.makeStatement(sql: "SELECT \(ActivityColumn.list) FROM activity")
         var rows: [StoredActivity] = []
         let s = statement.sqliteStatement
         while true {
@@ -279,8 +301,9 @@ package final class StateStore {
         }
         sqlite3_reset(s)
         return EngineSnapshot(
-          now: Instant(milliseconds: e[0]), options: options,
-          nextOrder: UInt64(bitPattern: e[1]), idGeneratorState: UInt64(bitPattern: e[2]),
+          now: Instant(milliseconds: e[column(.now)]), options: options,
+          nextOrder: UInt64(bitPattern: e[column(.nextOrder)]),
+          idGeneratorState: UInt64(bitPattern: e[column(.idGeneratorState)]),
           activities: rows)
       }
     } catch let error as StoreError {
@@ -290,52 +313,52 @@ package final class StateStore {
     }
   }
 
-  static let columns = [
-    "id", "ord", "kind", "phase", "stale", "expired", "anchor", "pausedTotal", "frozenAt",
-    "content", "countdownStart", "goalMs", "staleDate", "milestones", "nextMilestone",
-    "endOnExpiry", "startedAt", "endedAt", "endReason", "dismissAt", "lastTimestamp",
-  ]
-
-  /// The stored codes of kinds, phases and end reasons: their positions here.
-  static let kinds: [ActivityKind] = [.countdown, .elapsed]
-  static let phases: [ActivityPhase] = [.active, .paused, .ended]
-  static let reasons: [EndReason] = [.requested, .expired, .maxDuration, .disabled]
-
   private static func activity(_ s: OpaquePointer) throws(StoreError) -> StoredActivity {
-    func int(_ i: Int32) -> Int64 { sqlite3_column_int64(s, i) }
-    func optional(_ i: Int32) -> Int64? {
-      sqlite3_column_type(s, i) == SQLITE_NULL ? nil : sqlite3_column_int64(s, i)
+    func int(_ c: ActivityColumn) -> Int64 { sqlite3_column_int64(s, c.read) }
+    func optional(_ c: ActivityColumn) -> Int64? {
+      sqlite3_column_type(s, c.read) == SQLITE_NULL ? nil : sqlite3_column_int64(s, c.read)
     }
-    func text(_ i: Int32) -> String? {
-      guard let p = sqlite3_column_text(s, i) else { return nil }
+    func text(_ c: ActivityColumn) -> String? {
+      guard let p = sqlite3_column_text(s, c.read) else { return nil }
       return String(cString: p)
     }
-    let id = text(0) ?? ""
+    let id = text(.id) ?? ""
     func bad(_ what: String) -> StoreError {
       StoreError("activity \(JSONValue.string(id).canonicalText): \(what)")
     }
-    guard let kind = kinds.at(int(2)) else { throw bad("kind \(int(2)) is not 0 or 1") }
-    guard let phase = phases.at(int(3)) else { throw bad("phase \(int(3)) is not 0 to 2") }
-    guard let reason = reasons.at(int(18)) else { throw bad("endReason \(int(18)) is not 0 to 3") }
+    func named<T: RawRepresentable<String> & CaseIterable>(_ c: ActivityColumn) throws(StoreError)
+      -> T
+    {
+      let name = text(c) ?? "NULL"
+      guard let value = T(rawValue: name) else {
+        throw bad("\(c.name) \(name) is not one of \(T.allCases.map(\.rawValue))")
+      }
+      return value
+    }
+    let kind: ActivityKind = try named(.kind)
+    let phase: ActivityPhase = try named(.phase)
+    let reason: EndReason = try named(.endReason)
     var milestones: [Milestone] = []
-    if let m = text(13) {
+    if let m = text(.milestones) {
       guard let decoded = decodeMilestones(m) else { throw bad("milestones \(m) cannot be read") }
       milestones = decoded
     }
     let endOnExpiry: DismissalPolicy? =
-      switch optional(15) {
+      switch optional(.endOnExpiry) {
       case nil: nil
-      case -1: .immediate
-      case -2: .default
+      case ActivityColumn.dismissImmediately: .immediate
+      case ActivityColumn.dismissByDefault: .default
       case let at?: .after(Instant(milliseconds: at))
       }
     return StoredActivity(
-      id: id, kind: kind, phase: phase, order: UInt64(bitPattern: int(1)), stale: int(4) != 0,
-      expired: int(5) != 0, anchor: int(6), pausedTotal: int(7), frozenAt: int(8),
-      content: text(9) ?? "", countdownStart: optional(10), goalMs: optional(11),
-      staleDate: optional(12), milestones: milestones, nextMilestone: Int(int(14)),
-      endOnExpiry: endOnExpiry, startedAt: int(16), endedAt: int(17), endReason: reason,
-      dismissAt: int(19), lastTimestamp: optional(20))
+      id: id, kind: kind, phase: phase, order: UInt64(bitPattern: int(.ord)),
+      stale: int(.stale) != 0, expired: int(.expired) != 0, anchor: int(.anchor),
+      pausedTotal: int(.pausedTotal), frozenAt: int(.frozenAt), content: text(.content) ?? "",
+      countdownStart: optional(.countdownStart), goalMs: optional(.goalMs),
+      staleDate: optional(.staleDate), milestones: milestones,
+      nextMilestone: Int(int(.nextMilestone)), endOnExpiry: endOnExpiry,
+      startedAt: int(.startedAt), endedAt: int(.endedAt), endReason: reason,
+      dismissAt: int(.dismissAt), lastTimestamp: optional(.lastTimestamp))
   }
 
   /// Milestones as JSON: `[["name", atMs], …]` in firing order.
@@ -364,10 +387,7 @@ package final class StateStore {
     guard let last = groups.last else { return }
     do {
       try queue.inTransaction(.immediate) { db in
-        let upsert = try db.cachedStatement(
-          sql:
-            "INSERT OR REPLACE INTO activity (\(Self.columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: Self.columns.count).joined(separator: ", ")))"
-        )
+        let upsert = try db.cachedStatement(sql: Self.activityUpsert)
         let delete = try db.cachedStatement(sql: "DELETE FROM activity WHERE id = ?")
         for g in groups {
           for id in g.removed {
@@ -378,18 +398,21 @@ package final class StateStore {
           }
         }
         let e = last.engine
-        try db.cachedStatement(
-          sql: """
-            INSERT OR REPLACE INTO engine
-              (id, now, nextOrder, idGeneratorState, enabled, maxActivities, maxActiveDurationMs)
-            VALUES (1, ?, ?, ?, ?, ?, ?)
-            """
-        ).execute(
-          arguments: [
-            e.now.milliseconds, Int64(bitPattern: e.nextOrder),
-            Int64(bitPattern: e.idGeneratorState), e.options.enabled ? 1 : 0,
-            e.options.maxActivities, e.options.maxActiveDurationMs,
-          ])
+        let engine = try db.cachedStatement(sql: EngineColumn.upsert)
+        try Self.run(engine.sqliteStatement, db) { s in
+          for c in EngineColumn.allCases {
+            let value: Int64? =
+              switch c {
+              case .now: e.now.milliseconds
+              case .nextOrder: Int64(bitPattern: e.nextOrder)
+              case .idGeneratorState: Int64(bitPattern: e.idGeneratorState)
+              case .enabled: e.options.enabled ? 1 : 0
+              case .maxActivities: e.options.maxActivities.map(Int64.init)
+              case .maxActiveDurationMs: e.options.maxActiveDurationMs
+              }
+            Self.bind(s, c.bind, value)
+          }
+        }
         return .commit
       }
     } catch let error as StoreError {
@@ -427,39 +450,51 @@ package final class StateStore {
     if let v { sqlite3_bind_int64(s, i, v) } else { sqlite3_bind_null(s, i) }
   }
 
+  static let activityUpsert =
+    "INSERT OR REPLACE INTO activity (\(ActivityColumn.list)) VALUES (\(ActivityColumn.allCases.map { _ in "?" }.joined(separator: ", ")))"
+
+  /// Binds each column of `a` to its parameter: one switch over the declared columns, so a
+  /// new column that is not written does not compile.
   private static func bind(_ s: OpaquePointer, _ a: StoredActivity) {
-    bind(s, 1, a.id)
-    bind(s, 2, Int64(bitPattern: a.order))
-    bind(s, 3, Int64(kinds.firstIndex(of: a.kind)!))
-    bind(s, 4, Int64(phases.firstIndex(of: a.phase)!))
-    bind(s, 5, a.stale ? 1 : 0)
-    bind(s, 6, a.expired ? 1 : 0)
-    bind(s, 7, a.anchor)
-    bind(s, 8, a.pausedTotal)
-    bind(s, 9, a.frozenAt)
-    bind(s, 10, a.content)
-    bind(s, 11, a.countdownStart)
-    bind(s, 12, a.goalMs)
-    bind(s, 13, a.staleDate)
-    if a.milestones.isEmpty {
-      sqlite3_bind_null(s, 14)
-    } else {
-      bind(s, 14, encodeMilestones(a.milestones))
-    }
-    bind(s, 15, Int64(a.nextMilestone))
-    let policy: Int64? =
-      switch a.endOnExpiry {
-      case nil: nil
-      case .immediate?: -1
-      case .default?: -2
-      case .after(let at)?: at.milliseconds
+    for c in ActivityColumn.allCases {
+      let i = c.bind
+      switch c {
+      case .id: bind(s, i, a.id)
+      case .ord: bind(s, i, Int64(bitPattern: a.order))
+      case .kind: bind(s, i, a.kind.rawValue)
+      case .phase: bind(s, i, a.phase.rawValue)
+      case .stale: bind(s, i, a.stale ? 1 : 0)
+      case .expired: bind(s, i, a.expired ? 1 : 0)
+      case .anchor: bind(s, i, a.anchor)
+      case .pausedTotal: bind(s, i, a.pausedTotal)
+      case .frozenAt: bind(s, i, a.frozenAt)
+      case .content: bind(s, i, a.content)
+      case .countdownStart: bind(s, i, a.countdownStart)
+      case .goalMs: bind(s, i, a.goalMs)
+      case .staleDate: bind(s, i, a.staleDate)
+      case .milestones:
+        if a.milestones.isEmpty {
+          sqlite3_bind_null(s, i)
+        } else {
+          bind(s, i, encodeMilestones(a.milestones))
+        }
+      case .nextMilestone: bind(s, i, Int64(a.nextMilestone))
+      case .endOnExpiry:
+        let policy: Int64? =
+          switch a.endOnExpiry {
+          case nil: nil
+          case .immediate?: ActivityColumn.dismissImmediately
+          case .default?: ActivityColumn.dismissByDefault
+          case .after(let at)?: at.milliseconds
+          }
+        bind(s, i, policy)
+      case .startedAt: bind(s, i, a.startedAt)
+      case .endedAt: bind(s, i, a.endedAt)
+      case .endReason: bind(s, i, a.endReason.rawValue)
+      case .dismissAt: bind(s, i, a.dismissAt)
+      case .lastTimestamp: bind(s, i, a.lastTimestamp)
       }
-    bind(s, 16, policy)
-    bind(s, 17, a.startedAt)
-    bind(s, 18, a.endedAt)
-    bind(s, 19, Int64(reasons.firstIndex(of: a.endReason)!))
-    bind(s, 20, a.dismissAt)
-    bind(s, 21, a.lastTimestamp)
+    }
   }
 
   /// Closes the file (checkpointing the WAL into it).
@@ -472,7 +507,3 @@ package final class StateStore {
 /// SQLite copies a bound value given this destructor.
 private let sqliteTransient = unsafeBitCast(
   OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
-
-extension Array {
-  fileprivate func at(_ i: Int64) -> Element? { i >= 0 && i < count ? self[Int(i)] : nil }
-}

@@ -167,11 +167,11 @@ struct DurabilityTests {
       do {
         let db = try DatabaseQueue(path: path)
         try db.write { db in
-          try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v2')")
+          try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99')")
         }
         try db.close()
       }
-      try refused("was written by a newer countdown (schema v2;")
+      try refused("was written by a newer countdown (schema v99;")
 
       // In use by another server (on another socket).
       try FileManager.default.removeItem(atPath: path)
@@ -254,9 +254,12 @@ struct DurabilityTests {
       }
       #expect(code == "notFound")
       try Self.ok(c.request(#"{"op":"ping"}"#), "ping")
+      // The same start again (the same row into the same pages) fails alike: the file is
+      // still at its limit. (A smaller row elsewhere in the table may still fit a page.)
       #expect(
-        try c.request(#"{"op":"start","id":"b0","kind":"elapsed","title":"B"}"#)["code"] as? String
-          == "storageFailed")
+        try c.request(
+          #"{"op":"start","id":"\#(failedID)","kind":"elapsed","title":"\#(String(repeating: "x", count: 200))"}"#
+        )["code"] as? String == "storageFailed")
       // Room again: writes go on.
       let raise = Process()
       raise.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
@@ -283,7 +286,6 @@ struct DurabilityTests {
       let d = try TestClient(unix: socket)
       for id in acked { try Self.ok(d.request(#"{"op":"get","id":"\#(id)"}"#), "get \(id)") }
       #expect(try d.request(#"{"op":"get","id":"\#(failedID)"}"#)["code"] as? String == "notFound")
-      #expect(try d.request(#"{"op":"get","id":"b0"}"#)["code"] as? String == "notFound")
       kill(server.pid, SIGTERM)
       #expect(server.exitStatus(within: 10) == 0)
     }

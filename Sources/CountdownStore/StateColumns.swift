@@ -1,0 +1,114 @@
+import Countdown
+
+/// The columns of the state file's `activity` table, declared once. The schema's names and
+/// types, the position a read takes (0-based) and the one a bind takes (1-based) all come
+/// from here; the reference is docs/state-file.md.
+///
+/// A new column is a new case (at the end) with the migration that adds it as `addedIn`:
+/// the migration that made the table creates the columns of its own version, and each later
+/// one adds its own (`ALTER TABLE … ADD COLUMN`), so an old file and a new one end up alike.
+enum ActivityColumn: Int32, CaseIterable {
+  case id, ord, kind, phase, stale, expired, anchor, pausedTotal, frozenAt, content
+  case countdownStart, goalMs, staleDate, milestones, nextMilestone, endOnExpiry
+  case startedAt, endedAt, endReason, dismissAt, lastTimestamp
+
+  /// The column's name in SQL.
+  var name: String { "\(self)" }
+  /// Its position in a `SELECT` of ``ActivityColumn/allCases``.
+  var read: Int32 { rawValue }
+  /// Its parameter in an `INSERT` of ``ActivityColumn/allCases``.
+  var bind: Int32 { rawValue + 1 }
+
+  /// The migration that added the column.
+  var addedIn: StateSchema { .v2 }
+
+  /// Its SQL type and constraints. Kinds, phases and end reasons are stored by name.
+  var declaration: String {
+    switch self {
+    case .id: "TEXT PRIMARY KEY NOT NULL"
+    case .kind: "TEXT NOT NULL CHECK (kind IN (\(Self.names(ActivityKind.allCases))))"
+    case .phase: "TEXT NOT NULL CHECK (phase IN (\(Self.names(ActivityPhase.allCases))))"
+    case .endReason:
+      "TEXT NOT NULL CHECK (endReason IN (\(Self.names(EndReason.allCases))))"
+    case .content: "TEXT NOT NULL"
+    case .milestones: "TEXT"
+    case .countdownStart, .goalMs, .staleDate, .endOnExpiry, .lastTimestamp: "INTEGER"
+    case .ord, .stale, .expired, .anchor, .pausedTotal, .frozenAt, .nextMilestone, .startedAt,
+      .endedAt, .dismissAt:
+      "INTEGER NOT NULL"
+    }
+  }
+
+  /// `endOnExpiry`'s codes for the policies that are not an instant (an instant is stored as
+  /// its milliseconds, never negative).
+  static let dismissImmediately: Int64 = -1
+  static let dismissByDefault: Int64 = -2
+
+  /// `"a", "b"`: the raw values of `cases` quoted for SQL.
+  private static func names<T: RawRepresentable<String>>(_ cases: [T]) -> String {
+    cases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+  }
+
+  /// The columns, comma-separated, in declaration order.
+  static let list = allCases.map(\.name).joined(separator: ", ")
+
+  /// `CREATE TABLE activity` with the columns added up to and including `version`.
+  static func createTable(_ table: String, upTo version: StateSchema) -> String {
+    let columns = allCases.filter { $0.addedIn <= version }
+    return
+      "CREATE TABLE \(table) (\(columns.map { "\($0.name) \($0.declaration)" }.joined(separator: ", "))) WITHOUT ROWID"
+  }
+}
+
+/// The columns of the one-row `engine` table, declared once.
+enum EngineColumn: Int32, CaseIterable {
+  case now, nextOrder, idGeneratorState, enabled, maxActivities, maxActiveDurationMs
+
+  var name: String { "\(self)" }
+  var read: Int32 { rawValue }
+  /// Its parameter in ``upsert`` (after the fixed row id).
+  var bind: Int32 { rawValue + 1 }
+
+  static let list = allCases.map(\.name).joined(separator: ", ")
+  static let upsert =
+    "INSERT OR REPLACE INTO engine (id, \(list)) VALUES (1, \(allCases.map { _ in "?" }.joined(separator: ", ")))"
+}
+
+/// The state file's schema versions: GRDB's migration identifiers, in order.
+enum StateSchema: String, CaseIterable, Comparable {
+  /// The first file: kinds, phases and end reasons stored as their positions (``V1Codes``).
+  case v1
+  /// The same columns with kinds, phases and end reasons stored by name.
+  case v2
+
+  static func < (a: Self, b: Self) -> Bool {
+    allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+  }
+}
+
+/// How schema v1 stored enumerations: their positions in these lists. Read only by the v2
+/// migration, which turns them into names.
+enum V1Codes {
+  static let kinds: [ActivityKind] = [.countdown, .elapsed]
+  static let phases: [ActivityPhase] = [.active, .paused, .ended]
+  static let reasons: [EndReason] = [.requested, .expired, .maxDuration, .disabled]
+
+  /// The first row of a v1 file whose kind, phase or end reason is not a v1 code (its id
+  /// and the three columns), for a message before migrating.
+  static let firstUnknown = """
+    SELECT id, kind, phase, endReason FROM activity
+    WHERE \(known("kind", kinds)) OR \(known("phase", phases)) OR \(known("endReason", reasons))
+    LIMIT 1
+    """
+
+  private static func known<T>(_ column: String, _ cases: [T]) -> String {
+    "NOT (typeof(\(column)) = 'integer' AND \(column) BETWEEN 0 AND \(cases.count - 1))"
+  }
+
+  /// `CASE column WHEN 0 THEN 'first' … END` (NULL for an unknown code, which the new
+  /// column's NOT NULL refuses: the migration fails and the file is left as it was).
+  static func rename<T: RawRepresentable<String>>(_ column: String, _ cases: [T]) -> String {
+    let whens = cases.enumerated().map { "WHEN \($0.offset) THEN '\($0.element.rawValue)'" }
+    return "CASE \(column) \(whens.joined(separator: " ")) END"
+  }
+}
