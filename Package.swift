@@ -24,8 +24,9 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-    // HTTP (SPEC §7). Its default traits pull in swift-configuration and full Foundation,
-    // neither of which the service uses.
+    // HTTP (docs/http.md). Its default traits pull in swift-configuration and Foundation's
+    // networking, which the service does not use (the store's writer thread uses Foundation's
+    // Thread and NSCondition, nothing more).
     .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     // HTTPField names of the web-safety headers (Hummingbird re-exports only the containers).
@@ -97,6 +98,7 @@ let package = Package(
       exclude: ["Fixtures"]
     ),
     .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
+    .testTarget(name: "CountdownProtocolTests", dependencies: ["CountdownProtocol", "Countdown"]),
     .testTarget(
       name: "CountdownStoreTests",
       dependencies: ["CountdownStore", "Countdown", .product(name: "GRDB", package: "GRDB.swift")],

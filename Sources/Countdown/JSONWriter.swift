@@ -20,6 +20,15 @@ package struct JSONWriter {
   @inline(__always)
   package static func escapes(_ c: UInt8) -> Bool { c < 0x20 || c == 0x22 || c == 0x5C }
 
+  /// Appends `"code":…,"message":…`, the members every error carries (a reply, an `error`
+  /// event, an HTTP error body; docs/errors.md). The one place errors are written.
+  package mutating func write(errorMembers e: CountdownError) {
+    raw("\"code\":")
+    write(string: e.code.rawValue)
+    raw(",\"message\":")
+    write(string: e.message)
+  }
+
   /// Appends a JSON string literal with the escapes RFC 8259 requires.
   package mutating func write(string s: String) {
     bytes.append(UInt8(ascii: "\""))

@@ -83,10 +83,8 @@ public struct WireEventWriter {
     head(at, "error", id)
     out.raw(",\"line\":")
     out.write(int: Int64(line))
-    out.raw(",\"code\":")
-    out.write(string: error.code.rawValue)
-    out.raw(",\"message\":")
-    out.write(string: error.message)
+    out.raw(",")
+    out.write(errorMembers: error)
     out.raw("}\n")
   }
 

@@ -80,31 +80,8 @@ public final class WireSession {
       engine = ActivityEngine(now: c.at, options: options) { sink.write($0) }
     }
     do throws(CountdownError) {
-      switch c.operation {
-      case .start(var r):
-        r.id = c.id
-        try engine!.start(r, at: c.at)
-      case .update(let u): try engine!.update(c.id!, u, at: c.at)
-      case .pause(let ts): try engine!.pause(c.id!, at: c.at, timestamp: ts)
-      case .resume(let ts): try engine!.resume(c.id!, at: c.at, timestamp: ts)
-      case .end(let e): try engine!.end(c.id!, e, at: c.at)
-      case .get:
-        let s = try engine!.state(of: c.id!, at: c.at)
+      if case .state(let s) = try engine!.apply(c.operation, id: c.id, at: c.at) {
         sink.writer.write(state: s, at: c.at)
-      case .advance: try engine!.advance(to: c.at)
-      case .configure(let enabled, let maxActivities, let maxDuration):
-        try engine!.advance(to: c.at)
-        switch maxActivities {
-        case .keep: break
-        case .set(let n): engine!.setMaxActivities(n)
-        case .remove: engine!.setMaxActivities(nil)
-        }
-        switch maxDuration {
-        case .keep: break
-        case .set(let ms): try engine!.setMaxActiveDuration(ms, at: c.at)
-        case .remove: try engine!.setMaxActiveDuration(nil, at: c.at)
-        }
-        if let enabled { try engine!.setEnabled(enabled, at: c.at) }
       }
     } catch {
       sink.writer.write(error: error, line: number, at: engine!.now, id: c.id)

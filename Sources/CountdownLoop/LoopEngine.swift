@@ -84,6 +84,15 @@ public struct LoopEngine: ~Copyable {
     return try engine.pointee.ending(id, e, at: now)
   }
 
+  /// Applies one protocol operation now (see ``ActivityEngine/apply(_:id:at:)``), after the
+  /// ticks that fell due since the command began.
+  public func apply(_ operation: WireCommand.Operation, id: String?) throws(CountdownError)
+    -> Applied
+  {
+    if operation.changesEngine { catchUp() }
+    return try engine.pointee.apply(operation, id: id, at: now)
+  }
+
   /// Turns the engine on or off now.
   public func setEnabled(_ enabled: Bool) throws(CountdownError) {
     catchUp()

@@ -50,10 +50,8 @@ package struct ReplyWriter {
   /// Appends an error reply.
   package mutating func failure(_ rid: RequestID?, _ e: CountdownError, at: Instant) {
     head(rid, ok: false, at: at)
-    out.raw(",\"code\":")
-    out.write(string: e.code.rawValue)
-    out.raw(",\"message\":")
-    out.write(string: e.message)
+    out.raw(",")
+    out.write(errorMembers: e)
     out.raw("}\n")
   }
 
@@ -62,10 +60,8 @@ package struct ReplyWriter {
   package mutating func eventError(_ e: CountdownError, at: Instant) {
     out.raw("{\"at\":")
     out.write(int: at.milliseconds)
-    out.raw(",\"event\":\"error\",\"id\":null,\"code\":")
-    out.write(string: e.code.rawValue)
-    out.raw(",\"message\":")
-    out.write(string: e.message)
+    out.raw(",\"event\":\"error\",\"id\":null,")
+    out.write(errorMembers: e)
     out.raw("}\n")
   }
 

@@ -46,6 +46,11 @@ package typealias BatchItem = ServerRequest.Decoded
 package struct BatchResult: Sendable {
   package var at: Instant
   package var items: [(rid: RequestID?, outcome: Outcome)]
+
+  package init(at: Instant, items: [(rid: RequestID?, outcome: Outcome)]) {
+    self.at = at
+    self.items = items
+  }
 }
 
 extension LoopEngine {
@@ -72,6 +77,7 @@ extension LoopEngine {
   private func run(_ request: ServerRequest) throws(CountdownError) -> Outcome {
     switch request {
     case .command(let operation, let id):
+      // `advance` is refused while decoding: the loop's clock is the wall clock.
       return try run(operation, id: id)
     case .subscribe(let ids, let ticks):
       let snapshot: Listing
@@ -98,72 +104,10 @@ extension LoopEngine {
   private func run(_ operation: WireCommand.Operation, id: String?) throws(CountdownError)
     -> Outcome
   {
-    switch operation {
-    case .start(var r):
-      r.id = id
-      return .started(id: try start(r))
-    case .update(let u): try update(id!, u)
-    case .pause(let ts): try pause(id!, timestamp: ts)
-    case .resume(let ts): try resume(id!, timestamp: ts)
-    case .end(let e): try end(id!, e)
-    case .get: return .activity(try state(of: id!))
-    case .advance: break  // refused while decoding
-    case .configure(let enabled, let maxActivities, let maxDuration):
-      switch maxActivities {
-      case .keep: break
-      case .set(let n): setMaxActivities(n)
-      case .remove: setMaxActivities(nil)
-      }
-      switch maxDuration {
-      case .keep: break
-      case .set(let ms): try setMaxActiveDuration(ms)
-      case .remove: try setMaxActiveDuration(nil)
-      }
-      if let enabled { try setEnabled(enabled) }
-    }
-    return .ok
-  }
-}
-
-extension LoopEngine {
-  /// Runs one HTTP request (SPEC §7). A command that succeeds answers with the activity object
-  /// as it stands after it (`start`, `update`, `pause`, `resume`, `end`), so the reply is the
-  /// engine's own view, read in the same step.
-  package func runForHTTP(_ request: Result<ServerRequest, CountdownError>) -> BatchResult {
-    if case .success(.command(.end(let e), let id?)) = request {
-      let outcome: Outcome
-      do throws(CountdownError) {
-        outcome = .activity(try ending(id, e))
-      } catch {
-        outcome = .failed(error)
-      }
-      return BatchResult(at: now, items: [(nil, outcome)])
-    }
-    var result = run([BatchItem(rid: nil, request: request)])
-    guard case .success(.command(let op, let commandID)) = request else { return result }
-    let id: String?
-    switch result.items[0].outcome {
-    case .started(let started): id = started
-    case .ok where op.isActivityCommand: id = commandID
-    default: id = nil
-    }
-    if let id {
-      do throws(CountdownError) {
-        result.items[0].outcome = .activity(try state(of: id))
-      } catch {
-        result.items[0].outcome = .failed(error)
-      }
-    }
-    return result
-  }
-}
-
-extension WireCommand.Operation {
-  /// Whether the operation changes one activity (`update`, `pause`, `resume`; `end` apart).
-  fileprivate var isActivityCommand: Bool {
-    switch self {
-    case .update, .pause, .resume: return true
-    default: return false
+    switch try apply(operation, id: id) {
+    case .done: .ok
+    case .started(let id): .started(id: id)
+    case .state(let s): .activity(s)
     }
   }
 }

@@ -103,6 +103,39 @@ package enum ServerRequest: Sendable {
     }
   }
 
+  /// Decodes the query of an HTTP `GET` (docs/http.md) as the request `op` (`list` from
+  /// `GET /v1/activities`, `subscribe` from `GET /v1/events`): each parameter the operation
+  /// takes becomes the JSON member a socket request would carry, and is checked by the same
+  /// decoder, so a parameter means the same and fails alike on both. `query` gives a
+  /// parameter's text; other parameters (`token`) are not looked at.
+  package static func decode(op: String, query: (String) -> Substring?) -> Result<
+    ServerRequest, CountdownError
+  > {
+    Result { () throws(CountdownError) in
+      var o = JSONMembers()
+      o["op"] = .string(op)
+      for name in queryParameters[op] ?? [] {
+        guard let text = query(name) else { continue }
+        o[name] =
+          if name == "ids" {
+            .array(text.split(separator: ",").map { .string(String($0)) })
+          } else if text == "true" || text == "false" {
+            .bool(text == "true")
+          } else if let n = Int64(text) {
+            .int(n)
+          } else {
+            .string(String(text))
+          }
+      }
+      return try request(o)
+    }
+  }
+
+  /// The parameters an HTTP query may give, by operation (`ids` is a comma-separated list).
+  private static let queryParameters = [
+    "list": ["soonest", "endedWithinMs"], "subscribe": ["ids", "ticks"],
+  ]
+
   private static func request(_ o: JSONMembers) throws(CountdownError) -> ServerRequest {
     if o["at"] != nil {
       throw .payload("a request has no \"at\": the server stamps each request with its own clock")
@@ -117,7 +150,8 @@ package enum ServerRequest: Sendable {
     }
     func count(_ field: String) throws(CountdownError) -> Int64 {
       guard case .int(let n)? = o[field], n >= 0 else {
-        throw .payload("\(field) must be a whole number ≥ 0")
+        throw .payload(
+          "\(field) must be a whole number ≥ 0, not \(o[field]?.canonicalText ?? "null")")
       }
       return n
     }
@@ -149,7 +183,9 @@ package enum ServerRequest: Sendable {
       switch o["ticks"] {
       case nil, .null?: break
       case .bool(let b)?: ticks = b
-      default: throw .payload("ticks must be true or false")
+      case .int(let n)? where n == 0 || n == 1: ticks = n == 1
+      case let other?:
+        throw .payload("ticks must be true or false (or 1 or 0), not \(other.canonicalText)")
       }
       return .subscribe(ids: ids, ticks: ticks)
     case "unsubscribe":

@@ -101,12 +101,15 @@ final class ServerCore: @unchecked Sendable {
   }
 }
 
-/// `countdown serve`: the engine as a service on a Unix socket and, optionally, TCP (SPEC §6).
+/// `countdown serve`: the engine as a service on a Unix socket and, optionally, TCP and HTTP
+/// (docs/protocol.md, docs/http.md).
 ///
 /// Three kinds of thread: the loop thread (``CountdownLoop``) runs the engine and nothing else;
 /// SwiftNIO's threads frame and decode lines, send each read's requests to the loop as one
-/// batch, encode replies and events, and hold each subscriber's bounded output. State is kept
-/// in memory only: activities are lost when the server stops.
+/// batch, encode replies and events, and hold each subscriber's bounded output; the store's
+/// thread writes each wake's changes to the SQLite state file (``ServerOptions/statePath``;
+/// docs/state-file.md) with group commit before that wake's replies and events go out. With
+/// `:memory:` as the state path nothing is kept across a restart.
 ///
 /// Run it under a `ServiceGroup` (SIGTERM and SIGINT shut it down gracefully), or call
 /// ``start()`` and ``stop()``.

@@ -207,16 +207,7 @@ struct HTTPRoutes: HTTPResponder {
     case 2 where path[0] == "v1" && path[1] == "activities":
       switch method {
       case .get:
-        let list: Result<ServerRequest, CountdownError>
-        switch (query["soonest"], query["endedWithinMs"]) {
-        case (nil, nil): list = .success(.list(.all))
-        case (let k?, nil):
-          list = Self.count(k, "soonest").map { .list(.soonest(Int(clamping: $0))) }
-        case (nil, let w?):
-          list = Self.count(w, "endedWithinMs").map { .list(.endedWithin(milliseconds: $0)) }
-        default: list = .failure(.payload("give soonest or endedWithinMs, not both"))
-        }
-        return await run(list, created: false)
+        return await run(ServerRequest.decode(op: "list") { query[Substring($0)] }, created: false)
       case .post:
         return await command("start", id: nil, request, created: true)
       default: return notAllowed("GET, POST", request)
@@ -306,16 +297,12 @@ struct HTTPRoutes: HTTPResponder {
 
   private func events(_ request: Request, channel: any Channel) async -> Response {
     let query = request.uri.queryParameters
-    var ticks = false
-    switch query["ticks"] {
-    case nil, "0", "false": ticks = false
-    case "1", "true": ticks = true
-    case let other?:
-      return failure(.payload("ticks must be 1 or 0, not \(JSONValue.string(String(other)))"))
-    }
-    var ids: [String]?
-    if let list = query["ids"] {
-      ids = list.split(separator: ",", omittingEmptySubsequences: true).map(String.init)
+    let ids: [String]?
+    let ticks: Bool
+    switch ServerRequest.decode(op: "subscribe", query: { query[Substring($0)] }) {
+    case .success(.subscribe(let wanted, let withTicks)): (ids, ticks) = (wanted, withTicks)
+    case .success: return failure(.payload("not a subscription"))
+    case .failure(let e): return failure(e)
     }
     let sink = StreamSink(hub: core.hub, channel: channel)
     let hub = core.hub
@@ -390,10 +377,8 @@ struct HTTPRoutes: HTTPResponder {
   /// An error's body: `{"code":…,"message":…}`.
   static func errorBody(_ e: CountdownError) -> [UInt8] {
     var w = JSONWriter()
-    w.raw("{\"code\":")
-    w.write(string: e.code.rawValue)
-    w.raw(",\"message\":")
-    w.write(string: e.message)
+    w.raw("{")
+    w.write(errorMembers: e)
     w.raw("}")
     return w.bytes
   }
@@ -449,14 +434,6 @@ struct HTTPRoutes: HTTPResponder {
       return TokenCheck.matches(given.utf8, token)
     }
     return false
-  }
-
-  static func count(_ text: Substring, _ name: String) -> Result<Int64, CountdownError> {
-    guard let n = Int64(text), n >= 0 else {
-      return .failure(
-        .payload("\(name) must be a whole number ≥ 0, not \(JSONValue.string(String(text)))"))
-    }
-    return .success(n)
   }
 
   /// `%XX` escapes decoded; nil when an escape is broken or the result is not UTF-8.

@@ -3,8 +3,8 @@ import Countdown
 import CountdownLoop
 import CountdownProtocol
 import Metrics
+import NIOConcurrencyHelpers
 import Prometheus
-import Synchronization
 
 /// The service's metrics (`GET /metrics`, SPEC §7), kept through swift-metrics in a
 /// Prometheus registry of this server's own (so two servers in one process do not mix).
@@ -14,7 +14,6 @@ import Synchronization
 /// phase and wake-ups are read from the loop when `/metrics` is asked for.
 final class ServerMetrics: Sendable {
   let registry = PrometheusCollectorRegistry()
-  let factory: PrometheusMetricsFactory
   /// Ticks the loop published.
   let ticks: CoreMetrics.Counter
   /// Lateness of each wake's ticks when the hub had them: now − their `at`.
@@ -28,7 +27,9 @@ final class ServerMetrics: Sendable {
   private let errors: [CountdownError.Code: CoreMetrics.Counter]
   private let phases: [CoreMetrics.Gauge]
   private let wakeups: CoreMetrics.Counter
-  private let wakeupsSeen = Mutex<UInt64>(0)
+  /// NIO's lock, as everywhere in the server: a pthread mutex, which ThreadSanitizer sees
+  /// (`Synchronization.Mutex` waits on a raw futex it cannot; see CountdownLoop's `Locked`).
+  private let wakeupsSeen = NIOLockedValueBox<UInt64>(0)
 
   init() {
     var factory = PrometheusMetricsFactory(registry: registry)
@@ -37,7 +38,6 @@ final class ServerMetrics: Sendable {
       .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
       .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
     ]
-    self.factory = factory
     ticks = CoreMetrics.Counter(label: "countdown_ticks_total", factory: factory)
     lateness = Metrics.Timer(label: "countdown_tick_lateness_seconds", factory: factory)
     subscribers = CoreMetrics.Gauge(label: "countdown_subscribers", factory: factory)
@@ -97,7 +97,7 @@ final class ServerMetrics: Sendable {
       phases[3].record(counts.stale)
     }
     if let stats = try? await loop.statistics() {
-      let delta = wakeupsSeen.withLock { seen -> UInt64 in
+      let delta = wakeupsSeen.withLockedValue { seen -> UInt64 in
         defer { seen = max(seen, stats.wakeups) }
         return stats.wakeups > seen ? stats.wakeups - seen : 0
       }

@@ -570,3 +570,34 @@ struct EngineTests {
     #expect(h2.slot == h.slot && h2.generation != h.generation && e.id(of: h) == nil)
   }
 }
+
+@Suite("ActivityEngine.apply: one operation, one place")
+struct EngineApplyTests {
+  @Test("Each operation through apply; an operation that needs an id and has none is refused")
+  func apply() throws {
+    let t = t0
+    var e = ActivityEngine(now: t)
+    let started = try e.apply(
+      .start(.countdown(to: t.advanced(by: 60_000), title: "Gate")), id: "g", at: t)
+    #expect(started == .started(id: "g"))
+    #expect(try e.apply(.pause(timestamp: nil), id: "g", at: t.advanced(by: 500)) == .done)
+    guard case .state(let s) = try e.apply(.get, id: "g", at: t.advanced(by: 900)) else {
+      Issue.record("get gave no state")
+      return
+    }
+    #expect(s.phase == .paused && s.value == 60)
+    #expect(throws: CountdownError.payload(#"this operation needs an "id""#)) {
+      _ = try e.apply(.end(ActivityEnding()), id: nil, at: t.advanced(by: 900))
+    }
+    #expect(e.activities().first?.phase == .paused, "the refused end changed the activity")
+    // configure: the clock first, then each setting; `.keep` leaves one alone.
+    _ = try e.apply(
+      .configure(enabled: nil, maxActivities: .set(1), maxActiveDurationMs: .keep), id: nil,
+      at: t.advanced(by: 2_000))
+    #expect(e.now == t.advanced(by: 2_000) && e.options.maxActivities == 1)
+    _ = try e.apply(
+      .configure(enabled: false, maxActivities: .remove, maxActiveDurationMs: .keep), id: nil,
+      at: t.advanced(by: 2_000))
+    #expect(e.options.maxActivities == nil && !e.options.enabled)
+  }
+}

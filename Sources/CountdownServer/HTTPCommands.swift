@@ -1,0 +1,48 @@
+import Countdown
+import CountdownLoop
+import CountdownProtocol
+
+extension LoopEngine {
+  /// Runs one HTTP request (docs/http.md) as a one-request batch, with HTTP's own rule: a
+  /// command that succeeds (`start`, `update`, `pause`, `resume`, `end`) answers with the
+  /// activity object as it stands after it, read in the same step, so the reply is the
+  /// engine's own view. An `end` that dismisses at once answers with the activity as it
+  /// ended.
+  func runForHTTP(_ request: Result<ServerRequest, CountdownError>) -> BatchResult {
+    if case .success(.command(.end(let e), let id?)) = request {
+      let outcome: Outcome
+      do throws(CountdownError) {
+        outcome = .activity(try ending(id, e))
+      } catch {
+        outcome = .failed(error)
+      }
+      return BatchResult(at: now, items: [(nil, outcome)])
+    }
+    var result = run([BatchItem(rid: nil, request: request)])
+    guard case .success(.command(let op, let commandID)) = request else { return result }
+    let id: String?
+    switch result.items[0].outcome {
+    case .started(let started): id = started
+    case .ok where op.isActivityCommand: id = commandID
+    default: id = nil
+    }
+    if let id {
+      do throws(CountdownError) {
+        result.items[0].outcome = .activity(try state(of: id))
+      } catch {
+        result.items[0].outcome = .failed(error)
+      }
+    }
+    return result
+  }
+}
+
+extension WireCommand.Operation {
+  /// Whether the operation changes one activity (`update`, `pause`, `resume`; `end` apart).
+  fileprivate var isActivityCommand: Bool {
+    switch self {
+    case .update, .pause, .resume: return true
+    default: return false
+    }
+  }
+}
