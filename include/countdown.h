@@ -11,7 +11,7 @@
  *   passed in is read during the call only.
  * - Strings handed out (in cd_event, in replies) are owned by Countdown and valid only for
  *   the duration of the callback that receives them. Copy what you keep.
- * - Instants are whole milliseconds since 1970-01-01 UTC (the SPEC's wire form); the valid
+ * - Instants are whole milliseconds since 1970-01-01 UTC (the wire form of docs/activities.md); the valid
  *   range is 100000000000 (1973) to 253402300799999 (9999). 0 means "none" where a field says
  *   so, since it is never a valid instant.
  * - Every fallible call returns a cd_status; CD_OK is 0. On any other status nothing was
@@ -44,7 +44,7 @@ extern "C" {
 /* Errors                                                                                   */
 /* ---------------------------------------------------------------------------------------- */
 
-/* The SPEC's error codes (section 5 and 6), then the C ABI's own. */
+/* The error codes of docs/errors.md, then the C ABI's own. */
 typedef enum cd_status {
   CD_OK = 0,
   CD_ERR_INVALID_PAYLOAD = 1,       /* "invalidPayload": bad JSON, wrong type, unknown field */
@@ -67,7 +67,7 @@ typedef enum cd_status {
   CD_ERR_WRONG_THREAD = 102         /* a blocking call from the loop's own thread */
 } cd_status;
 
-/* The code's name: "ok", the SPEC's name ("invalidPayload"…), or "invalidArgument",
+/* The code's name: "ok", the name of docs/errors.md ("invalidPayload"…), or "invalidArgument",
  * "bufferTooSmall", "wrongThread", "unknown". A static string; never NULL. */
 const char *cd_status_name(cd_status status);
 
@@ -182,11 +182,11 @@ cd_status cd_loop_create(const cd_loop_options *options, cd_event_fn on_event, v
  * CD_ERR_INVALID_ARGUMENT. After CD_OK the pointer is invalid. */
 cd_status cd_loop_destroy(cd_loop *loop);
 
-/* ---- Commands as JSON lines (SPEC section 6 request form, run at the loop's now) ---- */
+/* ---- Commands as JSON lines (the request form of docs/protocol.md, run at the loop's now) ---- */
 
 /* Runs one request line, e.g. {"op":"start","kind":"countdown","endDate":…,"title":"B12"}
  * (ops: start, update, pause, resume, end, get, configure, list, ping; "rid" is echoed), and
- * writes its SPEC section 6 reply JSON (one line, no newline) into reply, with a NUL when it
+ * writes its reply JSON (docs/protocol.md) (one line, no newline) into reply, with a NUL when it
  * fits. Returns the request's status: CD_OK when the reply says "ok":true, else its code.
  * Blocks until the loop has run it. If the reply does not fit, the request has still run:
  * CD_ERR_BUFFER_TOO_SMALL, reply untouched, *reply_length the size needed (use
@@ -246,7 +246,7 @@ typedef struct cd_update {
   int64_t stale_date;         /* 0: keep */
 } cd_update;
 
-/* Updates an activity (SPEC: content merged, dates replaced). Removing a field is done with a
+/* Updates an activity (docs/activities.md: content merged, dates replaced). Removing a field is done with a
  * JSON request ("staleDate":null). */
 cd_status cd_loop_update(cd_loop *loop, const char *id, size_t id_length,
                          const cd_update *update);
@@ -254,7 +254,7 @@ cd_status cd_loop_pause(cd_loop *loop, const char *id, size_t id_length);
 cd_status cd_loop_resume(cd_loop *loop, const char *id, size_t id_length);
 
 typedef enum cd_dismissal {
-  CD_DISMISS_DEFAULT = 0,     /* shown as ended for the SPEC's default time, then dismissed */
+  CD_DISMISS_DEFAULT = 0,     /* shown as ended for the default time (4 h), then dismissed */
   CD_DISMISS_IMMEDIATE = 1,
   CD_DISMISS_AFTER = 2        /* at the instant given */
 } cd_dismissal;

@@ -71,7 +71,7 @@ class Loop {
     check(cd_loop_end(loop_, id.data(), id.size(), CD_DISMISS_IMMEDIATE, 0), "end");
   }
 
-  // One SPEC §6 request line; returns the reply JSON (throws on an error reply).
+  // One request line of docs/protocol.md; returns the reply JSON (throws on an error reply).
   std::string request(std::string_view line) {
     std::string reply(4096, '\0');
     size_t n = 0;

@@ -250,7 +250,7 @@ extension ActivityEngine {
 
   // MARK: - The run loop
 
-  /// Delivers every event due at or before `limit`, in SPEC §3 order, then sets the clock to
+  /// Delivers every event due at or before `limit`, in docs/events.md order, then sets the clock to
   /// `limit`.
   ///
   /// Instants are visited in order; at each one the wheel bucket's ticks (in start order) are

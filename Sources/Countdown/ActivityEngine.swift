@@ -1,6 +1,6 @@
 import CPrefetch
 
-/// The clock-free engine: every rule of SPEC §1–3 on instants it is given.
+/// The clock-free engine: every rule of docs/activities.md, docs/events.md on instants it is given.
 ///
 /// The engine never reads a clock. Each command carries its instant; the engine first
 /// delivers every event due at or before it, then applies the command, then delivers the
@@ -25,7 +25,7 @@ import CPrefetch
 ///
 /// The engine is a value confined to one thread; `onEvent` must not call back into it.
 public struct ActivityEngine {
-  /// Receives every event, in SPEC §3 order.
+  /// Receives every event, in docs/events.md order.
   public var onEvent: (ActivityEvent) -> Void
   /// The engine's clock: the instant of the last command or advance.
   public internal(set) var now: Instant
@@ -76,7 +76,7 @@ public struct ActivityEngine {
   /// per array, a command on an activity not in cache waited on a line of each of ten
   /// arrays; here it waits on one or two. (The per-tick path reads the wheel, not this.)
   struct Slot: IDIndexKeyed {
-    /// Start sequence: orders activities (SPEC §3) and listings.
+    /// Start sequence: orders activities (docs/events.md) and listings.
     var seq: UInt64 = 0
     /// Countdown: its end. Elapsed: its start.
     var anchor: Int64 = 0
@@ -96,7 +96,7 @@ public struct ActivityEngine {
     var indexKey: String { id }
   }
 
-  /// Rare deadline kinds, in the SPEC's per-activity order at one instant.
+  /// Rare deadline kinds, in the per-activity order of docs/events.md at one instant.
   enum Deadline: UInt64 {
     case armTicks = 0
     case milestone, stale, expiry, maxDuration, dismissal

@@ -1,6 +1,6 @@
 /// Something that happened to an activity, at the exact instant it happened.
 public struct ActivityEvent: Sendable, Hashable {
-  /// Event kinds (SPEC §3). `CaseIterable`, so that tables keyed by kind (the event streams'
+  /// Event kinds (docs/events.md). `CaseIterable`, so that tables keyed by kind (the event streams'
   /// frame names) are derived from the cases, never written out by hand.
   public enum Kind: String, Sendable, Hashable, CaseIterable {
     case started, updated, tick, milestone, stale, expired, paused, resumed, ended, dismissed

@@ -1,7 +1,7 @@
 /// The one error type of Countdown: a code from the protocol's list and a message a person can
 /// act on, naming the field and the value at fault.
 public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible {
-  /// A protocol error code (SPEC §5). Its raw value is the name used on the wire.
+  /// A protocol error code (docs/errors.md). Its raw value is the name used on the wire.
   public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
@@ -26,19 +26,18 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
     public static let disabled = Code(rawValue: "disabled")
     /// A command's instant is earlier than the clock.
     public static let timeWentBackwards = Code(rawValue: "timeWentBackwards")
-    /// A line of the service protocol is over 65536 bytes (SPEC §6); it was skipped.
+    /// A line of the service protocol is over 65536 bytes (docs/protocol.md); it was skipped.
     public static let lineTooLong = Code(rawValue: "lineTooLong")
-    /// The connection must authenticate first, or the token is wrong (SPEC §6).
+    /// The connection must authenticate first, or the token is wrong (docs/protocol.md).
     public static let unauthorized = Code(rawValue: "unauthorized")
-    /// HTTP only: a browser page on another origin tried to change state (SPEC §7, "Web
-    /// safety"); 403.
+    /// HTTP only: a browser page on another origin tried to change state (docs/security.md); 403.
     public static let forbidden = Code(rawValue: "forbidden")
     /// HTTP only: the `Host` header names another server (DNS rebinding); 421.
     public static let misdirected = Code(rawValue: "misdirected")
-    /// A subscriber stayed over its output bound too long and is disconnected (SPEC §6).
+    /// A subscriber stayed over its output bound too long and is disconnected (docs/protocol.md).
     public static let slowConsumer = Code(rawValue: "slowConsumer")
     /// The service could not store the command's change (disk full, I/O error): the command
-    /// is not in effect, and nothing acknowledged before it is lost (SPEC §6, "Durability").
+    /// is not in effect, and nothing acknowledged before it is lost (docs/state-file.md).
     public static let storageFailed = Code(rawValue: "storageFailed")
     /// The driver was shut down before the command ran.
     public static let shutdown = Code(rawValue: "shutdown")

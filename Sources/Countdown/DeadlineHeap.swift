@@ -1,6 +1,6 @@
 /// A four-ary min-heap of each activity's next rare deadline (expiry, milestone, stale, maximum
 /// duration, dismissal), at most one entry per slot, ordered by instant, then start order, then
-/// the SPEC's per-activity event order. A back index per slot makes re-keying O(log n).
+/// the per-activity event order of docs/events.md. A back index per slot makes re-keying O(log n).
 ///
 /// Four children per node halve the depth of a binary heap, and the four sit in two adjacent
 /// cache lines: with a million deadlines a re-key touches about 10 levels instead of 20, and a

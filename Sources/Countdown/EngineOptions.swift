@@ -1,4 +1,4 @@
-/// Engine-wide settings (SPEC §2, "Engine-wide options").
+/// Engine-wide settings (docs/activities.md, "Engine-wide options").
 public struct EngineOptions: Sendable, Hashable {
   /// Starting beyond this many activities (not yet dismissed) fails with `limitReached`.
   public var maxActivities: Int?

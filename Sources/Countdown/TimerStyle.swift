@@ -1,4 +1,4 @@
-/// How a whole number of seconds is written (SPEC §4). Every style is ASCII, locale-free and
+/// How a whole number of seconds is written (docs/activities.md, "Formatting"). Every style is ASCII, locale-free and
 /// without grouping separators.
 public enum TimerStyle: Hashable, Sendable {
   /// `2d 3h`, `1h 2m`, `4m 5s`: the two largest of days, hours, minutes, seconds.

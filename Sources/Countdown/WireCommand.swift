@@ -1,4 +1,4 @@
-/// One command of the JSON Lines protocol (SPEC §5), decoded and checked.
+/// One command of the JSON Lines protocol (docs/activities.md, "countdown replay"; docs/protocol.md), decoded and checked.
 public struct WireCommand: Sendable, Hashable {
   /// What the command does.
   public enum Operation: Sendable, Hashable {

@@ -1,4 +1,4 @@
-/// Writes protocol events as JSON Lines (SPEC §5): `at`, `event`, `id`, then the event's keys.
+/// Writes protocol events as JSON Lines (docs/events.md): `at`, `event`, `id`, then the event's keys.
 public struct WireEventWriter {
   /// The formatter for every `text`.
   public var formatter: TimerFormatter

@@ -3,9 +3,9 @@ import Countdown
 import CountdownLoop
 import CountdownProtocol
 
-// Commands from C: JSON request lines (SPEC §6's request and reply forms) and typed calls.
+// Commands from C: JSON request lines (docs/protocol.md's request and reply forms) and typed calls.
 
-/// The longest request line, as on the service's socket (SPEC §6).
+/// The longest request line, as on the service's socket (docs/protocol.md).
 let maximumLineBytes = 65_536
 
 /// Decodes one request line from C, on the caller's thread. Requests that belong to a socket

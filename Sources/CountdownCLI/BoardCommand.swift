@@ -51,7 +51,7 @@ struct BoardCommand: ParsableCommand {
 struct TerminalBoard {
   enum Colors { case none, palette256, truecolor }
 
-  /// What the board keeps of an activity object (SPEC §6).
+  /// What the board keeps of an activity object (docs/protocol.md).
   struct Tile {
     var id: String
     var kind: String
@@ -223,7 +223,7 @@ struct TerminalBoard {
     default: progress = nil
     }
     // Text that came from clients is shown, never obeyed: no control sequence reaches the
-    // terminal (SPEC §7, "Web safety").
+    // terminal (docs/security.md).
     var tile = Tile(
       id: id, kind: string(o["kind"]) ?? "countdown", phase: string(o["phase"]) ?? "active",
       value: o["value"].flatMap(Self.int) ?? 0, progress: progress,
@@ -249,7 +249,7 @@ struct TerminalBoard {
     return (v >> 16 & 0xFF, v >> 8 & 0xFF, v & 0xFF)
   }
 
-  // MARK: - Time (SPEC §2, as the web board computes it)
+  // MARK: - Time (docs/activities.md, as the web board computes it)
 
   func value(_ t: Tile, _ now: Int64) -> Int64 {
     guard t.phase == "active" else { return t.value }

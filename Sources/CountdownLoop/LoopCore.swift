@@ -127,7 +127,7 @@ final class LoopCore: @unchecked Sendable {
 
   /// Moves `engine` to the wall clock's now. With `stepping` (a restored engine, whose clock
   /// is the stored instant) it is re-anchored as after a wall-clock step: what fell due in
-  /// between fires once, at its own instant (SPEC §6, "Durability").
+  /// between fires once, at its own instant (docs/state-file.md).
   func syncClock(_ engine: inout ActivityEngine, stepping: Bool) {
     let (wall, mono) = Self.readClocks(options.wallClock)
     let offset = wall - mono
@@ -149,7 +149,7 @@ final class LoopCore: @unchecked Sendable {
   /// Ticks first: called before each operation of a command (and between commands), it
   /// moves `engine` to the wall clock's now once the millisecond has moved on, so that what
   /// fell due while a long command ran fires at its own instant, before the operations that
-  /// follow (SPEC §3: commands apply after every event due at or before their instant).
+  /// follow (docs/events.md: commands apply after every event due at or before their instant).
   /// `onEvent` gets those events at once; the stream, `onBatch` and the wake handler get
   /// them after the command. One monotonic clock read when the millisecond has not moved.
   @inline(__always)

@@ -65,7 +65,7 @@ package struct ReplyWriter {
     out.raw("}\n")
   }
 
-  /// `{"at":…,"activities":[…]}`: an HTTP listing or event-stream snapshot (SPEC §7).
+  /// `{"at":…,"activities":[…]}`: an HTTP listing or event-stream snapshot (docs/http.md).
   package mutating func listing(_ list: [ActivityState], at: Instant) {
     out.raw("{\"at\":")
     out.write(int: at.milliseconds)
@@ -83,7 +83,7 @@ package struct ReplyWriter {
     out.raw("]")
   }
 
-  /// An activity object (SPEC §6): id, kind, phase, value, text, progress, stale, content,
+  /// An activity object (docs/protocol.md): id, kind, phase, value, text, progress, stale, content,
   /// endDate, startDate, pausedAt, milestone, nextMilestone.
   package mutating func activity(_ s: ActivityState) {
     out.raw("{\"id\":")

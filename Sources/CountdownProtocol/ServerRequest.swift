@@ -14,7 +14,7 @@ package enum ListQuery: Sendable, Hashable {
   case endedWithin(milliseconds: Int64)
 }
 
-/// One request line of the service protocol (SPEC §6), decoded on a network thread.
+/// One request line of the service protocol (docs/protocol.md), decoded on a network thread.
 package enum ServerRequest: Sendable {
   /// A §5 command, run at the loop's now.
   case command(WireCommand.Operation, id: String?)
@@ -74,7 +74,7 @@ package enum ServerRequest: Sendable {
     return Decoded(rid: rid, request: Result { () throws(CountdownError) in try request(o) })
   }
 
-  /// Decodes an HTTP request (SPEC §7) as the §6 request `op`: the JSON object `body` (none
+  /// Decodes an HTTP request (docs/http.md) as the §6 request `op`: the JSON object `body` (none
   /// or empty: no fields) with the path's `id`. The body may name neither `op` nor `at`, nor an
   /// `id` when the path has one.
   package static func decode(

@@ -1,6 +1,6 @@
 import Countdown
 
-/// The kiosk board (`GET /`, SPEC §7): one self-contained page, built into the binary, with
+/// The kiosk board (`GET /`, docs/http.md): one self-contained page, built into the binary, with
 /// no external assets (kiosks are often offline).
 ///
 /// The page reads `/v1/time` for the server's clock, `/v1/events` for a snapshot and then the
@@ -98,7 +98,7 @@ enum BoardPage {
       let timer = null;
 
       const pad2 = (n) => (n < 10 ? "0" : "") + n;
-      // SPEC §4, the same rules as the server's formatter.
+      // docs/activities.md, "Formatting", the same rules as the server's formatter.
       function format(s, style) {
         style = style || STYLE;
         s = Math.max(0, Math.floor(s));
@@ -125,7 +125,7 @@ enum BoardPage {
 
       const serverNow = () => Date.now() + offset;
 
-      // The displayed whole seconds now (SPEC §2): ceil of the remaining time for a countdown,
+      // The displayed whole seconds now (docs/activities.md): ceil of the remaining time for a countdown,
       // floor of the elapsed time for an elapsed timer; frozen while paused and once ended.
       function valueAt(a, now) {
         if (a.phase !== "active") return a.value;

@@ -384,7 +384,7 @@ final class RefusingHandler: ChannelInboundHandler {
 }
 
 /// What a request's reply is estimated to cost before it is built, so that a connection stops
-/// being read before its replies grow past its budget (SPEC §6, "Backpressure"). Each estimate
+/// being read before its replies grow past its budget (docs/protocol.md, "Backpressure"). Each estimate
 /// is at or above what the reply takes: an acknowledgement is about 60 bytes, an error's
 /// message at most about 300, an activity object 250–400 (more with a large content).
 enum ReplyBudget {

@@ -12,7 +12,7 @@ import NIOHTTPTypes
 import ServiceLifecycle
 import Synchronization
 
-/// `--http HOST:PORT` (SPEC §7): Hummingbird on the server's own NIO event loops, in front of
+/// `--http HOST:PORT` (docs/http.md): Hummingbird on the server's own NIO event loops, in front of
 /// the same engine, hub and state file as the socket protocol.
 ///
 /// Each request is decoded here into the §6 request it stands for and run on the loop like a
@@ -112,13 +112,13 @@ struct HTTPContext: RequestContext {
   }
 }
 
-/// The routes of SPEC §7.
+/// The routes of docs/http.md.
 struct HTTPRoutes: HTTPResponder {
   typealias Context = HTTPContext
   let core: ServerCore
   let guardrail: WebGuard
 
-  /// SPEC §7: bodies over 64 KiB get 413.
+  /// docs/http.md: bodies over 64 KiB get 413.
   static let maxBodyBytes = 65536
 
   /// Web safety first (the Host, another origin's state change, CORS), then the route; every
@@ -405,7 +405,7 @@ struct HTTPRoutes: HTTPResponder {
         "the id in the path is not valid percent-encoded UTF-8: \(JSONValue.string(String(raw)))"))
   }
 
-  /// The HTTP status of each error code (SPEC §7).
+  /// The HTTP status of each error code (docs/http.md).
   static func status(of code: CountdownError.Code) -> HTTPResponse.Status {
     switch code {
     case .invalidPayload, .invalidDate, .outOfOrder, .timeWentBackwards, .lineTooLong:

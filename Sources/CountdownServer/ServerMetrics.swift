@@ -6,7 +6,7 @@ import Metrics
 import NIOConcurrencyHelpers
 import Prometheus
 
-/// The service's metrics (`GET /metrics`, SPEC §7), kept through swift-metrics in a
+/// The service's metrics (`GET /metrics`, docs/http.md), kept through swift-metrics in a
 /// Prometheus registry of this server's own (so two servers in one process do not mix).
 ///
 /// Nothing here runs on the loop thread: ticks and their lateness are counted once per wake
@@ -19,10 +19,10 @@ final class ServerMetrics: Sendable {
   /// Lateness of each wake's ticks when the hub had them: now − their `at`.
   let lateness: Metrics.Timer
   let subscribers: CoreMetrics.Gauge
-  /// Ticks replaced in a slow subscriber's waiting output (SPEC §6, "Backpressure").
+  /// Ticks replaced in a slow subscriber's waiting output (docs/protocol.md, "Backpressure").
   let coalescedTicks: CoreMetrics.Counter
   let commands: CoreMetrics.Counter
-  /// Connections closed because their client was too slow to send (SPEC §7, "Web safety").
+  /// Connections closed because their client was too slow to send (docs/security.md).
   private let timeouts: CoreMetrics.Counter
   private let errors: [CountdownError.Code: CoreMetrics.Counter]
   private let phases: [CoreMetrics.Gauge]

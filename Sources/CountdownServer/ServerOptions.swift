@@ -9,7 +9,7 @@ public struct ServerOptions: Sendable {
   public var socketPath: String
   /// TCP as `HOST:PORT` (`127.0.0.1:7000`, `[::1]:7000`, `0.0.0.0:7000`), or nil for none.
   public var listen: String?
-  /// HTTP as `HOST:PORT` (SPEC §7): the API, the event stream, `/metrics` and the board page;
+  /// HTTP as `HOST:PORT` (docs/http.md): the API, the event stream, `/metrics` and the board page;
   /// nil for none. Needs `token` when not a loopback address.
   public var http: String?
   /// The token a TCP connection sends first (`{"op":"auth","token":…}`). Required when
@@ -48,15 +48,15 @@ public struct ServerOptions: Sendable {
   public var precision: TimerPrecision
   /// Connections at once; past it a new one gets `limitReached` and is closed.
   public var maxConnections: Int
-  /// Bytes of events that may wait for one subscriber (SPEC §6: 8 MiB).
+  /// Bytes of events that may wait for one subscriber (docs/protocol.md: 8 MiB).
   public var subscriberBufferBytes: Int
-  /// How long a subscriber may stay over its bound before `slowConsumer` (SPEC §6: 10 s).
+  /// How long a subscriber may stay over its bound before `slowConsumer` (docs/protocol.md: 10 s).
   public var slowConsumerMilliseconds: Int64
-  /// The longest request line (SPEC §6: 65536 bytes); longer ones get `lineTooLong`.
+  /// The longest request line (docs/protocol.md: 65536 bytes); longer ones get `lineTooLong`.
   public var maxLineBytes: Int
   /// NIO threads for the sockets (default 1: the loop thread has the other core).
   public var networkThreads: Int
-  /// The SQLite state file (SPEC §6, "Durability"), or `:memory:` (the default here) to keep
+  /// The SQLite state file (docs/state-file.md), or `:memory:` (the default here) to keep
   /// nothing across restarts. `countdown serve` defaults to `countdown.db`.
   public var statePath: String
   /// How hard each commit presses to the disk (see ``StoreSync``).

@@ -1,4 +1,4 @@
-/// How a client's token is compared with the server's (SPEC §6–7): as bytes, never as Swift
+/// How a client's token is compared with the server's (docs/protocol.md, docs/http.md): as bytes, never as Swift
 /// strings (`"e\u{301}" == "é"` is true for `String`, and its comparison stops at the first
 /// difference), in time that depends on the length only.
 enum TokenCheck {

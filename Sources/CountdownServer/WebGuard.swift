@@ -1,6 +1,6 @@
 import Countdown
 
-/// What the HTTP API lets another web page do (SPEC §7, "Web safety"; docs/security.md): the
+/// What the HTTP API lets another web page do (docs/security.md; docs/security.md): the
 /// decisions alone, on header values, so that each rule is tested without a socket.
 ///
 /// - The `Host` header must name this server: the address it listens on (any address when it

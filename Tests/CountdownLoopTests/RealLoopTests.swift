@@ -407,7 +407,7 @@ struct LoopReadmeTests {
     #expect(
       lateBatched < 100, "the latest tick reached onBatch \(lateBatched) ms after its instant")
 
-    // None early, and in the order of their instants (SPEC §3), on both paths.
+    // None early, and in the order of their instants (docs/events.md), on both paths.
     for d in [direct, batched] {
       #expect(d.log.withLock { l in l.allSatisfy { $0.seen >= $0.at } })
       #expect(d.ordered)

@@ -5,7 +5,7 @@ import Testing
 
 @testable import Countdown
 
-/// `countdown serve --state FILE` (SPEC §6, "Durability"): a real server process on a real
+/// `countdown serve --state FILE` (docs/state-file.md): a real server process on a real
 /// SQLite file, stopped with SIGTERM or `kill -9` and started again.
 @Suite("Durable state", .serialized)
 struct DurabilityTests {

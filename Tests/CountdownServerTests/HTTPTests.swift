@@ -145,7 +145,7 @@ final class EventStream {
   }
 }
 
-@Suite("HTTP (SPEC §7) on real sockets", .serialized, .timeLimit(.minutes(3)))
+@Suite("HTTP on real sockets", .serialized, .timeLimit(.minutes(3)))
 struct HTTPTests {
   static let objectKeys: Set<String> = [
     "id", "kind", "phase", "value", "text", "progress", "stale", "content", "endDate",

@@ -3,7 +3,7 @@ import Testing
 
 @testable import CountdownServer
 
-/// SPEC §6 over real Unix and TCP sockets, a server in this process unless the test is about
+/// docs/protocol.md over real Unix and TCP sockets, a server in this process unless the test is about
 /// the process itself.
 @Suite("countdown serve: the protocol on real sockets", .serialized, .timeLimit(.minutes(3)))
 struct ServerProtocolTests {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import CountdownServer
 
-/// SPEC §7, "Web safety": the decisions alone (``WebGuard``, ``HTTPConnectionTimer``), then
+/// docs/security.md: the decisions alone (``WebGuard``, ``HTTPConnectionTimer``), then
 /// each finding of the probe against a real server on real sockets. The browser's side (a
 /// form and a fetch from another origin, a rebound name, a frame) is in Tests/browser.
 @Suite("WebGuard")

@@ -1,7 +1,7 @@
 import Countdown
 import Testing
 
-@Suite("Wall-clock steps (SPEC §1)")
+@Suite("Wall-clock steps")
 struct ClockStepTests {
   @Test("A forward step: no burst of ticks, skipped deadlines fire once at their instants")
   func forward() throws {

@@ -1,7 +1,7 @@
 import Countdown
 import Testing
 
-@Suite("Engine rules (SPEC §1–3) on the virtual clock")
+@Suite("Engine rules on the virtual clock")
 struct EngineTests {
   @Test("A countdown shows ceil seconds: 1 ms before, at, and after a second change")
   func countdownCeil() throws {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import Countdown
 
-/// SPEC §4's table, column by column: 0, 59, 61, 3599, 3600, 3725, 86400, 90061 seconds.
+/// docs/activities.md, "Formatting"'s table, column by column: 0, 59, 61, 3599, 3600, 3725, 86400, 90061 seconds.
 private let specColumns: [Int64] = [0, 59, 61, 3599, 3600, 3725, 86400, 90061]
 private let specTable: [(TimerStyle, [String])] = [
   (.compact, ["0m 0s", "0m 59s", "1m 1s", "59m 59s", "1h 0m", "1h 2m", "1d 0h", "1d 1h"]),
@@ -31,7 +31,7 @@ private func texts(_ style: TimerStyle, _ s: Int64) -> (buffer: String, string: 
   return (String(decoding: buf[0..<n], as: UTF8.self), f.string(seconds: s))
 }
 
-@Suite("Formatting (SPEC §4)")
+@Suite("Formatting")
 struct FormatterTests {
   @Test("The whole table of §4, through both APIs", arguments: specTable.indices)
   func specTableRow(_ row: Int) {
@@ -261,7 +261,7 @@ private func strlenOf(_ p: UnsafePointer<CChar>) -> Int {
   return n
 }
 
-/// The SPEC's rules written as plainly as possible, with string interpolation.
+/// The rules of docs/activities.md written as plainly as possible, with string interpolation.
 private func referenceText(_ style: TimerStyle, _ s: Int64) -> String {
   let d = s / 86400
   let h = s / 3600 % 24

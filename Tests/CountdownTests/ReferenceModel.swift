@@ -1,6 +1,6 @@
 import Countdown
 
-/// A brute-force model of SPEC §2–3 for the randomized test: it visits every millisecond and
+/// A brute-force model of docs/activities.md, docs/events.md for the randomized test: it visits every millisecond and
 /// asks each activity, in start order, whether its displayed value changed and which deadline
 /// is due, straight from the definitions. Slow and obviously correct; no wheel, no heap.
 final class ReferenceModel {
@@ -80,7 +80,7 @@ final class ReferenceModel {
     log(t, "ended", a, "\(a.value(t)) \(reason.rawValue)")
   }
 
-  /// Deadlines due at `t` (all but ticks), for one activity, in the SPEC's order.
+  /// Deadlines due at `t` (all but ticks), for one activity, in the order of docs/events.md.
   private func deadlines(_ a: Activity, _ t: Int64) {
     if a.phase == .active {
       while a.nextMilestone < a.milestones.count, a.milestoneInstant(a.nextMilestone) == t {

@@ -1,7 +1,7 @@
 import Countdown
 import Testing
 
-@Suite("Wire codec (SPEC §1, §5)")
+@Suite("Wire codec")
 struct WireCodecTests {
   private func decodeError(_ line: String) -> CountdownError? {
     if case .failure(let f) = WireCommand.decode(line: line) { return f.error }

@@ -1,4 +1,4 @@
-"""The kiosk board (GET /, SPEC §7) in a real headless Chromium driven by Selenium, against a
+"""The kiosk board (GET /, docs/http.md) in a real headless Chromium driven by Selenium, against a
 real `countdown serve --http` with a real state file.
 
 Run by `make browser` (part of `make test`). Environment:

@@ -9,7 +9,7 @@ import Histogram
 
 /// `countdown-bench abuse`: a well-behaved client's request latency while other clients
 /// misbehave, beside the same client alone, in alternating rounds against a real server child
-/// (SPEC §7, "Web safety": a misbehaving client must not cost the others their p99).
+/// (docs/security.md: a misbehaving client must not cost the others their p99).
 ///
 /// The well-behaved client sends a `get` every 5 ms on the Unix socket and times each reply.
 /// The misbehaving ones, all at once: HTTP heads sent a byte a second (slowloris), HTTP bodies

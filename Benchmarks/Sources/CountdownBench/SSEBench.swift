@@ -10,7 +10,7 @@ import NIOSSL
   import Glibc
 #endif
 
-/// `countdown-bench sse`: server-sent events fan-out (`GET /v1/events`, SPEC §7) from a real
+/// `countdown-bench sse`: server-sent events fan-out (`GET /v1/events`, docs/http.md) from a real
 /// server child over real TCP connections: the lateness of each event at the clients (receipt
 /// time − `at`) and the server's CPU.
 struct SSEBench: ParsableCommand {

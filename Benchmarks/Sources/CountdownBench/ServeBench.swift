@@ -451,7 +451,7 @@ final class Client: @unchecked Sendable {
   /// Reads `fds` until `stop`; each line that starts with `linePrefix` (which ends just before
   /// an event's `at` digits) received after `after` (monotonic ns) records its lateness. With
   /// `others`, only ticks go to `recorder` and every other event to `others` (the events of
-  /// commands, which with a state file wait for their commit as SPEC §6 says).
+  /// commands, which with a state file wait for their commit as docs/state-file.md says).
   static func recordLateness(
     _ fds: [Int32], linePrefix prefix: [UInt8], recorder: LatencyBox, others: LatencyBox? = nil,
     stop: StopFlag, after: Int64

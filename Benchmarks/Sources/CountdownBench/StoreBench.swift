@@ -5,7 +5,7 @@ import Foundation
   import Glibc
 #endif
 
-/// `countdown-bench store`: durable state (SPEC §6) measured on a real server child and a real
+/// `countdown-bench store`: durable state (docs/state-file.md) measured on a real server child and a real
 /// SQLite file: acknowledged commands per second with group commit (`normal`, `full`, and
 /// `:memory:` beside them), restart time and file size with many activities stored, and tick
 /// lateness while commands stream in, with the file and without, in alternating rounds.
