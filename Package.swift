@@ -8,6 +8,9 @@ let package = Package(
     .library(name: "Countdown", targets: ["Countdown"]),
     .library(name: "CountdownLoop", targets: ["CountdownLoop"]),
     .library(name: "CountdownServer", targets: ["CountdownServer"]),
+    // A client of `countdown serve` without SwiftNIO: the socket, and the time model the boards
+    // share (what an activity object shows at an instant).
+    .library(name: "CountdownClient", targets: ["CountdownClient"]),
     // The C ABI: libCountdownC.so, installed as libcountdown.so by `make install` (a library
     // product named "countdown" would collide with the executable's name).
     .library(name: "CountdownC", type: .dynamic, targets: ["CountdownC"]),
@@ -50,7 +53,7 @@ let package = Package(
       name: "Countdown", dependencies: ["CPrefetch"],
       linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
     .target(name: "CountdownLoop", dependencies: ["Countdown", "CLibUV"]),
-    // The service protocol's requests, batches and replies (SPEC §6), free of NIO so that the
+    // The service protocol's requests, batches and replies (docs/protocol.md), free of NIO so that the
     // C ABI shares them.
     .target(name: "CountdownProtocol", dependencies: ["Countdown", "CountdownLoop"]),
     // include/countdown.h, the C ABI's hand-written header, as a module for the Swift side.
@@ -58,16 +61,17 @@ let package = Package(
     .target(
       name: "CountdownC",
       dependencies: ["Countdown", "CountdownLoop", "CountdownProtocol", "CCountdownABI"]),
-    // Durable state (SPEC §6, "Durability"): SQLite in WAL mode through GRDB, written by its
+    // Durable state (docs/state-file.md): SQLite in WAL mode through GRDB, written by its
     // own thread with group commit. Debian's libsqlite3-dev (`make deps`).
     .target(
       name: "CountdownStore",
       dependencies: ["Countdown", .product(name: "GRDB", package: "GRDB.swift")]),
-    // The service (SPEC §6): sockets on SwiftNIO, the engine on CountdownLoop's thread.
+    .target(name: "CountdownClient", dependencies: ["Countdown"]),
+    // The service (docs/protocol.md): sockets on SwiftNIO, the engine on CountdownLoop's thread.
     .target(
       name: "CountdownServer",
       dependencies: [
-        "Countdown", "CountdownLoop", "CountdownProtocol", "CountdownStore",
+        "Countdown", "CountdownLoop", "CountdownProtocol", "CountdownStore", "CountdownClient",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -85,7 +89,7 @@ let package = Package(
     .executableTarget(
       name: "CountdownCLI",
       dependencies: [
-        "Countdown", "CountdownServer",
+        "Countdown", "CountdownServer", "CountdownClient",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"),
@@ -98,6 +102,7 @@ let package = Package(
       exclude: ["Fixtures"]
     ),
     .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
+    .testTarget(name: "CountdownClientTests", dependencies: ["CountdownClient", "Countdown"]),
     .testTarget(name: "CountdownProtocolTests", dependencies: ["CountdownProtocol", "Countdown"]),
     .testTarget(
       name: "CountdownStoreTests",
@@ -106,7 +111,7 @@ let package = Package(
     .testTarget(
       name: "CountdownServerTests",
       dependencies: [
-        "CountdownServer", "CountdownStore", "Countdown", "CountdownCLI",
+        "CountdownServer", "CountdownStore", "Countdown", "CountdownCLI", "CountdownClient",
         .product(name: "GRDB", package: "GRDB.swift"),
       ]),
   ],

@@ -43,6 +43,7 @@ extension ActivityEngine {
       endReason: ended ? cold[s].endReason : nil,
       startDate: startDate.map(Instant.init(milliseconds:)),
       pausedAt: slots[s].phase == .paused ? Instant(milliseconds: slots[s].frozenAt) : nil,
+      goalMs: slots[s].kind == .elapsed ? cold[s].goalMs : nil,
       lastMilestone: next > 0 ? milestones[next - 1].name : nil, nextMilestone: upcoming,
       contentJSON: cold[s].content.canonical)
   }

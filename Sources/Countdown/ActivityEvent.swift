@@ -73,6 +73,8 @@ public struct ActivityState: Sendable, Hashable {
   public var startDate: Instant?
   /// When it was paused, while it is.
   public var pausedAt: Instant?
+  /// An elapsed timer's goal in milliseconds (for its progress), if it has one.
+  public var goalMs: Int64? = nil
   /// The name of the last milestone passed, if any.
   public var lastMilestone: String?
   /// The next milestone and when it passes at the current pace (a paused activity's as if it

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Countdown
-import CountdownServer
+import CountdownClient
 
 #if canImport(Glibc)
   import Glibc
@@ -51,22 +51,16 @@ struct BoardCommand: ParsableCommand {
 struct TerminalBoard {
   enum Colors { case none, palette256, truecolor }
 
-  /// What the board keeps of an activity object (docs/protocol.md).
+  /// What the board keeps of an activity object (docs/protocol.md): its time model
+  /// (CountdownClient's ``ActivityClock``) and what it shows beside the time.
   struct Tile {
     var id: String
-    var kind: String
-    var phase: String
-    var value: Int64
-    var progress: Double?
+    var clock: ActivityClock
     var stale: Bool
     var title: String
     var subtitle: String
     var color: (r: Int, g: Int, b: Int)?
-    var endDate: Int64?
-    var startDate: Int64?
     var milestone: String?
-    /// An elapsed timer's goal, worked out from its progress (the object does not carry it).
-    var goal: Double?
   }
 
   let socketPath: String
@@ -222,23 +216,20 @@ struct TerminalBoard {
     case .int(let n)?: progress = Double(n)
     default: progress = nil
     }
+    let clock = ActivityClock(
+      kind: string(o["kind"]).flatMap(ActivityKind.init(rawValue:)) ?? .countdown,
+      phase: string(o["phase"]).flatMap(ActivityPhase.init(rawValue:)) ?? .active,
+      value: o["value"].flatMap(Self.int) ?? 0, progress: progress,
+      endDate: o["endDate"].flatMap(Self.int), startDate: o["startDate"].flatMap(Self.int),
+      goalMs: o["goalMs"].flatMap(Self.int))
     // Text that came from clients is shown, never obeyed: no control sequence reaches the
     // terminal (docs/security.md).
-    var tile = Tile(
-      id: id, kind: string(o["kind"]) ?? "countdown", phase: string(o["phase"]) ?? "active",
-      value: o["value"].flatMap(Self.int) ?? 0, progress: progress,
-      stale: o["stale"] == .bool(true),
+    tiles[id] = Tile(
+      id: id, clock: clock, stale: o["stale"] == .bool(true),
       title: Self.visible(string(content["title"]) ?? id),
       subtitle: Self.visible(string(content["subtitle"]) ?? ""),
       color: string(content["color"]).flatMap(Self.rgb),
-      endDate: o["endDate"].flatMap(Self.int), startDate: o["startDate"].flatMap(Self.int),
-      milestone: string(o["milestone"]).map(Self.visible), goal: tiles[id]?.goal)
-    if tile.kind == "elapsed", tile.phase == "active", let p = progress, p > 0, p < 1,
-      let at, let start = tile.startDate
-    {
-      tile.goal = Double(at - start) / p
-    }
-    tiles[id] = tile
+      milestone: string(o["milestone"]).map(Self.visible))
   }
 
   static func rgb(_ text: String) -> (r: Int, g: Int, b: Int)? {
@@ -249,61 +240,21 @@ struct TerminalBoard {
     return (v >> 16 & 0xFF, v >> 8 & 0xFF, v & 0xFF)
   }
 
-  // MARK: - Time (docs/activities.md, as the web board computes it)
-
-  func value(_ t: Tile, _ now: Int64) -> Int64 {
-    guard t.phase == "active" else { return t.value }
-    if t.kind == "countdown", let end = t.endDate {
-      let ms = end - now
-      return ms <= 0 ? 0 : (ms + 999) / 1000
-    }
-    if let start = t.startDate { return max(0, now - start) / 1000 }
-    return t.value
-  }
-
-  func nextChange(_ t: Tile, _ now: Int64) -> Int64? {
-    guard t.phase == "active" else { return nil }
-    let v = value(t, now)
-    if t.kind == "countdown", let end = t.endDate { return v > 0 ? end - (v - 1) * 1000 : nil }
-    if let start = t.startDate { return start + (v + 1) * 1000 }
-    return nil
-  }
-
-  func progress(_ t: Tile, _ now: Int64) -> Double? {
-    guard let p = t.progress else { return nil }
-    guard t.phase == "active" else { return p }
-    if t.kind == "countdown", let s = t.startDate, let e = t.endDate, e > s {
-      return min(1, max(0, Double(now - s) / Double(e - s)))
-    }
-    if t.kind == "elapsed", let goal = t.goal, let s = t.startDate {
-      return min(1, max(0, Double(now - s) / goal))
-    }
-    return p
-  }
-
   /// Milliseconds until the next second boundary of any tile (at most 1 s).
   func timeout() -> Int64 {
     let now = serverNow
     var next = now + 1000
     for t in tiles.values {
-      if let n = nextChange(t, now), n < next { next = n }
+      if let n = t.clock.nextChange(after: now), n < next { next = n }
     }
     return max(0, min(1000, next - now))
   }
 
-  /// Soonest ending first (as the web board): active countdowns by end, paused countdowns by
-  /// the end they would have now, elapsed timers by start, ended last.
+  /// Soonest ending first (as the web board; ``ActivityClock/sortKey(at:)``), then by id.
   func ordered(_ now: Int64) -> [Tile] {
-    func key(_ t: Tile) -> (Int, Int64) {
-      if t.phase == "ended" { return (3, t.endDate ?? 0) }
-      if t.kind == "countdown" {
-        return t.phase == "active" ? (0, t.endDate ?? 0) : (1, now + t.value * 1000)
-      }
-      return (2, t.startDate ?? 0)
-    }
-    return tiles.values.sorted { a, b in
-      let ka = key(a)
-      let kb = key(b)
+    tiles.values.sorted { a, b in
+      let ka = a.clock.sortKey(at: now)
+      let kb = b.clock.sortKey(at: now)
       return ka != kb ? ka < kb : a.id.utf8.lexicographicallyPrecedes(b.id.utf8)
     }
   }
@@ -344,24 +295,25 @@ struct TerminalBoard {
     ) { buf in
       String(
         decoding: UnsafeBufferPointer(
-          rebasing: buf[0..<formatter.write(seconds: value(t, now), into: buf)]), as: UTF8.self)
+          rebasing: buf[0..<formatter.write(seconds: t.clock.value(at: now), into: buf)]),
+        as: UTF8.self)
     }
     var badges: [String] = []
-    if t.phase == "paused" { badges.append("PAUSED") }
+    if t.clock.phase == .paused { badges.append("PAUSED") }
     if t.stale { badges.append("STALE") }
-    if t.phase == "ended" { badges.append("ENDED") }
+    if t.clock.phase == .ended { badges.append("ENDED") }
     let barWidth = width >= 100 ? 20 : (width >= 60 ? 10 : 0)
     let timerWidth = max(9, timerText.count)
     let badgeText = badges.map { "[\($0)]" }.joined(separator: " ")
     let milestone = t.milestone.map { "● \($0)" } ?? ""
     let fixed = 2 + timerWidth + 2 + (barWidth > 0 ? barWidth + 2 : 0)
     let nameWidth = max(8, (width - fixed) * 3 / 5)
-    line.nameColumn(t.title, t.subtitle, width: nameWidth, dimmed: t.phase == "ended")
+    line.nameColumn(t.title, t.subtitle, width: nameWidth, dimmed: t.clock.phase == .ended)
     line.plain("  ")
     line.timer(String(repeating: " ", count: timerWidth - timerText.count) + timerText)
     line.plain("  ")
     if barWidth > 0 {
-      if let p = progress(t, now) {
+      if let p = t.clock.progress(at: now) {
         let filled = Int((p * Double(barWidth)).rounded(.down))
         line.bar(filled: filled, of: barWidth, color: t.color)
       } else {

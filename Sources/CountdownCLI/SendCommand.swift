@@ -1,5 +1,5 @@
 import ArgumentParser
-import CountdownServer
+import CountdownClient
 import Foundation
 
 #if canImport(Glibc)

@@ -84,7 +84,7 @@ package struct ReplyWriter {
   }
 
   /// An activity object (docs/protocol.md): id, kind, phase, value, text, progress, stale, content,
-  /// endDate, startDate, pausedAt, milestone, nextMilestone.
+  /// endDate, startDate, pausedAt, goalMs, milestone, nextMilestone.
   package mutating func activity(_ s: ActivityState) {
     out.raw("{\"id\":")
     out.write(string: s.id)
@@ -106,6 +106,8 @@ package struct ReplyWriter {
     instant("endDate", s.endDate)
     instant("startDate", s.startDate)
     instant("pausedAt", s.pausedAt)
+    out.raw(",\"goalMs\":")
+    if let g = s.goalMs { out.write(int: g) } else { out.raw("null") }
     out.raw(",\"milestone\":")
     if let m = s.lastMilestone { out.write(string: m) } else { out.raw("null") }
     out.raw(",\"nextMilestone\":")

@@ -144,7 +144,7 @@ enum BoardPage {
         if (a.phase !== "active") return a.progress;
         if (a.kind === "countdown" && a.startDate !== null && a.endDate > a.startDate)
           return Math.min(1, Math.max(0, (now - a.startDate) / (a.endDate - a.startDate)));
-        if (a.kind === "elapsed" && a._goal) return Math.min(1, Math.max(0, (now - a.startDate) / a._goal));
+        if (a.kind === "elapsed" && a.goalMs) return Math.min(1, Math.max(0, (now - a.startDate) / a.goalMs));
         return a.progress;
       }
       // Where the tile sorts: active countdowns by their end, then paused countdowns by the
@@ -157,10 +157,6 @@ enum BoardPage {
       }
 
       function remember(a, at) {
-        // An elapsed timer's goal is not in the object: it is elapsed / progress at `at`.
-        if (a.kind === "elapsed" && a.progress > 0 && a.progress < 1 && a.phase === "active")
-          a._goal = (at - a.startDate) / a.progress;
-        else if (acts.has(a.id) && acts.get(a.id)._goal) a._goal = acts.get(a.id)._goal;
         acts.set(a.id, a);
       }
 

@@ -1,4 +1,5 @@
 import Countdown
+import CountdownClient
 import CountdownLoop
 import CountdownProtocol
 import CountdownStore

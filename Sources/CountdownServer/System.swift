@@ -2,7 +2,7 @@
   import Glibc
 #endif
 
-/// The service's own system calls, in one internal place: address parsing and the file limit. (The socket client's calls are in `UnixSocket.swift`;
+/// The service's own system calls, in one internal place: address parsing and the file limit. (The socket client's calls are in CountdownClient's `Socket.swift`;
 /// SwiftNIO makes the sockets.)
 enum System {
   // MARK: - Addresses

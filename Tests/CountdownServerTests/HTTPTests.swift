@@ -149,7 +149,7 @@ final class EventStream {
 struct HTTPTests {
   static let objectKeys: Set<String> = [
     "id", "kind", "phase", "value", "text", "progress", "stale", "content", "endDate",
-    "startDate", "pausedAt", "milestone", "nextMilestone",
+    "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone",
   ]
 
   @Test("Every route: start, list, get, merge patch, pause, resume, end, time")

@@ -45,7 +45,7 @@ struct ServerProtocolTests {
         {"rid":9,"op":"explode"}
         {"rid":10,"op":"advance"}
         {"rid":11,"op":"pause","id":"ghost"}
-        {"rid":12,"op":"start","kind":"elapsed","title":"Dose"}
+        {"rid":12,"op":"start","kind":"elapsed","title":"Dose","goalMs":600000}
         {"rid":13,"op":"list"}
         {"rid":14,"op":"unsubscribe"}
         {"rid":[1],"op":"ping"}
@@ -61,9 +61,10 @@ struct ServerProtocolTests {
       let a = r[1]["activity"] as! [String: Any]
       let keys: Set<String> = [
         "id", "kind", "phase", "value", "text", "progress", "stale", "content", "endDate",
-        "startDate", "pausedAt", "milestone", "nextMilestone",
+        "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone",
       ]
       #expect(Set(a.keys) == keys)
+      #expect(a["goalMs"] is NSNull, "a countdown has no goal")
       #expect(a["kind"] as? String == "countdown" && a["phase"] as? String == "active")
       #expect((a["value"] as? Int ?? 0) >= 55 && a["endDate"] as? Int64 == end)
       #expect((a["content"] as? [String: Any])?["color"] as? String == "#FF8800")
@@ -81,6 +82,10 @@ struct ServerProtocolTests {
       failed(6, 11, "notFound")
       #expect(r[7]["ok"] as? Bool == true && (r[7]["id"] as? String)?.count == 36)
       #expect((r[8]["activities"] as? [Any])?.count == 2)
+      let dose = (r[8]["activities"] as? [[String: Any]])?.first {
+        $0["kind"] as? String == "elapsed"
+      }
+      #expect(dose?["goalMs"] as? Int64 == 600_000, "the elapsed timer's goal is in its object")
       #expect(r[9]["ok"] as? Bool == true)
       failed(10, nil, "invalidPayload")  // rid of the wrong type
       #expect(r[11]["rid"] as? Int == 15 && r[11]["ok"] as? Bool == true)

@@ -1,3 +1,4 @@
+import CountdownClient
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CountdownClient
 import CountdownServer
 import Foundation
 import Histogram

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Countdown
+import CountdownClient
 import CountdownServer
 import Foundation
 import Histogram

@@ -3,7 +3,9 @@
 #endif
 
 /// Client side of the service's Unix domain socket (and loopback TCP), for tools and tests that
-/// speak the protocol without SwiftNIO (`countdown send`, `countdown board`, the benchmark).
+/// speak the protocol (docs/protocol.md) without SwiftNIO: `countdown send`, `countdown board`,
+/// the benchmarks, and `countdown serve` itself to tell a live server's socket from a stale
+/// one. The target's system calls are all in this file.
 public enum UnixSocket {
   /// A blocking stream socket connected to `path`.
   /// - Throws: ``SocketError`` naming the path and the reason (no server there, a path
@@ -79,5 +81,5 @@ public enum UnixSocket {
 public struct SocketError: Error, CustomStringConvertible, Sendable {
   public var message: String
   public var description: String { message }
-  init(_ message: String) { self.message = message }
+  package init(_ message: String) { self.message = message }
 }
