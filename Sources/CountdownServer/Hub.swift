@@ -308,6 +308,7 @@ final class Hub: @unchecked Sendable {
   /// Writes the batches that are due (or hands them to the waiting output when their
   /// connection cannot take them), and arms the timer for the next one.
   private func writeDueBatches() {
+    guard !pacing.due.isEmpty else { return }
     let now = now()
     let next = pacing.takeDue(now: now) { key in
       guard let sub = subscribers[key], let batch = sub.pacer.takeBatch() else { return }

@@ -95,14 +95,17 @@ struct SubscriberOutput {
 
   /// Called after appending, at `now`: where the subscriber stands against its bound. Returns
   /// the instant to check again (``staysOver(since:)``) when it has just gone over.
-  mutating func measure(now: NIODeadline) -> CutOffCheck? {
+  /// `now` is read only when the output has just gone over (a clock read per delivery to
+  /// each waiting subscriber would be one per subscriber per wake).
+  mutating func measure(now: @autoclosure () -> NIODeadline) -> CutOffCheck? {
     if byteCount <= bound {
       overSince = nil
       return nil
     }
     guard overSince == nil else { return nil }
-    overSince = now
-    return CutOffCheck(since: now, at: now + cutOffAfter)
+    let since = now()
+    overSince = since
+    return CutOffCheck(since: since, at: since + cutOffAfter)
   }
 
   /// A check to run at `at`: whether the output has stayed over its bound since `since`.
