@@ -113,6 +113,7 @@ consumer: deps
 	cd Examples/consumer && $(SWIFT) build --scratch-path ../../.build-consumer
 	.build-consumer/debug/CoreOnly
 	.build-consumer/debug/LoopOnly
+	.build-consumer/debug/ClientOnly
 
 # libFuzzer over the wire decoder and a replay session (Fuzz/FuzzWire.swift), with
 # AddressSanitizer and the engine's invariant checks, for FUZZ_SECONDS (default 60). The

@@ -2,7 +2,7 @@
 import PackageDescription
 
 // A package that depends on Countdown the way a service would, one executable per library
-// product, each linking that product alone. CI builds and runs both (`make consumer`), so a
+// product, each linking that product alone. CI builds and runs each (`make consumer`), so a
 // product that does not link on its own (a missing system library, say) fails CI.
 let package = Package(
   name: "CountdownConsumer",
@@ -12,6 +12,9 @@ let package = Package(
       name: "CoreOnly", dependencies: [.product(name: "Countdown", package: "Countdown")]),
     .executableTarget(
       name: "LoopOnly", dependencies: [.product(name: "CountdownLoop", package: "Countdown")]),
+    .executableTarget(
+      name: "ClientOnly",
+      dependencies: [.product(name: "CountdownClient", package: "Countdown")]),
   ],
   swiftLanguageModes: [.v6]
 )

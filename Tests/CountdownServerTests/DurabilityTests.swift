@@ -317,6 +317,11 @@ struct DurabilityTests {
       var lifecycle: [String: Int] = [:]  // "id kind milestone at" → times seen
       var acknowledged = 0
       var checked = 0
+      // The kill falls anywhere from before the first reply to after the last: a debug
+      // server answers such a burst in about 50 ms, one built with ThreadSanitizer (make tsan)
+      // in 110-230 ms, so its window is wider (with 150 ms it answered nothing in 20 rounds).
+      let sanitized = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil
+      let killWindow: UInt32 = sanitized ? 400_000 : 150_000
       for round in 0..<20 {
         let server = try Self.serve(dir)
         let c = try TestClient(unix: socket)
@@ -381,7 +386,7 @@ struct DurabilityTests {
           model[l.id] = Expected(title: l.id, expiresAt: expiries[l.id], uncertain: true)
         }
         c.send(lines.map(\.text).joined(separator: "\n") + "\n")
-        usleep(UInt32.random(in: 0...150_000, using: &rng))
+        usleep(UInt32.random(in: 0...killWindow, using: &rng))
         kill(server.pid, SIGKILL)
         _ = server.exitStatus(within: 5)
         // Replies in request order: those that came are acknowledged; the rest are unknown.
