@@ -117,7 +117,7 @@ public func cdLoopRequestAsync(
         sink.deliver(bytes, status)
       case .failure(let e):
         // The loop is gone, so its clock with it: the wall clock's now.
-        let now = Instant(milliseconds: SystemWallClock().nanosecondsSinceEpoch() / 1_000_000)
+        let now = SystemWallClock.now()
         let (bytes, status) = encodeReply(formatter, item.rid, .failed(e), at: now)
         sink.deliver(bytes, status)
       }

@@ -26,11 +26,18 @@ extension WallClock {
   public var isSystemClock: Bool { false }
 }
 
-/// The system's `CLOCK_REALTIME`.
+/// The system's `CLOCK_REALTIME`: the one place the package reads the wall clock (the loop,
+/// the service, the C ABI and the terminal board all read it here; the engine reads none).
 public struct SystemWallClock: WallClock {
   public init() {}
   public func nanosecondsSinceEpoch() -> Int64 { LibUV.realtimeNanoseconds() }
   public var isSystemClock: Bool { true }
+
+  /// The wall clock now, in whole milliseconds (rounded down): the instant of a message that
+  /// answers no command, a board's "now".
+  public static func now() -> Instant {
+    Instant(milliseconds: LibUV.realtimeNanoseconds() / 1_000_000)
+  }
 }
 
 /// Settings of a ``CountdownLoop``.

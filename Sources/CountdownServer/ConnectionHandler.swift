@@ -3,10 +3,6 @@ import CountdownLoop
 import CountdownProtocol
 import NIOCore
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// One client connection: frames lines, decodes requests, sends each read's requests to the
 /// loop as one batch, and writes the replies in request order.
 ///
@@ -140,7 +136,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
   }
 
   private func tooLong() {
-    batchCost += ReplyBudget.smallReply
+    batchCost += ReplyBudget.error
     batch.append(
       BatchItem(
         rid: nil,
@@ -253,7 +249,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         core.metrics.answered(item.outcome)
       }
     case .failure(let e):
-      let now = wallClockNow()
+      let now = SystemWallClock.now()
       for item in items { writer.failure(item.rid, e, at: now) }
     }
     let channel = context.channel
@@ -281,14 +277,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
       consume(UnsafeBufferPointer(rebasing: $0[head...]))
     }
     if head + used < waiting.count {
-      let added = backlog  // empty, as said above
+      assert(backlog.isEmpty, "a paused connection's consume added to the backlog")
       backlog = waiting
       backlogHead = head + used
       if backlogHead > 1 << 20 {
         backlog.removeSubrange(..<backlogHead)
         backlogHead = 0
       }
-      if !added.isEmpty { backlog += added }
     }
     submit(context)
     if !paused {
@@ -359,7 +354,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
   func errorCaught(context: ChannelHandlerContext, error: any Error) {
     // One line per connection error, not one per request. A client that closes with replies
     // or events still unread resets the connection: that is how clients leave, not a fault.
-    if let io = error as? IOError, io.errnoCode == ECONNRESET || io.errnoCode == EPIPE {
+    if let io = error as? IOError, System.isPeerGone(io.errnoCode) {
       core.logger.debug("connection reset by the client")
     } else {
       core.logger.warning("connection closed after an error: \(error)")
@@ -393,11 +388,11 @@ enum ReplyBudget {
   /// An acknowledgement (`ok`, `at`, a `rid`, a started `id`).
   static let acknowledgement = 128
   /// An error with its message (a line over the limit, a bad request).
-  static let smallReply = 384
+  static let error = 384
 
   /// Bytes the reply to `request` may take when the engine holds `activities`.
   static func estimate(_ request: Result<ServerRequest, CountdownError>, activities: Int) -> Int {
-    guard case .success(let r) = request else { return smallReply }
+    guard case .success(let r) = request else { return error }
     switch r {
     case .list(.soonest(let k)): return acknowledgement + min(k, activities) * perActivity
     case .list, .subscribe: return acknowledgement + activities * perActivity

@@ -11,10 +11,6 @@ import NIOPosix
 import ServiceLifecycle
 import Synchronization
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// What the connections of one server share.
 ///
 /// `@unchecked Sendable`: its fields are immutable but `connections`, which is locked.
@@ -251,10 +247,10 @@ public final class CountdownServer: Service, @unchecked Sendable {
     }
     do {
       // Mode 0600 from the start: the socket file is created under umask 0177.
-      let old = umask(0o177)
-      let unix = try bootstrap(group, core, tcp: false, identity: nil)
-        .bind(unixDomainSocketPath: options.socketPath).wait()
-      umask(old)
+      let unix = try System.withFileModeMask(0o177) {
+        try bootstrap(group, core, tcp: false, identity: nil)
+          .bind(unixDomainSocketPath: options.socketPath).wait()
+      }
       state.withLockedValue {
         $0.listeners.append(unix)
         $0.socketBound = true
@@ -314,7 +310,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
               CountdownError(
                 .limitReached,
                 "the server has \(limit) connections, its limit (--max-connections); close one or try again later"
-              ), at: wallClockNow())
+              ), at: SystemWallClock.now())
             try channel.pipeline.syncOperations.addHandler(RefusingHandler(message: w.take()))
           }
         }
@@ -378,7 +374,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
       // The wakes after the last command (time-driven changes) are written before closing.
       core.durable?.writer.close()
     }
-    if socketBound { unlink(options.socketPath) }
+    if socketBound { System.remove(options.socketPath) }
     try? group?.syncShutdownGracefully()
   }
 
@@ -435,9 +431,8 @@ public final class CountdownServer: Service, @unchecked Sendable {
 
   /// Replaces a stale socket file; a live server on it is an error.
   static func clearStaleSocket(_ path: String) throws {
-    var st = stat()
-    guard lstat(path, &st) == 0 else { return }
-    guard (st.st_mode & S_IFMT) == S_IFSOCK else {
+    guard let isSocket = System.isSocket(path) else { return }
+    guard isSocket else {
       throw ServerStartError(
         "\(path) exists and is not a socket; remove it or choose another --socket")
     }
@@ -445,7 +440,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
       throw ServerStartError(
         "another server is listening on \(path); stop it first or choose another --socket")
     }
-    unlink(path)
+    System.remove(path)
   }
 }
 
@@ -453,7 +448,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
 enum SocketProbe {
   static func accepts(_ path: String) -> Bool {
     guard let fd = try? UnixSocket.connect(path) else { return false }
-    close(fd)
+    CountdownClient.System.close(fd)
     return true
   }
 }

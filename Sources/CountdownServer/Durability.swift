@@ -102,7 +102,7 @@ extension CountdownServer {
     let state =
       snapshot.map { overriding($0, with: options) }
       ?? EngineSnapshot(
-        now: wallClockNow(), options: options.engine, nextOrder: 0,
+        now: SystemWallClock.now(), options: options.engine, nextOrder: 0,
         idGeneratorState: UInt64.random(in: .min ... .max), activities: [])
     loop.replaceEngine(with: state) { result in
       switch result {

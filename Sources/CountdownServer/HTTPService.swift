@@ -198,7 +198,7 @@ struct HTTPRoutes: HTTPResponder {
       guard method == .get else { return notAllowed("GET", request) }
       var w = JSONWriter()
       w.raw("{\"now\":")
-      w.write(int: wallClockNow().milliseconds)
+      w.write(int: SystemWallClock.now().milliseconds)
       w.raw("}")
       return json(.ok, w.bytes)
     case 2 where path[0] == "v1" && path[1] == "events":
@@ -267,7 +267,7 @@ struct HTTPRoutes: HTTPResponder {
       return (batch.at, batch.items[0].outcome)
     case .failure(let e):
       core.metrics.refused(e.code)
-      return (wallClockNow(), .failed(e))
+      return (SystemWallClock.now(), .failed(e))
     }
   }
 

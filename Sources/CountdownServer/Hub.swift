@@ -110,9 +110,9 @@ final class Hub: @unchecked Sendable {
     eventLoop.assertInEventLoop()
     guard let sub = subscribers[key], sub.output.isPending else { return }
     sub.fromSequence = fromSequence
-    var bytes = first
+    var bytes = sub.sink.allocator.buffer(bytes: first)
     sub.output.activate(from: fromSequence, after: &bytes)
-    sub.sink.write(sub.sink.allocator.buffer(bytes: bytes))
+    sub.sink.write(bytes)
     checkInvariants()
   }
 
@@ -174,7 +174,20 @@ final class Hub: @unchecked Sendable {
 
   // MARK: - Delivery
 
-  /// Encodes `events` once and hands each subscriber those it wants; `sequence` numbers them.
+  /// One wake's events framed one way, once, for every subscriber that takes them so: the
+  /// bytes and where each event starts (`offsets[k]..<offsets[k + 1]` is event `k`).
+  private struct FramedWake {
+    var buffer: ByteBuffer
+    var offsets: [Int]
+
+    /// Event `k`'s frame: a slice of the wake's bytes (shared, not copied).
+    func event(_ k: Int) -> ByteBuffer {
+      buffer.getSlice(at: buffer.readerIndex + offsets[k], length: offsets[k + 1] - offsets[k])!
+    }
+  }
+
+  /// Encodes `events` once, frames them once per framing that a subscriber needs, and hands
+  /// each subscriber those it wants; `sequence` numbers them.
   private func deliver(_ events: [ActivityEvent], sequence: (Int) -> UInt64) {
     // Batches that fell due since the last wake go out before this wake's events.
     writeDueBatches()
@@ -190,63 +203,69 @@ final class Hub: @unchecked Sendable {
     // Most wakes are ticks alone: a subscriber without ticks has nothing to look at then.
     let onlyTicks = hasTicks && !events.contains { $0.kind != .tick }
     let firstSequence = events.isEmpty ? 0 : sequence(0)
-    // The whole wake framed as lines and as SSE, each made once, when a subscriber wants it.
-    var whole: (lines: ByteBuffer?, sse: ByteBuffer?) = (nil, nil)
+    var lines: FramedWake?
+    var sse: FramedWake?
     writer.out.bytes.withUnsafeBufferPointer { encoded in
       for sub in subscribers.values where sub.ticks || !onlyTicks {
-        // A subscriber that takes every event of the wake (no id filter; ticks wanted or none
-        // there) shares one framed copy of it with the others like it.
-        guard sub.ids == nil, !sub.output.isPending, firstSequence >= sub.fromSequence,
-          sub.ticks || !hasTicks, sub.output.isEmpty, sub.sink.isWritable
-        else {
-          deliver(events, sequence: sequence, encoded, to: sub)
-          continue
-        }
         let framing = sub.sink.framing
-        var buffer = framing == .lines ? whole.lines : whole.sse
-        if buffer == nil {
-          var b = sub.sink.allocator.buffer(
-            capacity: encoded.count + framing.overhead * events.count)
-          for (k, e) in events.enumerated() {
-            frame(k, e, encoded, framing) { b.writeBytes(UnsafeRawBufferPointer($0)) }
-          }
-          if framing == .lines { whole.lines = b } else { whole.sse = b }
-          buffer = b
+        let wake: FramedWake
+        if let made = framing == .lines ? lines : sse {
+          wake = made
+        } else {
+          wake = frame(events, encoded, framing, allocator: sub.sink.allocator)
+          if framing == .lines { lines = wake } else { sse = wake }
         }
-        if let buffer, buffer.readableBytes > 0 { deliver(framed: buffer, to: sub) }
+        // Takes every event of the wake: no id filter, ticks wanted or none there, and the
+        // wake is after its snapshot.
+        let takesAll =
+          sub.ids == nil && !sub.output.isPending && firstSequence >= sub.fromSequence
+          && (sub.ticks || !hasTicks)
+        if takesAll && sub.output.isEmpty && sub.sink.isWritable {
+          if wake.buffer.readableBytes > 0 { deliver(framed: wake.buffer, to: sub) }
+        } else if takesAll && sub.output.takesRuns {
+          // Behind: the whole wake waits as one run (one entry, no copy).
+          takeBatch(of: sub)
+          sub.output.append(run: wake.buffer)
+          measure(sub)
+        } else {
+          deliver(events, sequence: sequence, wake, to: sub)
+        }
       }
     }
   }
 
-  /// The bytes of event `k` of the encoded wake, as `framing` frames it.
+  /// The wake's events, encoded in `encoded` at `offsets`, framed `framing`.
   private func frame(
-    _ k: Int, _ e: ActivityEvent, _ encoded: UnsafeBufferPointer<UInt8>, _ framing: EventFraming,
-    into append: (UnsafeBufferPointer<UInt8>) -> Void
-  ) {
-    framing.frame(
-      UnsafeBufferPointer(rebasing: encoded[offsets[k]..<offsets[k + 1]]), kind: e.kind,
-      into: append)
+    _ events: [ActivityEvent], _ encoded: UnsafeBufferPointer<UInt8>, _ framing: EventFraming,
+    allocator: ByteBufferAllocator
+  ) -> FramedWake {
+    var buffer = allocator.buffer(capacity: encoded.count + framing.overhead * events.count)
+    var starts: [Int] = []
+    starts.reserveCapacity(events.count + 1)
+    for (k, e) in events.enumerated() {
+      starts.append(buffer.readableBytes)
+      framing.frame(
+        UnsafeBufferPointer(rebasing: encoded[offsets[k]..<offsets[k + 1]]), kind: e.kind
+      ) { buffer.writeBytes(UnsafeRawBufferPointer($0)) }
+    }
+    starts.append(buffer.readableBytes)
+    return FramedWake(buffer: buffer, offsets: starts)
   }
 
-  private func framed(
-    _ k: Int, _ e: ActivityEvent, _ encoded: UnsafeBufferPointer<UInt8>, _ framing: EventFraming
-  ) -> [UInt8] {
-    var bytes: [UInt8] = []
-    frame(k, e, encoded, framing) { bytes.append(contentsOf: $0) }
-    return bytes
+  /// An event stream's gathered frames, older than what follows, join its waiting output.
+  private func takeBatch(of sub: Subscriber) {
+    if let batch = sub.pacer.takeBatch() { sub.output.append(run: batch) }
   }
 
-  /// The events of the wake that `sub` wants, to `sub` alone: kept while it is pending,
-  /// written when its connection can take them, waiting otherwise.
+  /// The events of the wake that `sub` wants, one by one, to `sub` alone: kept while it is
+  /// pending, written when its connection can take them, waiting otherwise.
   private func deliver(
-    _ events: [ActivityEvent], sequence: (Int) -> UInt64, _ encoded: UnsafeBufferPointer<UInt8>,
-    to sub: Subscriber
+    _ events: [ActivityEvent], sequence: (Int) -> UInt64, _ wake: FramedWake, to sub: Subscriber
   ) {
-    let framing = sub.sink.framing
     if sub.output.isPending {
       var within = true
       for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
-        within = sub.output.keep(sequence: sequence(k), framed(k, e, encoded, framing)) && within
+        within = sub.output.keep(sequence: sequence(k), wake.event(k)) && within
       }
       // A stream whose snapshot never comes (its request stuck) may not gather without end;
       // nothing is written to it (its response has not begun).
@@ -259,22 +278,20 @@ final class Hub: @unchecked Sendable {
     if sub.output.isEmpty && sub.sink.isWritable {
       var size = 0
       for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
-        size += offsets[k + 1] - offsets[k] + framing.overhead
+        size += wake.offsets[k + 1] - wake.offsets[k]
       }
       guard size > 0 else { return }
       var buffer = sub.sink.allocator.buffer(capacity: size)
       for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
-        frame(k, e, encoded, framing) { buffer.writeBytes(UnsafeRawBufferPointer($0)) }
+        var slice = wake.event(k)
+        buffer.writeBuffer(&slice)
       }
       deliver(framed: buffer, to: sub)
       return
     }
-    // Gathered frames are older than what follows: they wait first.
-    if let batch = sub.pacer.takeBatch() {
-      sub.output.append(gathered: Array(batch.readableBytesView))
-    }
+    takeBatch(of: sub)
     for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
-      if sub.output.append(framed(k, e, encoded, framing), of: e.handle, isTick: e.kind == .tick) {
+      if sub.output.append(wake.event(k), of: e.handle, isTick: e.kind == .tick) {
         metrics.coalescedTicks.increment()
       }
     }
@@ -316,7 +333,7 @@ final class Hub: @unchecked Sendable {
         sub.pacer.wrote(at: now)
         sub.sink.write(batch)
       } else {
-        sub.output.append(gathered: Array(batch.readableBytesView))
+        sub.output.append(run: batch)
         measure(sub)
       }
     }
@@ -344,7 +361,7 @@ final class Hub: @unchecked Sendable {
       CountdownError(
         .slowConsumer,
         "the subscriber read too slowly: over \(bound) bytes of events waited for \(slowConsumerAfter.nanoseconds / 1_000_000_000) s; reconnect and subscribe again"
-      ), at: wallClockNow())
+      ), at: SystemWallClock.now())
     let line = w.take()
     let bytes = sub.sink.framing == .serverSentEvents ? EventFraming.sse("error", line) : line
     sub.sink.close(after: sub.sink.allocator.buffer(bytes: bytes))
@@ -355,7 +372,7 @@ final class Hub: @unchecked Sendable {
     eventLoop.assertInEventLoop()
     guard let sub = subscribers[key], !sub.output.isEmpty, sub.sink.isWritable else { return }
     var buffer = sub.sink.allocator.buffer(capacity: sub.output.byteCount)
-    sub.output.drain { buffer.writeBytes($0) }
+    sub.output.drain { buffer.writeImmutableBuffer($0) }
     sub.pacer.wrote(at: now())  // paced like any other write of an event stream
     sub.sink.write(buffer)
     checkInvariants()
@@ -369,22 +386,15 @@ final class Hub: @unchecked Sendable {
   /// commit gate and each output check themselves as they change.
   func checkInvariants() {
     #if DEBUG
-      var scheduled: Set<ObjectIdentifier> = []
-      for entry in pacing.due { scheduled.insert(entry.key) }
       for (key, sub) in subscribers {
         precondition(key == sub.sink.key, "a subscriber is registered under another key")
         if sub.pacer.batch != nil {
           precondition(sub.output.isEmpty, "gathered frames while output waits")
-          precondition(scheduled.contains(key), "gathered frames that no timer writes")
+          precondition(pacing.isScheduled(key), "gathered frames that no timer writes")
           precondition(sub.sink.framing == .serverSentEvents, "a socket subscriber is paced")
         }
       }
       if !pacing.due.isEmpty { precondition(pacing.timerAt != nil, "batches due and no timer") }
     #endif
   }
-}
-
-/// The wall clock in whole milliseconds, for the instants of messages that answer no command.
-func wallClockNow() -> Instant {
-  Instant(milliseconds: SystemWallClock().nanosecondsSinceEpoch() / 1_000_000)
 }

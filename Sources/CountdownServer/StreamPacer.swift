@@ -67,11 +67,22 @@ struct PacingSchedule<Key: Hashable> {
   private(set) var due: [(key: Key, at: NIODeadline)] = []
   /// When the armed timer fires (nil: none armed).
   private(set) var timerAt: NIODeadline?
+  #if DEBUG
+    /// How many entries of `due` each key has, kept beside it in debug and test builds so
+    /// that an invariant check asks ``isScheduled(_:)`` in O(1) instead of building a set.
+    private var entries: [Key: Int] = [:]
+
+    /// Whether `key` has frames due (debug and test builds).
+    func isScheduled(_ key: Key) -> Bool { entries[key, default: 0] > 0 }
+  #endif
 
   /// `key`'s gathered frames are due `at`. Returns the deadline to arm the timer for, or nil
   /// when the armed timer fires no later.
   mutating func schedule(_ key: Key, at deadline: NIODeadline) -> NIODeadline? {
     due.append((key, deadline))
+    #if DEBUG
+      entries[key, default: 0] += 1
+    #endif
     return arm(deadline)
   }
 
@@ -97,6 +108,10 @@ struct PacingSchedule<Key: Hashable> {
         next = min(next ?? entry.at, entry.at)
         continue
       }
+      #if DEBUG
+        entries[entry.key, default: 1] -= 1
+        if entries[entry.key] == 0 { entries[entry.key] = nil }
+      #endif
       body(entry.key)
     }
     due.removeLast(due.count - kept)

@@ -10,13 +10,19 @@ import NIOCore
 /// (the newest value is all a display needs) and other events are kept. A subscriber that
 /// stays over the bound for `cutOffAfter` is cut off.
 ///
+/// What waits is `ByteBuffer`s: slices of the wake's framed bytes, which the hub frames once
+/// per framing and shares among its subscribers (a slice is a reference, not a copy). Under
+/// the bound a subscriber that takes a whole wake keeps it as one run (``append(run:)``),
+/// so a subscriber that is behind costs one entry a wake, not one copy an event; over it,
+/// the hub appends each event alone, so that ticks can replace each other.
+///
 /// Before its snapshot is written (an event stream registers before its `subscribe` runs),
 /// the subscriber is *pending*: its events are kept with their sequence numbers, and past the
 /// bound it is dropped (nothing has been written to it yet).
 struct SubscriberOutput {
-  /// One waiting write: the framed bytes and, for a tick, its activity (a newer tick of that
-  /// activity may replace it).
-  typealias Entry = (tickOf: ActivityHandle?, bytes: [UInt8])
+  /// One waiting write: framed bytes and, for a tick appended alone, its activity (a newer
+  /// tick of that activity may replace it).
+  typealias Entry = (tickOf: ActivityHandle?, bytes: ByteBuffer)
 
   /// The bytes that may wait before ticks coalesce and the cut-off clock starts.
   let bound: Int
@@ -31,7 +37,7 @@ struct SubscriberOutput {
   /// When `byteCount` went over the bound (nil while at or under it).
   private(set) var overSince: NIODeadline?
   /// While the snapshot is not written: the events so far, with their sequence numbers.
-  private(set) var pending: [(sequence: UInt64, bytes: [UInt8])]?
+  private(set) var pending: [(sequence: UInt64, bytes: ByteBuffer)]?
 
   init(bound: Int, cutOffAfter: TimeAmount, pending: Bool = false) {
     self.bound = bound
@@ -40,7 +46,7 @@ struct SubscriberOutput {
   }
 
   /// Whether nothing waits (a pending subscriber's kept events do not count: they are
-  /// written by ``activate(from:)``).
+  /// written by ``activate(from:after:)``).
   var isEmpty: Bool { entries.isEmpty }
   var isPending: Bool { pending != nil }
 
@@ -48,22 +54,22 @@ struct SubscriberOutput {
 
   /// Keeps an event for a pending subscriber. False when the kept events now exceed the
   /// bound: drop the subscriber (its snapshot never came).
-  mutating func keep(sequence: UInt64, _ bytes: [UInt8]) -> Bool {
+  mutating func keep(sequence: UInt64, _ bytes: ByteBuffer) -> Bool {
     precondition(pending != nil, "keep(sequence:_:) on a subscriber that is not pending")
     pending!.append((sequence, bytes))
-    byteCount += bytes.count
+    byteCount += bytes.readableBytes
     return byteCount <= bound
   }
 
   /// The snapshot is written: the kept events numbered `from` on (those before are in the
   /// snapshot), appended to `bytes`. The subscriber is live from now on.
-  mutating func activate(from sequence: UInt64, after bytes: inout [UInt8]) {
+  mutating func activate(from sequence: UInt64, after bytes: inout ByteBuffer) {
     defer { checkInvariants() }
     guard let kept = pending else { return }
     checkInvariants()
     pending = nil
     byteCount = 0
-    for p in kept where p.sequence >= sequence { bytes += p.bytes }
+    for p in kept where p.sequence >= sequence { bytes.writeImmutableBuffer(p.bytes) }
   }
 
   // MARK: - Waiting
@@ -72,25 +78,31 @@ struct SubscriberOutput {
   /// waiting tick of its activity; any other event of the activity ends that replacement, so
   /// that no tick overtakes it.
   @discardableResult
-  mutating func append(_ bytes: [UInt8], of handle: ActivityHandle, isTick: Bool) -> Bool {
+  mutating func append(_ bytes: ByteBuffer, of handle: ActivityHandle, isTick: Bool) -> Bool {
     defer { checkAppended(handle) }
     if isTick, byteCount >= bound, let at = tickAt[handle] {
-      byteCount += bytes.count - entries[at].bytes.count
+      byteCount += bytes.readableBytes - entries[at].bytes.readableBytes
       entries[at].bytes = bytes
       return true
     }
     tickAt[handle] = isTick ? entries.count : nil
     entries.append((isTick ? handle : nil, bytes))
-    byteCount += bytes.count
+    byteCount += bytes.readableBytes
     return false
   }
 
-  /// Adds bytes that are not one event (an event stream's gathered frames, older than
-  /// anything appended after them).
-  mutating func append(gathered bytes: [UInt8]) {
+  /// Whether a run (``append(run:)``) may be appended now: under the bound. At or over it
+  /// the hub appends each event alone, so that ticks coalesce.
+  var takesRuns: Bool { byteCount < bound }
+
+  /// Adds bytes that are not one event: a whole wake's frames, or an event stream's gathered
+  /// frames, older than anything appended after them. No tick before them is replaced from
+  /// now on (a tick that replaced one would overtake what the run holds of its activity).
+  mutating func append(run bytes: ByteBuffer) {
     defer { checkAppended(nil) }
+    if !tickAt.isEmpty { tickAt.removeAll(keepingCapacity: true) }
     entries.append((nil, bytes))
-    byteCount += bytes.count
+    byteCount += bytes.readableBytes
   }
 
   /// Called after appending, at `now`: where the subscriber stands against its bound. Returns
@@ -119,10 +131,10 @@ struct SubscriberOutput {
   func staysOver(since: NIODeadline) -> Bool { overSince == since }
 
   /// Everything waiting, in order, emptied: the connection can take it.
-  mutating func drain(into write: ([UInt8]) -> Void) {
+  mutating func drain(into write: (ByteBuffer) -> Void) {
     checkInvariants()
     for e in entries { write(e.bytes) }
-    entries.removeAll()
+    entries.removeAll(keepingCapacity: entries.count <= 1024)
     tickAt.removeAll()
     byteCount = 0
     overSince = nil
@@ -145,8 +157,8 @@ struct SubscriberOutput {
   func checkInvariants() {
     #if DEBUG
       let counted =
-        pending.map { $0.reduce(0) { $0 + $1.bytes.count } }
-        ?? entries.reduce(0) { $0 + $1.bytes.count }
+        pending.map { $0.reduce(0) { $0 + $1.bytes.readableBytes } }
+        ?? entries.reduce(0) { $0 + $1.bytes.readableBytes }
       precondition(counted == byteCount, "byteCount \(byteCount), entries hold \(counted)")
       for (handle, at) in tickAt {
         precondition(

@@ -2,8 +2,9 @@
   import Glibc
 #endif
 
-/// The service's own system calls, in one internal place: address parsing and the file limit. (The socket client's calls are in CountdownClient's `Socket.swift`;
-/// SwiftNIO makes the sockets.)
+/// The service's own system calls, in one internal place: address parsing, the file limit,
+/// the socket file. (The socket client's calls are in CountdownClient's `System.swift`, the
+/// state file's in CountdownStore's; SwiftNIO makes the sockets.)
 enum System {
   // MARK: - Addresses
 
@@ -58,4 +59,27 @@ enum System {
     }
     return Int(clamping: limit.rlim_cur)
   }
+
+  // MARK: - The socket file
+
+  /// Runs `body` (which creates a file) with the file mode creation mask set to `mask`.
+  static func withFileModeMask<T>(_ mask: mode_t, _ body: () throws -> T) rethrows -> T {
+    let old = umask(mask)
+    defer { umask(old) }
+    return try body()
+  }
+
+  /// Whether `path` is a socket file; nil when nothing is there (not followed if a link).
+  static func isSocket(_ path: String) -> Bool? {
+    var st = stat()
+    guard lstat(path, &st) == 0 else { return nil }
+    return (st.st_mode & S_IFMT) == S_IFSOCK
+  }
+
+  /// Removes the file at `path` (nothing when there is none).
+  static func remove(_ path: String) { unlink(path) }
+
+  /// Whether a connection's error says that the peer went away (a reset or a broken pipe):
+  /// closed quietly, not logged.
+  static func isPeerGone(_ code: Int32) -> Bool { code == ECONNRESET || code == EPIPE }
 }

@@ -16,6 +16,8 @@ private func event(_ kind: ActivityEvent.Kind, _ slot: UInt32, value: Int64 = 0)
 
 private func handle(_ slot: UInt32) -> ActivityHandle { ActivityHandle(slot: slot, generation: 0) }
 
+private func bytes(_ b: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: b) }
+
 @Suite("CommitGate")
 struct CommitGateTests {
   @Test("With nothing pending, every event of a wake without a commit goes out")
@@ -77,45 +79,67 @@ struct SubscriberOutputTests {
   @Test("Under the bound every event waits in order; at it a tick replaces its activity's tick")
   func coalescing() {
     var out = SubscriberOutput(bound: 10, cutOffAfter: .seconds(3))
-    let r1 = out.append([1, 1, 1, 1], of: handle(1), isTick: true)
+    let r1 = out.append(bytes([1, 1, 1, 1]), of: handle(1), isTick: true)
     #expect(!r1)
-    let r2 = out.append([2, 2, 2, 2], of: handle(2), isTick: true)
+    let r2 = out.append(bytes([2, 2, 2, 2]), of: handle(2), isTick: true)
     #expect(!r2)
-    let r3 = out.append([1, 1, 1, 1, 1], of: handle(1), isTick: true)
+    let r3 = out.append(bytes([1, 1, 1, 1, 1]), of: handle(1), isTick: true)
     #expect(!r3)  // 8 bytes < 10: kept
     #expect(out.byteCount == 13)
     // Over the bound: activity 1's newest tick (the third entry) is replaced.
-    let r4 = out.append([7, 7], of: handle(1), isTick: true)
+    let r4 = out.append(bytes([7, 7]), of: handle(1), isTick: true)
     #expect(r4)
     #expect(out.byteCount == 10)
     // A lifecycle event of activity 2 ends its replacement: its next tick is appended.
-    let r5 = out.append([9], of: handle(2), isTick: false)
+    let r5 = out.append(bytes([9]), of: handle(2), isTick: false)
     #expect(!r5)
-    let r6 = out.append([3, 3], of: handle(2), isTick: true)
+    let r6 = out.append(bytes([3, 3]), of: handle(2), isTick: true)
     #expect(!r6)
     var drained: [[UInt8]] = []
-    out.drain { drained.append($0) }
+    out.drain { drained.append(Array($0.readableBytesView)) }
     #expect(drained == [[1, 1, 1, 1], [2, 2, 2, 2], [7, 7], [9], [3, 3]])
     #expect(out.isEmpty && out.byteCount == 0 && out.overSince == nil)
+  }
+
+  @Test("Under the bound a wake waits as one run; no tick before a run is replaced after it")
+  func runs() {
+    var out = SubscriberOutput(bound: 8, cutOffAfter: .seconds(3))
+    out.append(bytes([1, 1]), of: handle(1), isTick: true)
+    #expect(out.takesRuns)
+    // A wake holding a lifecycle event of activity 1 and a tick of 2, as one run.
+    out.append(run: bytes([5, 5, 2, 2]))
+    #expect(out.byteCount == 6)
+    out.append(bytes([2, 2, 2]), of: handle(2), isTick: true)
+    #expect(!out.takesRuns)  // 9 bytes: over the bound, events come alone now
+    // Activity 1's tick before the run is not replaced (it would overtake the run's event);
+    // activity 2's tick after the run is.
+    let r1 = out.append(bytes([1, 1, 1]), of: handle(1), isTick: true)
+    #expect(!r1)
+    let r2 = out.append(bytes([2]), of: handle(2), isTick: true)
+    #expect(r2)
+    var drained: [[UInt8]] = []
+    out.drain { drained.append(Array($0.readableBytesView)) }
+    #expect(drained == [[1, 1], [5, 5, 2, 2], [2], [1, 1, 1]])
+    #expect(out.isEmpty && out.takesRuns)
   }
 
   @Test("Over the bound for cutOffAfter: cut off; back under it meanwhile: not")
   func cutOff() {
     var out = SubscriberOutput(bound: 4, cutOffAfter: .seconds(3))
-    out.append([0, 0, 0], of: handle(1), isTick: false)
+    out.append(bytes([0, 0, 0]), of: handle(1), isTick: false)
     let r7 = out.measure(now: at(0))
     #expect(r7 == nil)
-    out.append([0, 0, 0], of: handle(1), isTick: false)
+    out.append(bytes([0, 0, 0]), of: handle(1), isTick: false)
     let check = out.measure(now: at(100))
     #expect(check == SubscriberOutput.CutOffCheck(since: at(100), at: at(3100)))
     // Still over later: no second check; at the check it has stayed over.
-    out.append([0], of: handle(2), isTick: false)
+    out.append(bytes([0]), of: handle(2), isTick: false)
     let r8 = out.measure(now: at(2000))
     #expect(r8 == nil)
     #expect(out.staysOver(since: at(100)))
     // It drained and went over again: the first check finds a newer episode.
     out.drain { _ in }
-    out.append([0, 0, 0, 0, 0], of: handle(1), isTick: false)
+    out.append(bytes([0, 0, 0, 0, 0]), of: handle(1), isTick: false)
     let second = out.measure(now: at(3000))
     #expect(second?.since == at(3000))
     #expect(!out.staysOver(since: at(100)))
@@ -126,20 +150,20 @@ struct SubscriberOutputTests {
   func pending() {
     var out = SubscriberOutput(bound: 6, cutOffAfter: .seconds(3), pending: true)
     #expect(out.isPending)
-    let r9 = out.keep(sequence: 4, [4, 4])
+    let r9 = out.keep(sequence: 4, bytes([4, 4]))
     #expect(r9)
-    let r10 = out.keep(sequence: 5, [5, 5])
+    let r10 = out.keep(sequence: 5, bytes([5, 5]))
     #expect(r10)
-    let r11 = out.keep(sequence: 6, [6, 6])
+    let r11 = out.keep(sequence: 6, bytes([6, 6]))
     #expect(r11)
-    var bytes: [UInt8] = [0]
-    out.activate(from: 5, after: &bytes)
-    #expect(bytes == [0, 5, 5, 6, 6])
+    var first = bytes([0])
+    out.activate(from: 5, after: &first)
+    #expect(Array(first.readableBytesView) == [0, 5, 5, 6, 6])
     #expect(!out.isPending && out.byteCount == 0)
     var stuck = SubscriberOutput(bound: 3, cutOffAfter: .seconds(3), pending: true)
-    let r12 = stuck.keep(sequence: 1, [1, 1])
+    let r12 = stuck.keep(sequence: 1, bytes([1, 1]))
     #expect(r12)
-    let kept = stuck.keep(sequence: 2, [2, 2])
+    let kept = stuck.keep(sequence: 2, bytes([2, 2]))
     #expect(!kept, "kept past its bound")
   }
 }
