@@ -89,7 +89,7 @@ let package = Package(
     .executableTarget(
       name: "CountdownCLI",
       dependencies: [
-        "Countdown", "CountdownServer", "CountdownClient",
+        "Countdown", "CountdownLoop", "CountdownServer", "CountdownClient",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"),

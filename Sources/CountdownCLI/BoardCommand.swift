@@ -1,10 +1,7 @@
 import ArgumentParser
 import Countdown
 import CountdownClient
-
-#if canImport(Glibc)
-  import Glibc
-#endif
+import CountdownLoop
 
 struct BoardCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -29,11 +26,11 @@ struct BoardCommand: ParsableCommand {
   var noColor = false
 
   func run() throws {
-    guard isatty(1) != 0 else {
+    guard System.isTerminal(1) else {
       printError("countdown board: standard output is not a terminal; run it in one")
       throw ExitCode.failure
     }
-    let env = { (name: String) in getenv(name).map { String(cString: $0) } }
+    let env = System.environment
     let term = env("TERM") ?? "dumb"
     let colors: TerminalBoard.Colors =
       noColor || env("NO_COLOR") != nil || term == "dumb"
@@ -68,7 +65,7 @@ struct TerminalBoard {
   let colors: Colors
   var tiles: [String: Tile] = [:]
   var fd: Int32 = -1
-  var inbox: [UInt8] = []
+  var reader: LineReader?
   /// Server clock − local clock, ms (from a `ping` reply).
   var offset: Int64 = 0
   var pingSentAt: Int64 = 0
@@ -83,11 +80,7 @@ struct TerminalBoard {
     self.colors = colors
   }
 
-  static func localNow() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-  }
+  static func localNow() -> Int64 { SystemWallClock.now().milliseconds }
 
   var serverNow: Int64 { Self.localNow() + offset }
 
@@ -99,21 +92,16 @@ struct TerminalBoard {
     loop: while true {
       if fd < 0 && Self.localNow() - lastAttempt >= 1000 { connect() }
       draw()
-      var fds = [
-        pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
-        pollfd(fd: SignalPipe.readEnd, events: Int16(POLLIN), revents: 0),
-        pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-      ]
-      let n = poll(&fds, fd >= 0 ? 3 : 2, Int32(timeout()))
-      if n < 0 && errno != EINTR { break }
-      if fds[0].revents != 0 {
-        var byte: UInt8 = 0
-        let got = read(0, &byte, 1)
-        if got <= 0 || byte == UInt8(ascii: "q") || byte == UInt8(ascii: "Q") || byte == 3 {
+      let ready = System.waitForInput(
+        [0, SignalPipe.readEnd, fd], timeoutMs: timeout())
+      if ready.failed { break }
+      if ready.readable[0] {
+        let key = System.readKey()
+        if key == nil || key == UInt8(ascii: "q") || key == UInt8(ascii: "Q") || key == 3 {
           break loop
         }
       }
-      if fds[1].revents != 0 {
+      if ready.readable[1] {
         switch SignalPipe.drain() {
         case .quit: break loop
         case .resize:
@@ -122,7 +110,7 @@ struct TerminalBoard {
         case .none: break
         }
       }
-      if fd >= 0 && fds[2].revents != 0 { receive() }
+      if ready.readable[2] { receive() }
     }
   }
 
@@ -135,14 +123,15 @@ struct TerminalBoard {
       return
     }
     fd = s
-    inbox = []
+    reader = LineReader(fd: s)
     pingSentAt = Self.localNow()
     send("{\"rid\":\"ping\",\"op\":\"ping\"}\n{\"rid\":\"subscribe\",\"op\":\"subscribe\"}\n")
   }
 
   mutating func disconnect() {
-    if fd >= 0 { close(fd) }
+    if fd >= 0 { CountdownClient.System.close(fd) }
     fd = -1
+    reader = nil
     connected = false
   }
 
@@ -150,86 +139,54 @@ struct TerminalBoard {
     if fd >= 0 && !UnixSocket.sendAll(fd, Array(text.utf8)) { disconnect() }
   }
 
+  /// Reads what the server sent and handles each complete line; disconnects at its end.
   mutating func receive() {
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-    guard n > 0 else {
-      if n == 0 || (errno != EINTR && errno != EAGAIN) { disconnect() }
-      return
-    }
-    inbox.append(contentsOf: chunk[0..<n])
-    while let newline = inbox.firstIndex(of: 0x0A) {
-      let line = Array(inbox[..<newline])
-      inbox.removeSubrange(...newline)
-      handle(line)
-    }
+    guard var r = reader else { return }
+    var messages: [ServiceMessage] = []
+    // A line that does not decode is skipped: the board shows what it understands.
+    let open =
+      (try? r.readOnce { line in
+        if let m = try? ServiceMessage(line: line) { messages.append(m) }
+      }) ?? false
+    reader = r
+    for m in messages { handle(m) }
+    if !open { disconnect() }
   }
 
-  mutating func handle(_ line: [UInt8]) {
-    guard let value = try? line.withUnsafeBufferPointer({ try JSONParser.parse(bytes: $0) }),
-      let o = value.objectValue
-    else { return }
-    if case .string(let rid)? = o["rid"] {
-      guard case .bool(true)? = o["ok"] else { return }
-      let at = o["at"].flatMap(Self.int)
-      switch rid {
-      case "ping":
+  mutating func handle(_ message: ServiceMessage) {
+    switch message {
+    case .reply(let r):
+      guard r.ok else { return }
+      switch r.rid {
+      case .string("ping"):
         let now = Self.localNow()
-        if let at { offset = at - (pingSentAt + now) / 2 }
-      case "subscribe":
+        offset = r.at - (pingSentAt + now) / 2
+      case .string("subscribe"):
         connected = true
         tiles = [:]
-        if case .array(let list)? = o["snapshot"] {
-          for a in list { remember(a, at: at) }
-        }
+        for a in r.activities ?? [] { remember(a) }
       default:
-        if let a = o["activity"] { remember(a, at: at) }
+        if let a = r.activity { remember(a) }
       }
-      return
-    }
-    guard case .string(let event)? = o["event"], case .string(let id)? = o["id"] else { return }
-    if event == "dismissed" {
-      tiles[id] = nil
-    } else if event != "tick" {
-      send("{\"rid\":\"get\",\"op\":\"get\",\"id\":\(JSONValue.string(id).canonicalText)}\n")
-    }
-  }
-
-  static func int(_ v: JSONValue) -> Int64? {
-    switch v {
-    case .int(let n): return n
-    case .double(let d): return Int64(exactly: d.rounded(.towardZero))
-    default: return nil
+    case .event(let e):
+      guard let id = e.id, let kind = e.kind else { return }
+      if kind == .dismissed {
+        tiles[id] = nil
+      } else if kind != .tick {
+        send("{\"rid\":\"get\",\"op\":\"get\",\"id\":\(JSONValue.string(id).canonicalText)}\n")
+      }
     }
   }
 
-  mutating func remember(_ value: JSONValue, at: Int64?) {
-    guard let o = value.objectValue, case .string(let id)? = o["id"] else { return }
-    let content = o["content"]?.objectValue ?? [:]
-    func string(_ v: JSONValue?) -> String? {
-      if case .string(let s)? = v { return s }
-      return nil
-    }
-    var progress: Double?
-    switch o["progress"] {
-    case .double(let d)?: progress = d
-    case .int(let n)?: progress = Double(n)
-    default: progress = nil
-    }
-    let clock = ActivityClock(
-      kind: string(o["kind"]).flatMap(ActivityKind.init(rawValue:)) ?? .countdown,
-      phase: string(o["phase"]).flatMap(ActivityPhase.init(rawValue:)) ?? .active,
-      value: o["value"].flatMap(Self.int) ?? 0, progress: progress,
-      endDate: o["endDate"].flatMap(Self.int), startDate: o["startDate"].flatMap(Self.int),
-      goalMs: o["goalMs"].flatMap(Self.int))
+  mutating func remember(_ a: ActivityObject) {
     // Text that came from clients is shown, never obeyed: no control sequence reaches the
     // terminal (docs/security.md).
-    tiles[id] = Tile(
-      id: id, clock: clock, stale: o["stale"] == .bool(true),
-      title: Self.visible(string(content["title"]) ?? id),
-      subtitle: Self.visible(string(content["subtitle"]) ?? ""),
-      color: string(content["color"]).flatMap(Self.rgb),
-      milestone: string(o["milestone"]).map(Self.visible))
+    tiles[a.id] = Tile(
+      id: a.id, clock: a.clock, stale: a.stale,
+      title: Self.visible(a.title ?? a.id),
+      subtitle: Self.visible(a.subtitle ?? ""),
+      color: a.color.flatMap(Self.rgb),
+      milestone: a.milestone.map(Self.visible))
   }
 
   static func rgb(_ text: String) -> (r: Int, g: Int, b: Int)? {
@@ -454,92 +411,5 @@ struct Line {
     if colors != .none { out += Array("\u{1B}[0m".utf8) }
     out += Array("\u{1B}[K".utf8)
     return out
-  }
-}
-
-/// The terminal in raw mode on the alternate screen, cursor hidden; `restore()` puts it back.
-final class RawTerminal {
-  private var saved = termios()
-  private var active = false
-
-  init() throws {
-    guard tcgetattr(0, &saved) == 0 else {
-      printError("countdown board: standard input is not a terminal; run it in one")
-      throw ExitCode.failure
-    }
-    var raw = saved
-    raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG | IEXTEN)
-    raw.c_iflag &= ~tcflag_t(IXON | ICRNL)
-    withUnsafeMutableBytes(of: &raw.c_cc) { cc in
-      cc[Int(VMIN)] = 1
-      cc[Int(VTIME)] = 0
-    }
-    tcsetattr(0, TCSAFLUSH, &raw)
-    active = true
-    Self.write(Array("\u{1B}[?1049h\u{1B}[?25l\u{1B}[H\u{1B}[2J".utf8))
-  }
-
-  func restore() {
-    guard active else { return }
-    active = false
-    Self.write(Array("\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l".utf8))
-    tcsetattr(0, TCSAFLUSH, &saved)
-  }
-
-  deinit { restore() }
-
-  static func write(_ bytes: [UInt8]) {
-    var sent = 0
-    while sent < bytes.count {
-      let n = bytes.withUnsafeBufferPointer {
-        Glibc.write(1, $0.baseAddress! + sent, $0.count - sent)
-      }
-      if n < 0 && errno == EINTR { continue }
-      if n <= 0 { return }
-      sent += n
-    }
-  }
-
-  static func size() -> (rows: Int, cols: Int) {
-    var ws = winsize()
-    guard ioctl(1, UInt(TIOCGWINSZ), &ws) == 0, ws.ws_row > 0, ws.ws_col > 0 else {
-      return (24, 80)
-    }
-    return (Int(ws.ws_row), Int(ws.ws_col))
-  }
-}
-
-/// SIGWINCH, SIGINT and SIGTERM, turned into bytes on a pipe that `poll` watches.
-enum SignalPipe {
-  nonisolated(unsafe) static var readEnd: Int32 = -1
-  nonisolated(unsafe) static var writeEnd: Int32 = -1
-  enum Received { case none, resize, quit }
-
-  static func install() {
-    var p: [Int32] = [0, 0]
-    guard pipe(&p) == 0 else { return }
-    _ = fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK)
-    _ = fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK)
-    readEnd = p[0]
-    writeEnd = p[1]
-    for sig in [SIGWINCH, SIGINT, SIGTERM, SIGHUP] {
-      signal(sig) { s in
-        var b = UInt8(truncatingIfNeeded: s)
-        _ = Glibc.write(SignalPipe.writeEnd, &b, 1)
-      }
-    }
-  }
-
-  static func drain() -> Received {
-    var got = Received.none
-    var b: UInt8 = 0
-    while read(readEnd, &b, 1) == 1 {
-      if Int32(b) == SIGWINCH {
-        if got == .none { got = .resize }
-      } else {
-        got = .quit
-      }
-    }
-    return got
   }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Countdown
+import CountdownClient
 
 struct FormatCommand: ParsableCommand {
   static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Countdown
+import CountdownClient
 
 struct ReplayCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -26,7 +27,7 @@ struct ReplayCommand: ParsableCommand {
   func run() throws {
     let fd: Int32
     do {
-      fd = try openInput(file)
+      fd = try System.openInput(file)
     } catch {
       printError("countdown replay: \(error)")
       throw ExitCode.failure

@@ -2,10 +2,6 @@ import ArgumentParser
 import CountdownClient
 import Foundation
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 struct SendCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "send",
@@ -41,7 +37,7 @@ struct SendCommand: ParsableCommand {
     lines = lines.filter { !$0.allSatisfy { $0 == " " || $0 == "\t" || $0 == "\r" } }
     if follow { lines.append("{\"rid\":\"follow\",\"op\":\"subscribe\",\"ticks\":\(ticks)}") }
     let fd = try connectUnix(socket)
-    defer { close(fd) }
+    defer { CountdownClient.System.close(fd) }
     var out = Array(lines.joined(separator: "\n").utf8)
     out.append(0x0A)
     // Written from a thread of its own while replies are read here: a long stdin would
@@ -55,12 +51,12 @@ struct SendCommand: ParsableCommand {
     struct Done: Error {}
     do {
       try reader.forEachLine { line in
-        let text = String(decoding: line, as: UTF8.self)
-        print(text)
-        fflush(nil)
-        if text.hasPrefix("{\"rid\":") {
+        print(String(decoding: line, as: UTF8.self))
+        System.flushStandardOutput()
+        // A line that does not decode is printed and counts as neither.
+        if case .reply(let r)? = try? ServiceMessage(line: line) {
           replies += 1
-          if text.contains("\"ok\":false") { failed = true }
+          if !r.ok { failed = true }
         }
         if !follow && replies == lines.count { throw Done() }
       }

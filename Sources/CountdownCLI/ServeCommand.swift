@@ -1,14 +1,11 @@
 import ArgumentParser
 import Countdown
+import CountdownClient
 import CountdownServer
 import Dispatch
 import Logging
 import NIOCore
 import ServiceLifecycle
-
-#if canImport(Glibc)
-  import Glibc
-#endif
 
 struct ServeCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
@@ -207,7 +204,7 @@ struct ServeCommand: AsyncParsableCommand {
     options.tlsCertificatePath = tlsCert
     options.tlsKeyPath = tlsKey
     // A write past a file-size limit (ulimit -f) is an error to report, not a signal to die of.
-    signal(SIGXFSZ, SIG_IGN)
+    System.ignoreFileSizeSignal()
     let server = CountdownServer(options: options, logger: logger)
     do {
       try server.start()
@@ -215,7 +212,7 @@ struct ServeCommand: AsyncParsableCommand {
       printError("countdown serve: \(error)")
       throw ExitCode.failure
     }
-    var line = "countdown serve: pid \(getpid()), socket \(socket) (mode 0600)"
+    var line = "countdown serve: pid \(System.processID), socket \(socket) (mode 0600)"
     if let address = server.tcpAddress { line += ", tcp \(Self.hostPort(address))" }
     if let address = server.httpAddress {
       let scheme = server.usesTLS ? "https" : "http"
@@ -234,8 +231,7 @@ struct ServeCommand: AsyncParsableCommand {
     // logged and the old one kept.
     var hangup: (any DispatchSourceSignal)?
     if server.usesTLS {
-      signal(SIGHUP, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: SIGHUP)
+      let source = DispatchSource.makeSignalSource(signal: System.takeHangupSignal())
       source.setEventHandler {
         do {
           try server.reloadTLS()
@@ -264,8 +260,8 @@ extension ServeCommand {
       return token
     }
     if let tokenFile {
-      let fd = try openInput(tokenFile)
-      defer { close(fd) }
+      let fd = try System.openInput(tokenFile)
+      defer { System.close(fd) }
       var reader = LineReader(fd: fd)
       var first: [UInt8]?
       try reader.forEachLine { line in if first == nil { first = Array(line) } }
@@ -277,8 +273,7 @@ extension ServeCommand {
       }
       return token
     }
-    if let value = getenv("COUNTDOWN_TOKEN") {
-      let token = String(cString: value)
+    if let token = System.environment("COUNTDOWN_TOKEN") {
       return token.isEmpty ? nil : token
     }
     return nil
@@ -300,8 +295,8 @@ struct Announce: Service {
 
   func run() async throws {
     print(line)
-    fflush(nil)
-    logger.info("serving", metadata: ["socket": "\(socket)", "pid": "\(getpid())"])
+    System.flushStandardOutput()
+    logger.info("serving", metadata: ["socket": "\(socket)", "pid": "\(System.processID)"])
     try? await gracefulShutdown()
   }
 }

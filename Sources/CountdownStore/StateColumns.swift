@@ -49,6 +49,10 @@ enum ActivityColumn: Int32, CaseIterable {
     cases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
   }
 
+  /// Every column in declaration order, made once (`allCases` builds a new array at each
+  /// call, and a bind runs for every row written).
+  static let all = allCases
+
   /// The columns, comma-separated, in declaration order.
   static let list = allCases.map(\.name).joined(separator: ", ")
 
@@ -68,6 +72,9 @@ enum EngineColumn: Int32, CaseIterable {
   var read: Int32 { rawValue }
   /// Its parameter in ``upsert`` (after the fixed row id).
   var bind: Int32 { rawValue + 1 }
+
+  /// Every column in declaration order, made once.
+  static let all = allCases
 
   static let list = allCases.map(\.name).joined(separator: ", ")
   static let upsert =

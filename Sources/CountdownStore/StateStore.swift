@@ -2,10 +2,6 @@ import Countdown
 import GRDB
 import GRDBSQLite
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// How hard a commit presses the data to the disk (SQLite's `synchronous`, in WAL mode).
 public enum StoreSync: String, Sendable, CaseIterable {
   /// `synchronous=NORMAL`: a commit is durable across a crash of the process (`kill -9`
@@ -95,7 +91,7 @@ package final class StateStore {
     do throws(StoreError) {
       try Self.checkExisting(path)
     } catch {
-      Glibc.close(lockDescriptor)
+      System.close(lockDescriptor)
       throw error
     }
     var config = Configuration()
@@ -107,7 +103,7 @@ package final class StateStore {
       queue = try DatabaseQueue(path: path, configuration: config)
       try Self.migrator.migrate(queue)
     } catch {
-      Glibc.close(lockDescriptor)
+      System.close(lockDescriptor)
       throw StoreError("cannot open the state file \(path): \(Self.describe(error))")
     }
   }
@@ -115,18 +111,15 @@ package final class StateStore {
   /// Takes the file's exclusive lock (creating an empty file when there is none, which SQLite
   /// reads as a new database); another server holding it is an error.
   static func lock(_ path: String) throws(StoreError) -> Int32 {
-    let fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
-    guard fd >= 0 else {
-      throw StoreError(
-        "cannot open the state file \(path): \(String(cString: strerror(errno)))")
-    }
-    guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-      Glibc.close(fd)
+    switch System.lockFile(path) {
+    case .locked(let fd): return fd
+    case .failed(let reason):
+      throw StoreError("cannot open the state file \(path): \(reason)")
+    case .busy:
       throw StoreError(
         "another countdown serve is using the state file \(path); stop it first or choose another --state"
       )
     }
-    return fd
   }
 
   /// The schema, one migration per version (``StateSchema``). A file that has migrations this
@@ -197,22 +190,21 @@ package final class StateStore {
   static func checkPlace(_ path: String) throws(StoreError) {
     let slash = path.lastIndex(of: "/")
     let dir = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-    var st = stat()
-    guard stat(dir, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+    guard System.fileKind(dir) == .directory else {
       throw StoreError(
         "cannot keep state at \(path): the directory \(dir) does not exist; create it or choose another --state"
       )
     }
-    guard access(dir, W_OK) == 0 else {
+    guard System.isWritable(dir) else {
       throw StoreError(
         "cannot keep state at \(path): the directory \(dir) is not writable (SQLite needs to create \(path)-wal and \(path)-shm there); fix its permissions or choose another --state"
       )
     }
-    if stat(path, &st) == 0 {
-      guard (st.st_mode & S_IFMT) == S_IFREG else {
+    if let kind = System.fileKind(path) {
+      guard case .regular = kind else {
         throw StoreError("cannot keep state at \(path): it is not a regular file")
       }
-      guard access(path, R_OK | W_OK) == 0 else {
+      guard System.isReadableAndWritable(path) else {
         throw StoreError(
           "cannot keep state at \(path): the file is not readable and writable by this user")
       }
@@ -222,8 +214,7 @@ package final class StateStore {
   /// An existing, non-empty file is looked at read-only first: it must be a Countdown
   /// database (or an SQLite database with nothing in it) of a schema this build knows.
   static func checkExisting(_ path: String) throws(StoreError) {
-    var st = stat()
-    guard stat(path, &st) == 0, st.st_size > 0 else { return }
+    guard case .regular(let size)? = System.fileKind(path), size > 0 else { return }
     var config = Configuration()
     config.readonly = true
     do {
@@ -400,7 +391,7 @@ package final class StateStore {
         let e = last.engine
         let engine = try db.cachedStatement(sql: EngineColumn.upsert)
         try Self.run(engine.sqliteStatement, db) { s in
-          for c in EngineColumn.allCases {
+          for c in EngineColumn.all {
             let value: Int64? =
               switch c {
               case .now: e.now.milliseconds
@@ -456,7 +447,7 @@ package final class StateStore {
   /// Binds each column of `a` to its parameter: one switch over the declared columns, so a
   /// new column that is not written does not compile.
   private static func bind(_ s: OpaquePointer, _ a: StoredActivity) {
-    for c in ActivityColumn.allCases {
+    for c in ActivityColumn.all {
       let i = c.bind
       switch c {
       case .id: bind(s, i, a.id)
@@ -500,7 +491,7 @@ package final class StateStore {
   /// Closes the file (checkpointing the WAL into it).
   package func close() {
     try? queue.close()
-    Glibc.close(lockDescriptor)
+    System.close(lockDescriptor)
   }
 }
 

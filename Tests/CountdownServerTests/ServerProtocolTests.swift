@@ -1,3 +1,5 @@
+import Countdown
+import CountdownClient
 import Foundation
 import Testing
 
@@ -89,6 +91,60 @@ struct ServerProtocolTests {
       #expect(r[9]["ok"] as? Bool == true)
       failed(10, nil, "invalidPayload")  // rid of the wrong type
       #expect(r[11]["rid"] as? Int == 15 && r[11]["ok"] as? Bool == true)
+    }
+  }
+
+  @Test("Every line a server writes decodes as CountdownClient's typed message, value for value")
+  func typedMessages() async throws {
+    try await onThread {
+      let s = try RunningServer()
+      let c = try s.client()
+      let end = nowMs() + 3_000
+      c.send(
+        """
+        {"rid":"sub","op":"subscribe","ticks":true}
+        {"rid":1,"op":"start","id":"gate","kind":"countdown","endDate":\(end),"title":"Gate","color":"#FF8800","milestones":[{"name":"soon","atMs":2000}]}
+        {"rid":2,"op":"start","id":"walk","kind":"elapsed","goalMs":60000,"title":"Walk"}
+        {"rid":3,"op":"pause","id":"walk"}
+        {"rid":4,"op":"get","id":"walk"}
+        {"rid":5,"op":"list"}
+        {"rid":6,"op":"get","id":"ghost"}
+
+        """)
+      var replies: [JSONValue: ServiceReply] = [:]
+      var events: [ServiceEvent] = []
+      let deadline = Date().addingTimeInterval(10)
+      while Date() < deadline, !events.contains(where: { $0.kind == .expired }) {
+        guard let text = c.line(timeout: 5) else { break }
+        let message = try ServiceMessage(line: Array(text.utf8))
+        // The same line read by Foundation: the typed values are the line's.
+        let o = try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        switch message {
+        case .reply(let r):
+          #expect(r.ok == (o["ok"] as? Bool) && r.at == (o["at"] as? Int64), "\(text)")
+          replies[r.rid] = r
+        case .event(let e):
+          #expect(e.event == o["event"] as? String && e.id == o["id"] as? String, "\(text)")
+          #expect(e.at == o["at"] as? Int64 && e.value == o["value"] as? Int64, "\(text)")
+          events.append(e)
+        }
+      }
+      #expect(replies[.string("sub")]?.activities?.isEmpty == true)
+      #expect(replies[.int(1)]?.id == "gate")
+      let walk = try #require(replies[.int(4)]?.activity)
+      #expect(walk.kind == .elapsed && walk.phase == .paused && walk.goalMs == 60_000)
+      #expect(walk.pausedAt != nil && walk.title == "Walk")
+      let listed = try #require(replies[.int(5)]?.activities)
+      let gate = try #require(listed.first { $0.id == "gate" })
+      #expect(gate.endDate == end && gate.color == "#FF8800")
+      #expect(gate.nextMilestone?.name == "soon" && gate.nextMilestone?.at == end - 2_000)
+      #expect(replies[.int(6)]?.failure?.code == "notFound")
+      // The events a board draws from, typed: ticks with their values, the milestone, expiry.
+      let gateEvents = events.filter { $0.id == "gate" }.compactMap(\.kind)
+      #expect(gateEvents.first == .started && gateEvents.contains(.tick))
+      #expect(gateEvents.contains(.milestone) && gateEvents.last == .expired, "\(gateEvents)")
+      #expect(events.first { $0.kind == .milestone }?.name == "soon")
+      #expect(events.filter { $0.kind == .tick }.allSatisfy { $0.value != nil && $0.text != nil })
     }
   }
 

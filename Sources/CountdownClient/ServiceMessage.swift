@@ -1,0 +1,313 @@
+import Countdown
+
+/// A line that `countdown serve` wrote on a socket (docs/protocol.md): the reply to a request,
+/// or an event (docs/events.md), decoded into typed values.
+///
+/// ```swift
+/// var reader = LineReader(fd: try UnixSocket.connect("countdown.sock"))
+/// try reader.forEachLine { line in
+///   switch try ServiceMessage(line: line) {
+///   case .reply(let r): print(r.ok, r.activity?.clock.value(at: r.at) ?? 0)
+///   case .event(let e): print(e.event, e.id ?? "")
+///   }
+/// }
+/// ```
+public enum ServiceMessage: Sendable, Equatable {
+  /// The reply to one request (it has `ok`).
+  case reply(ServiceReply)
+  /// An event of a subscription, or a connection error that answers no request.
+  case event(ServiceEvent)
+
+  /// Decodes one line (without its newline).
+  /// - Throws: ``ServiceMessageError`` naming what is wrong: not JSON, not an object, neither
+  ///   a reply nor an event, a member missing or of the wrong type.
+  public init(line: UnsafeBufferPointer<UInt8>) throws(ServiceMessageError) {
+    let value: JSONValue
+    do {
+      value = try JSONParser.parse(bytes: line)
+    } catch {
+      throw ServiceMessageError("the line is not JSON: \(error.message)")
+    }
+    guard let o = value.objectValue else {
+      throw ServiceMessageError("the line is a JSON \(value.typeName), not an object")
+    }
+    if o["ok"] != nil {
+      self = .reply(try ServiceReply(Members(o, "reply")))
+    } else if o["event"] != nil {
+      self = .event(try ServiceEvent(Members(o, "event")))
+    } else {
+      throw ServiceMessageError("the line has neither \"ok\" (a reply) nor \"event\" (an event)")
+    }
+  }
+
+  /// ``init(line:)`` of an array of bytes.
+  public init(line: [UInt8]) throws(ServiceMessageError) {
+    self = try line.withUnsafeBufferPointer { (b) throws(ServiceMessageError) in
+      try ServiceMessage(line: b)
+    }
+  }
+}
+
+/// A line of the service that does not decode: a message a person can act on.
+public struct ServiceMessageError: Error, CustomStringConvertible, Sendable, Equatable {
+  public var message: String
+  public var description: String { message }
+  init(_ message: String) { self.message = message }
+}
+
+/// An error the service answered with (docs/errors.md).
+public struct ServiceFailure: Sendable, Equatable {
+  /// The error's code (`notFound`, `invalidPayload`, …).
+  public var code: String
+  public var message: String
+}
+
+/// The reply to one request: `{"rid":…,"ok":…,"at":…,…}`.
+public struct ServiceReply: Sendable, Equatable {
+  /// The request's `rid` as sent (a string or an integer), or `.null`.
+  public var rid: JSONValue
+  public var ok: Bool
+  /// The server's clock when it answered (ms since 1970).
+  public var at: Int64
+  /// Why the request failed (nil when `ok`).
+  public var failure: ServiceFailure?
+  /// A `start`'s id.
+  public var id: String?
+  /// A `get`'s activity (or an HTTP command's).
+  public var activity: ActivityObject?
+  /// A `list`'s activities, or a `subscribe`'s snapshot.
+  public var activities: [ActivityObject]?
+
+  init(_ m: Members) throws(ServiceMessageError) {
+    rid = m.o["rid"] ?? .null
+    ok = try m.bool("ok")
+    at = try m.int("at")
+    failure =
+      ok ? nil : ServiceFailure(code: try m.string("code"), message: try m.string("message"))
+    id = try m.optionalString("id")
+    activity = try m.optional("activity").map { (v) throws(ServiceMessageError) in
+      try ActivityObject(v, "activity")
+    }
+    var list = try m.optionalArray("activities")
+    if list == nil { list = try m.optionalArray("snapshot") }
+    activities = try list.map { (items) throws(ServiceMessageError) in
+      var out: [ActivityObject] = []
+      for (k, v) in items.enumerated() { out.append(try ActivityObject(v, "activities[\(k)]")) }
+      return out
+    }
+  }
+}
+
+/// An event (docs/events.md): `{"at":…,"event":…,"id":…,…}`.
+public struct ServiceEvent: Sendable, Equatable {
+  /// The instant it happened (ms since 1970), not when it was delivered.
+  public var at: Int64
+  /// The event's name: a kind's (`tick`, `ended`, …) or `error`.
+  public var event: String
+  /// The kind, or nil for `error` (and for a kind this client does not know).
+  public var kind: ActivityEvent.Kind? { ActivityEvent.Kind(rawValue: event) }
+  /// The activity's id (nil for a connection error).
+  public var id: String?
+  /// The whole seconds shown (`tick`, `paused`, `ended`).
+  public var value: Int64?
+  /// `value` in the server's style.
+  public var text: String?
+  /// A milestone's name.
+  public var name: String?
+  /// An `ended` event's reason (`requested`, `expired`, `maxDuration`, `disabled`).
+  public var reason: String?
+  /// An `error` event's code and message (`slowConsumer`).
+  public var failure: ServiceFailure?
+
+  init(_ m: Members) throws(ServiceMessageError) {
+    at = try m.int("at")
+    event = try m.string("event")
+    id = try m.optionalString("id")
+    value = try m.optionalInt("value")
+    text = try m.optionalString("text")
+    name = try m.optionalString("name")
+    reason = try m.optionalString("reason")
+    failure =
+      event == "error"
+      ? ServiceFailure(code: try m.string("code"), message: try m.string("message")) : nil
+  }
+}
+
+/// An activity object (docs/protocol.md, "Activity objects").
+public struct ActivityObject: Sendable, Equatable {
+  public var id: String
+  public var kind: ActivityKind
+  public var phase: ActivityPhase
+  /// The whole seconds shown when the object was made.
+  public var value: Int64
+  /// `value` in the server's style.
+  public var text: String
+  /// 0…1, or nil.
+  public var progress: Double?
+  public var stale: Bool
+  /// The content: `title`, `subtitle`, `alertMessage`, `color`, `fields`, `relevance`.
+  public var content: [String: JSONValue]
+  /// A countdown's current end (moved later by pauses).
+  public var endDate: Int64?
+  /// An elapsed timer's origin moved by pauses (a countdown's start for its progress).
+  public var startDate: Int64?
+  public var pausedAt: Int64?
+  /// An elapsed timer's goal, for its progress.
+  public var goalMs: Int64?
+  /// The last milestone passed.
+  public var milestone: String?
+  /// The next milestone and its instant.
+  public var nextMilestone: (name: String, at: Int64)? {
+    get { nextMilestoneName.flatMap { n in nextMilestoneAt.map { (n, $0) } } }
+    set {
+      nextMilestoneName = newValue?.name
+      nextMilestoneAt = newValue?.at
+    }
+  }
+  private var nextMilestoneName: String?
+  private var nextMilestoneAt: Int64?
+
+  /// The content's title (nil when it has none).
+  public var title: String? { content["title"].flatMap(Members.stringValue) }
+  public var subtitle: String? { content["subtitle"].flatMap(Members.stringValue) }
+  /// `#RRGGBB` or `#RRGGBBAA`.
+  public var color: String? { content["color"].flatMap(Members.stringValue) }
+
+  /// What a board needs to show it at any instant (``ActivityClock``).
+  public var clock: ActivityClock {
+    ActivityClock(
+      kind: kind, phase: phase, value: value, progress: progress, endDate: endDate,
+      startDate: startDate, goalMs: goalMs)
+  }
+
+  init(_ v: JSONValue, _ path: String) throws(ServiceMessageError) {
+    guard let o = v.objectValue else {
+      throw ServiceMessageError("\(path) is a JSON \(v.typeName), not an activity object")
+    }
+    let m = Members(o, path)
+    id = try m.string("id")
+    let kindName = try m.string("kind")
+    guard let kind = ActivityKind(rawValue: kindName) else {
+      throw ServiceMessageError("\(path).kind \"\(kindName)\" is not a kind of activity")
+    }
+    self.kind = kind
+    let phaseName = try m.string("phase")
+    guard let phase = ActivityPhase(rawValue: phaseName) else {
+      throw ServiceMessageError("\(path).phase \"\(phaseName)\" is not a phase")
+    }
+    self.phase = phase
+    value = try m.int("value")
+    text = try m.string("text")
+    progress = try m.optionalDouble("progress")
+    stale = try m.bool("stale")
+    content =
+      try m.optional("content").map { (c) throws(ServiceMessageError) in
+        guard let o = c.objectValue else {
+          throw ServiceMessageError("\(path).content is a JSON \(c.typeName), not an object")
+        }
+        return o
+      } ?? [:]
+    endDate = try m.optionalInt("endDate")
+    startDate = try m.optionalInt("startDate")
+    pausedAt = try m.optionalInt("pausedAt")
+    goalMs = try m.optionalInt("goalMs")
+    milestone = try m.optionalString("milestone")
+    if let next = try m.optional("nextMilestone") {
+      guard let n = next.objectValue else {
+        throw ServiceMessageError("\(path).nextMilestone is not an object")
+      }
+      let nm = Members(n, "\(path).nextMilestone")
+      nextMilestoneName = try nm.string("name")
+      nextMilestoneAt = try nm.int("at")
+    }
+  }
+
+  public static func == (a: Self, b: Self) -> Bool {
+    a.id == b.id && a.kind == b.kind && a.phase == b.phase && a.value == b.value
+      && a.text == b.text && a.progress == b.progress && a.stale == b.stale
+      && a.content == b.content && a.endDate == b.endDate && a.startDate == b.startDate
+      && a.pausedAt == b.pausedAt && a.goalMs == b.goalMs && a.milestone == b.milestone
+      && a.nextMilestoneName == b.nextMilestoneName && a.nextMilestoneAt == b.nextMilestoneAt
+  }
+}
+
+/// An object's members, read with messages that name the member and where it is.
+struct Members {
+  let o: [String: JSONValue]
+  let path: String
+  init(_ o: [String: JSONValue], _ path: String) {
+    self.o = o
+    self.path = path
+  }
+
+  static func stringValue(_ v: JSONValue) -> String? {
+    if case .string(let s) = v { return s }
+    return nil
+  }
+
+  private func wrong(_ key: String, _ v: JSONValue, _ want: String) -> ServiceMessageError {
+    ServiceMessageError("\(path).\(key) is a JSON \(v.typeName), not \(want)")
+  }
+
+  /// The member, nil when absent or null.
+  func optional(_ key: String) throws(ServiceMessageError) -> JSONValue? {
+    guard let v = o[key], v != .null else { return nil }
+    return v
+  }
+
+  func required(_ key: String) throws(ServiceMessageError) -> JSONValue {
+    guard let v = try optional(key) else {
+      throw ServiceMessageError("\(path) has no \"\(key)\"")
+    }
+    return v
+  }
+
+  func string(_ key: String) throws(ServiceMessageError) -> String {
+    let v = try required(key)
+    guard let s = Self.stringValue(v) else { throw wrong(key, v, "a string") }
+    return s
+  }
+
+  func optionalString(_ key: String) throws(ServiceMessageError) -> String? {
+    guard let v = try optional(key) else { return nil }
+    guard let s = Self.stringValue(v) else { throw wrong(key, v, "a string") }
+    return s
+  }
+
+  func bool(_ key: String) throws(ServiceMessageError) -> Bool {
+    let v = try required(key)
+    guard case .bool(let b) = v else { throw wrong(key, v, "a boolean") }
+    return b
+  }
+
+  func int(_ key: String) throws(ServiceMessageError) -> Int64 {
+    guard let n = try optionalInt(key) else {
+      throw ServiceMessageError("\(path) has no \"\(key)\"")
+    }
+    return n
+  }
+
+  func optionalInt(_ key: String) throws(ServiceMessageError) -> Int64? {
+    guard let v = try optional(key) else { return nil }
+    switch v {
+    case .int(let n): return n
+    case .double(let d) where d.isFinite && d == d.rounded() && abs(d) < 9.2e18: return Int64(d)
+    default: throw wrong(key, v, "an integer")
+    }
+  }
+
+  func optionalDouble(_ key: String) throws(ServiceMessageError) -> Double? {
+    guard let v = try optional(key) else { return nil }
+    switch v {
+    case .int(let n): return Double(n)
+    case .double(let d): return d
+    default: throw wrong(key, v, "a number")
+    }
+  }
+
+  func optionalArray(_ key: String) throws(ServiceMessageError) -> [JSONValue]? {
+    guard let v = try optional(key) else { return nil }
+    guard case .array(let a) = v else { throw wrong(key, v, "an array") }
+    return a
+  }
+}
