@@ -96,9 +96,14 @@ let package = Package(
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]
     ),
+    // What the engine's and the state file's tests share: a recorder of events, random runs
+    // of commands, an engine holding every stored state. Public API only, so that it builds in
+    // any configuration.
+    .target(
+      name: "CountdownTestSupport", dependencies: ["Countdown"], path: "Tests/CountdownTestSupport"),
     .testTarget(
       name: "CountdownTests",
-      dependencies: ["Countdown", "CLibUV", "CountdownCLI", "CountdownStore"],
+      dependencies: ["Countdown", "CLibUV", "CountdownCLI", "CountdownTestSupport"],
       exclude: ["Fixtures"]
     ),
     .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
@@ -106,7 +111,10 @@ let package = Package(
     .testTarget(name: "CountdownProtocolTests", dependencies: ["CountdownProtocol", "Countdown"]),
     .testTarget(
       name: "CountdownStoreTests",
-      dependencies: ["CountdownStore", "Countdown", .product(name: "GRDB", package: "GRDB.swift")],
+      dependencies: [
+        "CountdownStore", "Countdown", "CountdownTestSupport",
+        .product(name: "GRDB", package: "GRDB.swift"),
+      ],
       exclude: ["Fixtures"]),
     .testTarget(
       name: "CountdownServerTests",

@@ -1,3 +1,4 @@
+import CountdownTestSupport
 import Testing
 
 @testable import Countdown
@@ -16,7 +17,7 @@ struct ActivitiesViewTests {
     for round in 0..<1_500 {
       let options = EngineOptions(
         maxActiveDurationMs: round % 4 == 1 ? 25_000 : nil, idSeed: UInt64(round) &* 7919)
-      var (e, commands, cut) = try SnapshotTests.partlyRun(&g, options: options)
+      var (e, commands, cut) = try RandomCommands.partlyRun(&g, options: options)
       let context = "COUNTDOWN_TEST_SEED=\(seed) round \(round) cut \(cut)"
 
       let at = e.now
@@ -30,7 +31,7 @@ struct ActivitiesViewTests {
       // Everything after the view: commands, and the clock well past every deadline (ticks,
       // expiries, staleness, milestones, dismissals).
       for (at, c) in commands[cut...] where at >= e.now.milliseconds {
-        _ = SnapshotTests.apply(c, at: at, to: &e)
+        _ = RandomCommands.apply(c, at: at, to: &e)
       }
       try e.advance(to: Instant(milliseconds: max(e.now.milliseconds, commands.last!.at) + 40_000))
       e.checkInvariants()

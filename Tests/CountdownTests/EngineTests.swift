@@ -1,4 +1,5 @@
 import Countdown
+import CountdownTestSupport
 import Testing
 
 @Suite("Engine rules on the virtual clock")

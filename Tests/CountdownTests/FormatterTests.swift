@@ -1,3 +1,4 @@
+import CountdownTestSupport
 import Testing
 
 @testable import Countdown

@@ -1,3 +1,4 @@
+import CountdownTestSupport
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import Countdown
+import CountdownTestSupport
 
 /// A brute-force model of docs/activities.md, docs/events.md for the randomized test: it visits every millisecond and
 /// asks each activity, in start order, whether its displayed value changed and which deadline

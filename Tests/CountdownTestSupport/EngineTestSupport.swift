@@ -1,21 +1,20 @@
+import Countdown
 import Foundation
 
-@testable import Countdown
-
 /// 2026-11-21T08:00:00Z, a whole second.
-let t0 = Instant(milliseconds: 1_795_248_000_000)
+package let t0 = Instant(milliseconds: 1_795_248_000_000)
 
 /// `t0` plus `ms` milliseconds.
-func at(_ ms: Int64) -> Instant { t0.advanced(by: ms) }
+package func at(_ ms: Int64) -> Instant { t0.advanced(by: ms) }
 
 /// Collects an engine's events.
-final class Recorder {
-  var events: [ActivityEvent] = []
+package final class Recorder {
+  package var events: [ActivityEvent] = []
 
   /// The events as compact strings: `"<ms after t0> <kind> <id> [value] [extra]"`.
-  var lines: [String] { events.map(Recorder.describe) }
+  package var lines: [String] { events.map(Recorder.describe) }
 
-  static func describe(_ e: ActivityEvent) -> String {
+  package static func describe(_ e: ActivityEvent) -> String {
     var s = "\(e.at.milliseconds - t0.milliseconds) \(e.kind.rawValue) \(e.id)"
     switch e.kind {
     case .tick, .paused: s += " \(e.value)"
@@ -27,22 +26,30 @@ final class Recorder {
   }
 
   /// Lines of the given kinds only.
-  func lines(_ kinds: Set<ActivityEvent.Kind>) -> [String] {
+  package func lines(_ kinds: Set<ActivityEvent.Kind>) -> [String] {
     events.filter { kinds.contains($0.kind) }.map(Recorder.describe)
   }
 
-  func clear() { events.removeAll() }
+  /// The events as lines with everything but the handle (slots are renumbered by a restore),
+  /// to compare an engine's events with a restored one's.
+  package var comparableLines: [String] {
+    events.map { "\(Recorder.describe($0)) \($0.activityKind)" }
+  }
+
+  package init() {}
+
+  package func clear() { events.removeAll() }
 }
 
 /// A fresh engine at `t0` with a recorder.
-func makeEngine(_ options: EngineOptions = EngineOptions()) -> (ActivityEngine, Recorder) {
+package func makeEngine(_ options: EngineOptions = EngineOptions()) -> (ActivityEngine, Recorder) {
   let r = Recorder()
   let e = ActivityEngine(now: t0, options: options) { r.events.append($0) }
   return (e, r)
 }
 
 /// Runs `body` and returns the error code it threw, or nil.
-func errorCode(_ body: () throws -> Void) -> CountdownError.Code? {
+package func errorCode(_ body: () throws -> Void) -> CountdownError.Code? {
   do {
     try body()
     return nil
@@ -55,7 +62,7 @@ func errorCode(_ body: () throws -> Void) -> CountdownError.Code? {
 
 /// The seed of a randomized test: `COUNTDOWN_TEST_SEED` when set (to replay a failure), else
 /// a fresh one, which the test puts in its failure messages.
-func testSeed() -> UInt64 {
+package func testSeed() -> UInt64 {
   if let text = ProcessInfo.processInfo.environment["COUNTDOWN_TEST_SEED"], let seed = UInt64(text)
   {
     return seed
@@ -64,34 +71,34 @@ func testSeed() -> UInt64 {
 }
 
 /// Random values for the randomized engine tests, around an instant that moves forward.
-struct RandomRun {
-  var rng: SplitMix64
-  var t = t0.milliseconds
+package struct RandomRun {
+  package var rng: SplitMix64
+  package var t = t0.milliseconds
   /// Steps, instants and milestone offsets are multiples of this many milliseconds: with 500,
   /// ends, deadlines and ticks keep falling on the same instants (t0 is a whole second).
-  var grid: Int64 = 1
+  package var grid: Int64 = 1
 
-  init(seed: UInt64, grid: Int64 = 1) {
+  package init(seed: UInt64, grid: Int64 = 1) {
     rng = SplitMix64(state: seed)
     self.grid = grid
   }
 
-  mutating func rand(_ r: ClosedRange<Int64>) -> Int64 { Int64.random(in: r, using: &rng) }
-  mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
+  package mutating func rand(_ r: ClosedRange<Int64>) -> Int64 { Int64.random(in: r, using: &rng) }
+  package mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
 
   /// `v` down to a multiple of the grid.
-  func onGrid(_ v: Int64) -> Int64 { v - ((v % grid) + grid) % grid }
+  package func onGrid(_ v: Int64) -> Int64 { v - ((v % grid) + grid) % grid }
 
   /// Mostly small steps, sometimes none (same-instant commands), sometimes longer.
-  mutating func step() {
+  package mutating func step() {
     t += onGrid(chance(0.2) ? 0 : chance(0.9) ? rand(1...1_500) : rand(2_000...8_000))
   }
 
-  mutating func instant(_ r: ClosedRange<Int64>) -> Instant {
+  package mutating func instant(_ r: ClosedRange<Int64>) -> Instant {
     Instant(milliseconds: t + onGrid(rand(r)))
   }
 
-  mutating func policy() -> DismissalPolicy {
+  package mutating func policy() -> DismissalPolicy {
     switch rand(0...2) {
     case 0: .immediate
     case 1: .after(instant(-1_000...30_000))
@@ -99,7 +106,7 @@ struct RandomRun {
     }
   }
 
-  mutating func milestones() -> [Milestone] {
+  package mutating func milestones() -> [Milestone] {
     (0..<rand(0...3)).map { k in Milestone(name: "m\(k)", atMs: onGrid(rand(0...12_000))) }
   }
 }
@@ -110,7 +117,7 @@ struct RandomRun {
 /// paused), "park" (expired, the default dismissal), "done" (ended on request, dismissed
 /// later), an elapsed timer with a generated id, a maximum active duration and the limit 9.
 /// What the snapshot tests and the state-file tests carry through; returns the gate's content.
-func everyFieldEngine() throws -> (engine: ActivityEngine, gateContent: ActivityContent?) {
+package func everyFieldEngine() throws -> (engine: ActivityEngine, gateContent: ActivityContent?) {
   var e = ActivityEngine(now: t0, options: EngineOptions(maxActivities: 9, idSeed: 5))
   let end = t0.advanced(by: 60_000)
   var r = ActivityRequest.countdown(id: "gate", to: end, title: "Gate B12")

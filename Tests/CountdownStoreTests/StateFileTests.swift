@@ -1,3 +1,4 @@
+import CountdownTestSupport
 import Foundation
 import Testing
 
@@ -63,7 +64,7 @@ struct StateFileTests {
         maxActivities: round % 3 == 0 ? 3 : nil,
         maxActiveDurationMs: round % 4 == 1 ? 25_000 : nil, idSeed: UInt64(round) &* 7919)
       g.t = t0.milliseconds
-      let commands = SnapshotTests.run(&g, count: 60)
+      let commands = RandomCommands.run(&g, count: 60)
       let cut = Int(g.rand(0...Int64(commands.count)))
       let a = Recorder()
       var original = ActivityEngine(now: t0, options: options) { a.events.append($0) }
@@ -86,7 +87,7 @@ struct StateFileTests {
           try original.advance(to: Instant(milliseconds: at - 1))
           try commit()
         }
-        _ = SnapshotTests.apply(c, at: at, to: &original)
+        _ = RandomCommands.apply(c, at: at, to: &original)
         try commit()
         if g.chance(0.1) {
           let loaded = try #require(try store.load())
@@ -107,14 +108,14 @@ struct StateFileTests {
       var restored = try ActivityEngine(restoring: stored) { b.events.append($0) }
       let before = a.events.count
       for (at, c) in commands[cut...] where at >= original.now.milliseconds {
-        _ = SnapshotTests.apply(c, at: at, to: &original)
-        _ = SnapshotTests.apply(c, at: at, to: &restored)
+        _ = RandomCommands.apply(c, at: at, to: &original)
+        _ = RandomCommands.apply(c, at: at, to: &restored)
       }
       let end = Instant(milliseconds: max(original.now.milliseconds, commands.last!.at) + 40_000)
       try original.advance(to: end)
       try restored.advance(to: end)
-      let mine = SnapshotTests.lines(b)
-      let theirs = Array(SnapshotTests.lines(a).dropFirst(before))
+      let mine = b.comparableLines
+      let theirs = Array(a.comparableLines.dropFirst(before))
       guard mine == theirs else {
         Issue.record("the restored engine's events differ (\(context))")
         return
