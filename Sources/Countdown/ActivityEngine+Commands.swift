@@ -39,6 +39,11 @@ extension ActivityEngine {
     if let ts = r.timestamp { _ = try ts.validated("timestamp") }
     if case .after(let d)? = r.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
     try Self.validateMilestones(r.milestones)
+    if let live = r.liveActivity {
+      try Self.checkPushSize(
+        kind: r.kind, content: r.content, milestones: r.milestones,
+        staleDate: r.staleDate?.milliseconds, live)
+    }
 
     try moveClock(to: t)
     guard options.enabled else {
@@ -87,7 +92,7 @@ extension ActivityEngine {
       countdownStart: r.kind == .countdown ? r.startDate?.milliseconds : nil,
       goalMs: r.goalMs, staleDate: r.staleDate?.milliseconds,
       milestones: Self.firingOrder(r.milestones, r.kind), endOnExpiry: r.endOnExpiry,
-      startedAt: now, lastTimestamp: r.timestamp?.milliseconds)
+      startedAt: now, lastTimestamp: r.timestamp?.milliseconds, liveActivity: r.liveActivity)
     slotIndex.insert(slot, hash: h)
     emit(.started, slot, at: now)
     refresh(slot, skippingPassedMilestones: true)
@@ -141,6 +146,27 @@ extension ActivityEngine {
     }
     try checkTimestamp(u.timestamp, slot: slot)
     let content = try patchedContent(slot, u.content)
+    // A Live Activity's payloads are checked against the state after the update.
+    var live = cold[s].liveActivity
+    if let patch = u.liveActivity { live = try LiveActivity.patched(live, with: patch) }
+    if let live {
+      var milestones = cold[s].milestones
+      switch u.milestones {
+      case .keep: break
+      case .set(let m): milestones = m
+      case .remove: milestones = []
+      }
+      var stale = cold[s].staleDate
+      switch u.staleDate {
+      case .keep: break
+      case .set(let d): stale = d.milliseconds
+      case .remove: stale = nil
+      }
+      try Self.checkPushSize(
+        kind: kind,
+        content: content.map(\.content) ?? self.content(ofSlot: slot),
+        milestones: milestones, staleDate: stale, live)
+    }
 
     // Everything is checked: apply.
     let now = t.milliseconds
@@ -190,6 +216,7 @@ extension ActivityEngine {
     }
     if let content { cold[s].content = content }
     if let ts = u.timestamp { cold[s].lastTimestamp = ts.milliseconds }
+    if u.liveActivity != nil { cold[s].liveActivity = live }
     emit(.updated, slot, at: now)
     refresh(slot, skippingPassedMilestones: true)
     runDue(upTo: now)
@@ -271,6 +298,11 @@ extension ActivityEngine {
     try checkTimestamp(e.timestamp, slot: slot)
     let content = try patchedContent(slot, e.content)
     let s = Int(slot)
+    if let content, let live = cold[s].liveActivity {
+      try Self.checkPushSize(
+        kind: slots[s].kind, content: content.content, milestones: cold[s].milestones,
+        staleDate: cold[s].staleDate, live)
+    }
     if let content { cold[s].content = content }
     if let ts = e.timestamp { cold[s].lastTimestamp = ts.milliseconds }
     let now = t.milliseconds
@@ -343,5 +375,22 @@ extension ActivityEngine {
 
   func content(ofSlot slot: UInt32) -> ActivityContent {
     cold[Int(slot)].content.content
+  }
+
+  /// Refuses a command after which some Live Activity push of the activity would be over
+  /// APNs's 4096 bytes (docs/pushes.md): refused when the command is made, not when the push
+  /// is sent.
+  static func checkPushSize(
+    kind: ActivityKind, content: ActivityContent, milestones: [Milestone], staleDate: Int64?,
+    _ live: LiveActivity
+  ) throws(CountdownError) {
+    guard case .object(let members) = content.json else { return }
+    let size = LiveActivityPush.largestPayload(
+      kind: kind, content: members, milestones: milestones, staleDate: staleDate, live)
+    guard size > LiveActivityPush.maximumPayloadSize else { return }
+    throw CountdownError(
+      .attributesTooLarge,
+      "a Live Activity push of this activity could take \(size) bytes and APNs takes at most \(LiveActivityPush.maximumPayloadSize); shorten the content, the milestone names or liveActivity.attributes"
+    )
   }
 }

@@ -45,7 +45,7 @@ extension ActivityEngine {
       pausedAt: slots[s].phase == .paused ? Instant(milliseconds: slots[s].frozenAt) : nil,
       goalMs: slots[s].kind == .elapsed ? cold[s].goalMs : nil,
       lastMilestone: next > 0 ? milestones[next - 1].name : nil, nextMilestone: upcoming,
-      contentJSON: cold[s].content.canonical)
+      contentJSON: cold[s].content.canonical, liveActivity: cold[s].liveActivity)
   }
 
   /// Every activity not yet dismissed, as seen at the engine's clock, in start order.

@@ -32,13 +32,16 @@ public struct StoredActivity: Sendable, Hashable {
   public var endReason: EndReason
   public var dismissAt: Int64
   public var lastTimestamp: Int64?
+  /// The Live Activity it pushes to (docs/pushes.md), if any.
+  public var liveActivity: LiveActivity?
 
   public init(
     id: String, kind: ActivityKind, phase: ActivityPhase, order: UInt64, stale: Bool,
     expired: Bool, anchor: Int64, pausedTotal: Int64, frozenAt: Int64, content: String,
     countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?, milestones: [Milestone],
     nextMilestone: Int, endOnExpiry: DismissalPolicy?, startedAt: Int64, endedAt: Int64,
-    endReason: EndReason, dismissAt: Int64, lastTimestamp: Int64?
+    endReason: EndReason, dismissAt: Int64, lastTimestamp: Int64?,
+    liveActivity: LiveActivity? = nil
   ) {
     self.id = id
     self.kind = kind
@@ -61,6 +64,7 @@ public struct StoredActivity: Sendable, Hashable {
     self.endReason = endReason
     self.dismissAt = dismissAt
     self.lastTimestamp = lastTimestamp
+    self.liveActivity = liveActivity
   }
 }
 
@@ -131,7 +135,8 @@ extension ActivityEngine {
       content: c.content.canonical, countdownStart: c.countdownStart, goalMs: c.goalMs,
       staleDate: c.staleDate, milestones: c.milestones, nextMilestone: c.nextMilestone,
       endOnExpiry: c.endOnExpiry, startedAt: c.startedAt, endedAt: c.endedAt,
-      endReason: c.endReason, dismissAt: c.dismissAt, lastTimestamp: c.lastTimestamp)
+      endReason: c.endReason, dismissAt: c.dismissAt, lastTimestamp: c.lastTimestamp,
+      liveActivity: c.liveActivity)
   }
 
   /// Rebuilds an engine from `snapshot` without emitting any event: the slots, their ticks and
@@ -184,7 +189,8 @@ extension ActivityEngine {
       cold[s].reset(
         content: StoredContent(canonical: a.content), countdownStart: a.countdownStart,
         goalMs: a.goalMs, staleDate: a.staleDate, milestones: a.milestones,
-        endOnExpiry: a.endOnExpiry, startedAt: a.startedAt, lastTimestamp: a.lastTimestamp)
+        endOnExpiry: a.endOnExpiry, startedAt: a.startedAt, lastTimestamp: a.lastTimestamp,
+        liveActivity: a.liveActivity)
       cold[s].nextMilestone = a.nextMilestone
       cold[s].endedAt = a.endedAt
       cold[s].endReason = a.endReason

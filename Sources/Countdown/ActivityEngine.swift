@@ -103,8 +103,8 @@ public struct ActivityEngine {
   }
 
   /// Per-slot state that the per-tick path never reads: 56 bytes. What few activities have
-  /// (a countdown's start, a goal, milestones, `endOnExpiry`, a timestamp) sits in a shared
-  /// side box, copied on write, that most activities never allocate.
+  /// (a countdown's start, a goal, milestones, `endOnExpiry`, a timestamp, a Live Activity to
+  /// push to) sits in a shared side box, copied on write, that most activities never allocate.
   struct ColdState {
     /// The content's canonical JSON, or its title (``StoredContent``).
     private var contentText = ""
@@ -136,7 +136,7 @@ public struct ActivityEngine {
     mutating func reset(
       content: StoredContent, countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?,
       milestones: [Milestone], endOnExpiry: DismissalPolicy?, startedAt: Int64,
-      lastTimestamp: Int64?
+      lastTimestamp: Int64?, liveActivity: LiveActivity?
     ) {
       self.content = content
       self.staleDate = staleDate
@@ -145,11 +145,11 @@ public struct ActivityEngine {
       dismissDelay = 0
       endReason = .requested
       if countdownStart != nil || goalMs != nil || !milestones.isEmpty || endOnExpiry != nil
-        || lastTimestamp != nil
+        || lastTimestamp != nil || liveActivity != nil
       {
         box = ColdExtras(
           countdownStart: countdownStart, goalMs: goalMs, milestones: milestones,
-          endOnExpiry: endOnExpiry, lastTimestamp: lastTimestamp)
+          endOnExpiry: endOnExpiry, lastTimestamp: lastTimestamp, liveActivity: liveActivity)
       } else {
         box = nil
       }
@@ -197,6 +197,10 @@ public struct ActivityEngine {
       get { box?.lastTimestamp }
       set { if newValue != nil || box != nil { extras { $0.lastTimestamp = newValue } } }
     }
+    var liveActivity: LiveActivity? {
+      get { box?.liveActivity }
+      set { if newValue != nil || box != nil { extras { $0.liveActivity = newValue } } }
+    }
   }
 
   /// The side box of ``ColdState``.
@@ -208,22 +212,25 @@ public struct ActivityEngine {
     var nextMilestone = 0
     var endOnExpiry: DismissalPolicy?
     var lastTimestamp: Int64?
+    var liveActivity: LiveActivity?
 
     init(
       countdownStart: Int64? = nil, goalMs: Int64? = nil, milestones: [Milestone] = [],
-      endOnExpiry: DismissalPolicy? = nil, lastTimestamp: Int64? = nil
+      endOnExpiry: DismissalPolicy? = nil, lastTimestamp: Int64? = nil,
+      liveActivity: LiveActivity? = nil
     ) {
       self.countdownStart = countdownStart
       self.goalMs = goalMs
       self.milestones = milestones
       self.endOnExpiry = endOnExpiry
       self.lastTimestamp = lastTimestamp
+      self.liveActivity = liveActivity
     }
 
     func copy() -> ColdExtras {
       let c = ColdExtras(
         countdownStart: countdownStart, goalMs: goalMs, milestones: milestones,
-        endOnExpiry: endOnExpiry, lastTimestamp: lastTimestamp)
+        endOnExpiry: endOnExpiry, lastTimestamp: lastTimestamp, liveActivity: liveActivity)
       c.nextMilestone = nextMilestone
       return c
     }

@@ -82,6 +82,8 @@ public struct ActivityState: Sendable, Hashable {
   public var nextMilestone: NextMilestone?
   /// The content as canonical JSON (compact, keys sorted).
   public var contentJSON: String
+  /// The Live Activity it pushes to (docs/pushes.md), if any.
+  public var liveActivity: LiveActivity? = nil
 
   /// A milestone still to come.
   public struct NextMilestone: Sendable, Hashable {

@@ -25,12 +25,15 @@ public struct ActivityRequest: Sendable, Hashable {
   public var endOnExpiry: Optional<DismissalPolicy>
   /// The sender's clock; later updates older than it are rejected.
   public var timestamp: Optional<Instant>
+  /// The iPhone Live Activity it pushes to (docs/pushes.md).
+  public var liveActivity: Optional<LiveActivity>
 
   @inlinable
   public init(
     id: String? = nil, kind: ActivityKind, endDate: Instant? = nil, startDate: Instant? = nil,
     goalMs: Int64? = nil, content: ActivityContent, staleDate: Instant? = nil,
-    milestones: [Milestone] = [], endOnExpiry: DismissalPolicy? = nil, timestamp: Instant? = nil
+    milestones: [Milestone] = [], endOnExpiry: DismissalPolicy? = nil, timestamp: Instant? = nil,
+    liveActivity: LiveActivity? = nil
   ) {
     self.id = id
     self.kind = kind
@@ -42,6 +45,7 @@ public struct ActivityRequest: Sendable, Hashable {
     self.milestones = milestones
     self.endOnExpiry = endOnExpiry
     self.timestamp = timestamp
+    self.liveActivity = liveActivity
   }
 
   /// A countdown to `end` titled `title`.
@@ -72,13 +76,17 @@ public struct ActivityUpdate: Sendable, Hashable {
   public var endOnExpiry: Change<DismissalPolicy>
   /// Rejected with `outOfOrder` when older than the last applied timestamp.
   public var timestamp: Optional<Instant>
+  /// A merge patch of the `liveActivity` object (``LiveActivity/patched(_:with:)``): nil keeps
+  /// it, `.null` removes it.
+  public var liveActivity: Optional<JSONValue>
 
   @inlinable
   public init(
     content: [String: JSONValue] = Dictionary(), endDate: Instant? = nil,
     startDate: Change<Instant> = .keep, staleDate: Change<Instant> = .keep,
     goalMs: Change<Int64> = .keep, milestones: Change<[Milestone]> = .keep,
-    endOnExpiry: Change<DismissalPolicy> = .keep, timestamp: Instant? = nil
+    endOnExpiry: Change<DismissalPolicy> = .keep, timestamp: Instant? = nil,
+    liveActivity: JSONValue? = nil
   ) {
     self.content = content
     self.endDate = endDate
@@ -88,6 +96,7 @@ public struct ActivityUpdate: Sendable, Hashable {
     self.milestones = milestones
     self.endOnExpiry = endOnExpiry
     self.timestamp = timestamp
+    self.liveActivity = liveActivity
   }
 }
 

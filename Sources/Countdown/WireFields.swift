@@ -161,7 +161,13 @@ struct WireFields {
       endOnExpiry: try value("endOnExpiry").map { (v) throws(CountdownError) in
         try Self.dismissal("endOnExpiry", v)
       },
-      timestamp: try optionalInstant("timestamp"))
+      timestamp: try optionalInstant("timestamp"),
+      liveActivity: try value("liveActivity").map { (v) throws(CountdownError) in
+        guard case .object(let o) = v else {
+          throw .payload("liveActivity must be an object, not \(v.typeName)")
+        }
+        return try LiveActivity(object: o)
+      })
   }
 
   mutating func change<T>(
@@ -193,7 +199,7 @@ struct WireFields {
       endOnExpiry: try change("endOnExpiry") { (v) throws(CountdownError) in
         try Self.dismissal("endOnExpiry", v)
       },
-      timestamp: try optionalInstant("timestamp"))
+      timestamp: try optionalInstant("timestamp"), liveActivity: raw("liveActivity"))
   }
 
   mutating func ending() throws(CountdownError) -> ActivityEnding {

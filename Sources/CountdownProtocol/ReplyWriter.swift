@@ -120,6 +120,8 @@ package struct ReplyWriter {
     } else {
       out.raw("null")
     }
+    out.raw(",\"liveActivity\":")
+    if let live = s.liveActivity { out.write(.object(live.object)) } else { out.raw("null") }
     out.raw("}")
   }
 

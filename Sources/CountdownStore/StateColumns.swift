@@ -11,6 +11,8 @@ enum ActivityColumn: Int32, CaseIterable {
   case id, ord, kind, phase, stale, expired, anchor, pausedTotal, frozenAt, content
   case countdownStart, goalMs, staleDate, milestones, nextMilestone, endOnExpiry
   case startedAt, endedAt, endReason, dismissAt, lastTimestamp
+  /// The Live Activity the activity pushes to: its `liveActivity` object as canonical JSON.
+  case liveActivity
 
   /// The column's name in SQL.
   var name: String { "\(self)" }
@@ -20,7 +22,7 @@ enum ActivityColumn: Int32, CaseIterable {
   var bind: Int32 { rawValue + 1 }
 
   /// The migration that added the column.
-  var addedIn: StateSchema { .v2 }
+  var addedIn: StateSchema { self == .liveActivity ? .v3 : .v2 }
 
   /// Its SQL type and constraints. Kinds, phases and end reasons are stored by name.
   var declaration: String {
@@ -31,7 +33,7 @@ enum ActivityColumn: Int32, CaseIterable {
     case .endReason:
       "TEXT NOT NULL CHECK (endReason IN (\(Self.names(EndReason.allCases))))"
     case .content: "TEXT NOT NULL"
-    case .milestones: "TEXT"
+    case .milestones, .liveActivity: "TEXT"
     case .countdownStart, .goalMs, .staleDate, .endOnExpiry, .lastTimestamp: "INTEGER"
     case .ord, .stale, .expired, .anchor, .pausedTotal, .frozenAt, .nextMilestone, .startedAt,
       .endedAt, .dismissAt:
@@ -87,6 +89,8 @@ enum StateSchema: String, CaseIterable, Comparable {
   case v1
   /// The same columns with kinds, phases and end reasons stored by name.
   case v2
+  /// Adds `liveActivity` (docs/pushes.md).
+  case v3
 
   static func < (a: Self, b: Self) -> Bool {
     allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!

@@ -180,6 +180,14 @@ package final class StateStore {
       try db.execute(sql: "DROP TABLE activity")
       try db.execute(sql: "ALTER TABLE activity_v2 RENAME TO activity")
     }
+    // Columns added later, each by the migration that names it.
+    for version in StateSchema.allCases where version > .v2 {
+      m.registerMigration(version.rawValue) { db in
+        for c in ActivityColumn.allCases where c.addedIn == version {
+          try db.execute(sql: "ALTER TABLE activity ADD COLUMN \(c.name) \(c.declaration)")
+        }
+      }
+    }
     return m
   }
 
@@ -334,6 +342,17 @@ package final class StateStore {
       guard let decoded = decodeMilestones(m) else { throw bad("milestones \(m) cannot be read") }
       milestones = decoded
     }
+    var liveActivity: LiveActivity?
+    if let text = text(.liveActivity) {
+      guard case .object(let o)? = try? JSONParser.parse(text) else {
+        throw bad("liveActivity \(text) is not a JSON object")
+      }
+      do {
+        liveActivity = try LiveActivity(object: o)
+      } catch {
+        throw bad("liveActivity: \(error.message)")
+      }
+    }
     let endOnExpiry: DismissalPolicy? =
       switch optional(.endOnExpiry) {
       case nil: nil
@@ -349,7 +368,8 @@ package final class StateStore {
       staleDate: optional(.staleDate), milestones: milestones,
       nextMilestone: Int(int(.nextMilestone)), endOnExpiry: endOnExpiry,
       startedAt: int(.startedAt), endedAt: int(.endedAt), endReason: reason,
-      dismissAt: int(.dismissAt), lastTimestamp: optional(.lastTimestamp))
+      dismissAt: int(.dismissAt), lastTimestamp: optional(.lastTimestamp),
+      liveActivity: liveActivity)
   }
 
   /// Milestones as JSON: `[["name", atMs], …]` in firing order.
@@ -484,6 +504,12 @@ package final class StateStore {
       case .endReason: bind(s, i, a.endReason.rawValue)
       case .dismissAt: bind(s, i, a.dismissAt)
       case .lastTimestamp: bind(s, i, a.lastTimestamp)
+      case .liveActivity:
+        if let live = a.liveActivity {
+          bind(s, i, JSONValue.object(live.object).canonicalText)
+        } else {
+          sqlite3_bind_null(s, i)
+        }
       }
     }
   }

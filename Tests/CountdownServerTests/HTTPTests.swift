@@ -149,8 +149,59 @@ final class EventStream {
 struct HTTPTests {
   static let objectKeys: Set<String> = [
     "id", "kind", "phase", "value", "text", "progress", "stale", "content", "endDate",
-    "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone",
+    "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone", "liveActivity",
   ]
+
+  @Test("liveActivity over HTTP: kept, merge-patched, refused by member name, kept by a restart")
+  func liveActivity() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let path = dir.appendingPathComponent("s.db").path
+      let end = nowMs() + 600_000
+      do {
+        let h = try HTTPServer { $0.statePath = path }
+        var r = try h(
+          "POST", "/v1/activities",
+          #"{"id":"gate","kind":"countdown","endDate":\#(end),"title":"Gate B12","liveActivity":{"pushTokens":{"A0B1C2":true},"priority":10}}"#
+        )
+        #expect(r.status == 201, "\(r)")
+        var live = try #require(r.json["liveActivity"] as? [String: Any])
+        #expect(live["pushTokens"] as? [String: Bool] == ["a0b1c2": true])
+        #expect(live["priority"] as? Int == 10 && live["dateEncoding"] as? String == "reference")
+        r = try h(
+          "PATCH", "/v1/activities/gate",
+          #"{"liveActivity":{"pushTokens":{"a0b1c2":null,"ffee":true},"keys":{"endDate":"departs"}}}"#
+        )
+        #expect(r.status == 200, "\(r)")
+        live = try #require(r.json["liveActivity"] as? [String: Any])
+        #expect(live["pushTokens"] as? [String: Bool] == ["ffee": true])
+        #expect(live["keys"] as? [String: String] == ["endDate": "departs"])
+        // A bad one: 400 naming the member; nothing else in the request applied.
+        r = try h(
+          "PATCH", "/v1/activities/gate",
+          #"{"title":"Changed","liveActivity":{"dateEncoding":"julian"}}"#)
+        #expect(r.status == 400 && r.code == "invalidPayload", "\(r)")
+        #expect((r.json["message"] as? String)?.contains("liveActivity.dateEncoding") == true)
+        r = try h("GET", "/v1/activities/gate")
+        #expect((r.json["content"] as? [String: Any])?["title"] as? String == "Gate B12")
+        // A push that could not fit in APNs's 4096 bytes: 413 attributesTooLarge.
+        let big = String(repeating: "x", count: 4_000)
+        r = try h(
+          "POST", "/v1/activities",
+          #"{"id":"big","kind":"countdown","endDate":\#(end),"title":"B","liveActivity":{"startTokens":{"ab":true},"attributesType":"A","attributes":{"x":"\#(big)"}}}"#
+        )
+        #expect(r.status == 413 && r.code == "attributesTooLarge", "\(r)")
+        r = try h("GET", "/v1/activities/big")
+        #expect(r.status == 404)
+      }
+      // The state file keeps it.
+      let h = try HTTPServer { $0.statePath = path }
+      let r = try h("GET", "/v1/activities/gate")
+      let live = try #require(r.json["liveActivity"] as? [String: Any])
+      #expect(live["pushTokens"] as? [String: Bool] == ["ffee": true], "\(r)")
+    }
+  }
 
   @Test("Every route: start, list, get, merge patch, pause, resume, end, time")
   func routes() async throws {

@@ -63,7 +63,7 @@ struct ServerProtocolTests {
       let a = r[1]["activity"] as! [String: Any]
       let keys: Set<String> = [
         "id", "kind", "phase", "value", "text", "progress", "stale", "content", "endDate",
-        "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone",
+        "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone", "liveActivity",
       ]
       #expect(Set(a.keys) == keys)
       #expect(a["goalMs"] is NSNull, "a countdown has no goal")

@@ -113,7 +113,7 @@ package struct RandomRun {
 
 /// An engine at t0 + 12 s holding an activity in each stored state, with every field set:
 /// "gate" (content with fields and relevance, a start date, stale, one of two milestones
-/// passed, a dismissal after expiry, a timestamp), "dose" (an elapsed timer with a goal,
+/// passed, a dismissal after expiry, a timestamp, a Live Activity), "dose" (an elapsed timer with a goal,
 /// paused), "park" (expired, the default dismissal), "done" (ended on request, dismissed
 /// later), an elapsed timer with a generated id, a maximum active duration and the limit 9.
 /// What the snapshot tests and the state-file tests carry through; returns the gate's content.
@@ -131,6 +131,10 @@ package func everyFieldEngine() throws -> (engine: ActivityEngine, gateContent: 
   ]
   r.endOnExpiry = .after(end.advanced(by: 1_000))
   r.timestamp = t0.advanced(by: -1)
+  r.liveActivity = LiveActivity(
+    pushTokens: ["a0b1c2d3"], startTokens: ["ffee"], attributesType: "GateAttributes",
+    attributes: ["gate": .string("B12")], keys: ["endDate": "departs"], dateEncoding: .unix,
+    priority: 10)
   _ = try e.start(r, at: t0)
   var dose = ActivityRequest.elapsed(id: "dose", title: "Dose")
   dose.goalMs = 90_000

@@ -431,6 +431,28 @@ static void test_loop(void) {
                CD_ERR_INVALID_PAYLOAD);
   CHECK_STATUS(cd_loop_request(loop, LIT("{\"op\":\"list\"}"), reply, sizeof reply, &n), CD_OK);
   CHECK(contains(reply, "\"activities\":[") && contains(reply, made));
+  /* liveActivity (docs/pushes.md) in a JSON start: kept and returned; a bad one refused by name. */
+  CHECK_STATUS(cd_loop_request(loop,
+                               LIT("{\"op\":\"start\",\"id\":\"phone\",\"kind\":\"elapsed\",\"title\":\"Walk\","
+                                   "\"liveActivity\":{\"pushTokens\":{\"A0B1\":true},\"keys\":{\"startDate\":\"startedAt\"}}}"),
+                               reply, sizeof reply, &n),
+               CD_OK);
+  CHECK_STATUS(cd_loop_request(loop, LIT("{\"op\":\"get\",\"id\":\"phone\"}"), reply, sizeof reply, &n),
+               CD_OK);
+  CHECK(contains(reply, "\"liveActivity\":{") && contains(reply, "\"pushTokens\":{\"a0b1\":true}"));
+  CHECK(contains(reply, "\"keys\":{\"startDate\":\"startedAt\"}"));
+  CHECK_STATUS(cd_loop_request(loop,
+                               LIT("{\"op\":\"update\",\"id\":\"phone\",\"title\":\"Run\","
+                                   "\"liveActivity\":{\"pushTokens\":{\"xyz\":true}}}"),
+                               reply, sizeof reply, &n),
+               CD_ERR_INVALID_PAYLOAD);
+  CHECK(contains(cd_last_error_message(), "liveActivity.pushTokens"));
+  CHECK_STATUS(cd_loop_request(loop, LIT("{\"op\":\"get\",\"id\":\"phone\"}"), reply, sizeof reply, &n),
+               CD_OK);
+  CHECK(contains(reply, "\"title\":\"Walk\""));
+  CHECK_STATUS(cd_loop_request(loop, LIT("{\"op\":\"end\",\"id\":\"phone\",\"dismissal\":\"immediate\"}"),
+                               reply, sizeof reply, &n),
+               CD_OK);
   /* A reply that does not fit: the need is reported. */
   CHECK_STATUS(cd_loop_request(loop, LIT("{\"op\":\"get\",\"id\":\"gate\"}"), reply, 10, &n),
                CD_ERR_BUFFER_TOO_SMALL);
@@ -553,7 +575,7 @@ static void test_loop(void) {
       text_ok = 0;
     }
   }
-  CHECK(started == 5); /* gate, three doses, park: none of the refused ones */
+  CHECK(started == 6); /* gate, three doses, park, phone: none of the refused ones */
   CHECK(gate_ticks >= 2 && park_ticks >= 2 && made_ticks >= 2);
   CHECK(milestones == 1);
   CHECK(ended == 1 && dismissed == 1);

@@ -1,0 +1,193 @@
+/// How an iPhone's Live Activity mirrors an activity (docs/pushes.md): the tokens its pushes
+/// go to and how their content-state is built. Given as `liveActivity` in a start and merge
+/// patched by an update, like the content; kept with the activity, stored durably, and
+/// returned in activity objects.
+///
+/// Tokens are the hex strings the app gets from ActivityKit (`Activity.pushTokenUpdates`,
+/// `Activity.pushToStartTokenUpdates`), kept in lower case.
+public struct LiveActivity: Sendable, Hashable {
+  /// How dates are written in the content-state.
+  public enum DateEncoding: String, Sendable, Hashable, CaseIterable {
+    /// Seconds since 2001-01-01 as a number: what ActivityKit's default decoding of a `Date`
+    /// reads (Unix seconds there show dates 31 years late).
+    case reference
+    /// Seconds since 1970 as a number (`JSONDecoder.DateDecodingStrategy.secondsSince1970`).
+    case unix
+    /// Milliseconds since 1970 as an integer (`.millisecondsSince1970`).
+    case unixMs
+    /// ISO 8601 text in whole seconds, `2026-11-21T08:00:00Z` (`.iso8601`, which reads no
+    /// fractions).
+    case iso8601
+  }
+
+  /// Update tokens: each receives the `update` and `end` pushes. Sorted.
+  public var pushTokens: [String]
+  /// Push-to-start tokens: each receives a `start` push when the activity starts. Sorted.
+  public var startTokens: [String]
+  /// The app's `ActivityAttributes` type name, for a `start` push.
+  public var attributesType: Optional<String>
+  /// The attributes' JSON, for a `start` push.
+  public var attributes: Optional<[String: JSONValue]>
+  /// Renames of content-state keys (`["startDate": "startedAt"]`).
+  public var keys: [String: String]
+  public var dateEncoding: DateEncoding
+  /// The priority of pushes that change only content: 5 (the default, which spends none of the
+  /// device's budget) or 10. Start, end, pause, resume and milestone pushes are always 10.
+  public var priority: Int
+
+  /// The most tokens of each kind one activity holds.
+  public static let maximumTokens = 100
+  /// The longest token, in hex digits.
+  public static let maximumTokenLength = 512
+
+  /// The members a `liveActivity` object may have.
+  public static let members: Set<String> = [
+    "pushTokens", "startTokens", "attributesType", "attributes", "keys", "dateEncoding",
+    "priority",
+  ]
+
+  public init(
+    pushTokens: [String] = [], startTokens: [String] = [], attributesType: String? = nil,
+    attributes: [String: JSONValue]? = nil, keys: [String: String] = Dictionary(),
+    dateEncoding: DateEncoding = .reference, priority: Int = 5
+  ) {
+    self.pushTokens = pushTokens.map { $0.lowercased() }.sorted()
+    self.startTokens = startTokens.map { $0.lowercased() }.sorted()
+    self.attributesType = attributesType
+    self.attributes = attributes
+    self.keys = keys
+    self.dateEncoding = dateEncoding
+    self.priority = priority
+  }
+
+  /// The object form: what activity objects carry, and what a merge patch applies to.
+  public var object: [String: JSONValue] {
+    func tokens(_ list: [String]) -> JSONValue {
+      .object(Dictionary(uniqueKeysWithValues: list.map { ($0, JSONValue.bool(true)) }))
+    }
+    return [
+      "pushTokens": tokens(pushTokens), "startTokens": tokens(startTokens),
+      "attributesType": attributesType.map(JSONValue.string) ?? .null,
+      "attributes": attributes.map(JSONValue.object) ?? .null,
+      "keys": .object(keys.mapValues(JSONValue.string)),
+      "dateEncoding": .string(dateEncoding.rawValue), "priority": .int(Int64(priority)),
+    ]
+  }
+
+  /// Reads and checks a `liveActivity` object. Every error names the member
+  /// (`liveActivity.pushTokens: "xyz" is not a hex token`).
+  public init(object o: [String: JSONValue]) throws(CountdownError) {
+    if let unknown = o.keys.sorted().first(where: { !Self.members.contains($0) }) {
+      throw .payload(
+        "liveActivity.\(unknown) is not a member of liveActivity (\(Self.members.sorted().joined(separator: ", ")))"
+      )
+    }
+    let push = try Self.tokens(o["pushTokens"], "pushTokens")
+    let start = try Self.tokens(o["startTokens"], "startTokens")
+    var type: String?
+    switch o["attributesType"] {
+    case nil, .null?: type = nil
+    case .string(let s)? where !s.isEmpty: type = s
+    case let v?:
+      throw .payload("liveActivity.attributesType must be a type name, not \(v.canonicalText)")
+    }
+    var attributes: [String: JSONValue]?
+    switch o["attributes"] {
+    case nil, .null?: attributes = nil
+    case .object(let a)?: attributes = a
+    case let v?: throw .payload("liveActivity.attributes must be an object, not \(v.typeName)")
+    }
+    if !start.isEmpty && (type == nil || attributes == nil) {
+      throw .payload(
+        "liveActivity.startTokens needs liveActivity.attributesType and liveActivity.attributes (the app's ActivityAttributes type and its values), which a start push carries"
+      )
+    }
+    var keys: [String: String] = [:]
+    switch o["keys"] {
+    case nil, .null?: break
+    case .object(let k)?:
+      for (from, to) in k {
+        guard case .string(let name) = to, !name.isEmpty else {
+          throw .payload(
+            "liveActivity.keys.\(from) must be the new key's name, not \(to.canonicalText)")
+        }
+        keys[from] = name
+      }
+    case let v?: throw .payload("liveActivity.keys must be an object of renames, not \(v.typeName)")
+    }
+    var encoding = DateEncoding.reference
+    switch o["dateEncoding"] {
+    case nil, .null?: break
+    case .string(let s)? where DateEncoding(rawValue: s) != nil:
+      encoding = DateEncoding(rawValue: s)!
+    case let v?:
+      throw .payload(
+        "liveActivity.dateEncoding must be one of \(DateEncoding.allCases.map(\.rawValue).joined(separator: ", ")), not \(v.canonicalText)"
+      )
+    }
+    var priority = 5
+    switch o["priority"] {
+    case nil, .null?: break
+    case .int(let p)? where p == 5 || p == 10: priority = Int(p)
+    case .double(let p)? where p == 5 || p == 10: priority = Int(p)
+    case let v?: throw .payload("liveActivity.priority must be 5 or 10, not \(v.canonicalText)")
+    }
+    self.init(
+      pushTokens: push, startTokens: start, attributesType: type, attributes: attributes,
+      keys: keys, dateEncoding: encoding, priority: priority)
+  }
+
+  /// `{"HEX": true, …}`: the tokens, checked.
+  private static func tokens(_ v: JSONValue?, _ member: String) throws(CountdownError) -> [String] {
+    guard let v, v != .null else { return [] }
+    guard case .object(let o) = v else {
+      throw .payload(
+        "liveActivity.\(member) must be an object whose keys are hex tokens (values true), not \(v.typeName)"
+      )
+    }
+    guard o.count <= maximumTokens else {
+      throw .payload("liveActivity.\(member) has \(o.count) tokens; at most \(maximumTokens)")
+    }
+    var out: [String] = []
+    for (token, value) in o {
+      guard isHexToken(token) else {
+        throw .payload(
+          "liveActivity.\(member): \(JSONValue.string(token).canonicalText) is not a hex token (an even number of 0-9a-f digits, at most \(maximumTokenLength))"
+        )
+      }
+      guard value == .bool(true) else {
+        throw .payload(
+          "liveActivity.\(member).\(token) must be true (null removes it in an update)")
+      }
+      out.append(token)
+    }
+    return out
+  }
+
+  static func isHexToken(_ s: String) -> Bool {
+    let u = s.utf8
+    guard !u.isEmpty, u.count % 2 == 0, u.count <= maximumTokenLength else { return false }
+    return u.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0 | 0x20) }
+  }
+
+  /// `current` with the merge patch `patch` applied (RFC 7396; `null` removes the whole
+  /// object, `{"pushTokens":{"ab12":null}}` one token). Token keys are matched without case.
+  /// Nil when the result is empty of everything (no tokens, no settings).
+  public static func patched(_ current: LiveActivity?, with patch: JSONValue) throws(CountdownError)
+    -> LiveActivity?
+  {
+    guard case .object(var p) = patch else {
+      if patch == .null { return nil }
+      throw .payload("liveActivity must be an object, not \(patch.typeName)")
+    }
+    for member in ["pushTokens", "startTokens"] {
+      if case .object(let t)? = p[member] {
+        p[member] = .object(
+          Dictionary(t.map { ($0.key.lowercased(), $0.value) }) { _, last in last })
+      }
+    }
+    var o = current?.object ?? [:]
+    MergePatch.apply(p, to: &o)
+    return try LiveActivity(object: o)
+  }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+
+@testable import Countdown
+
+/// The app types the pushes must decode into, as the guides this project follows declare them
+/// (a countdown widget to an end date; a walk or recording timer).
+private struct CountdownState: Codable {
+  var endDate: Date
+  var title: String
+  var color: String?
+  var subtitle: String?
+  var alertMessage: String?
+}
+
+private struct TimerState: Codable {
+  var startedAt: Date?
+  var pausedAt: Date?
+  var isPaused: Bool
+}
+
+/// The content-state and payloads of Live Activity pushes, decoded as ActivityKit decodes them:
+/// Foundation's `JSONDecoder` with its default date strategy (seconds since 2001-01-01).
+@Suite("LiveActivityPush")
+struct LiveActivityPushTests {
+  /// 2026-11-21T08:00:00Z.
+  let t: Int64 = 1_795_248_000_000
+
+  func contentState<T: Decodable>(_ payload: [UInt8], as: T.Type) throws -> T {
+    let o = try #require(JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+    let aps = try #require(o["aps"] as? [String: Any])
+    let state = try JSONSerialization.data(withJSONObject: try #require(aps["content-state"]))
+    return try JSONDecoder().decode(T.self, from: state)
+  }
+
+  @Test("A countdown's update decodes into the app's state with the right end date")
+  func countdownDecodes() throws {
+    let s = LiveActivityPush.Subject(
+      kind: .countdown, phase: .active,
+      content: [
+        "title": .string("Gate B12"), "color": .string("#1E88E5"),
+        "fields": .object(["gate": .string("B12")]),
+      ],
+      endDate: t + 600_500)
+    let payload = LiveActivityPush.payload(.update, s, LiveActivity(), at: t + 1_999)
+    let state = try contentState(payload, as: CountdownState.self)
+    // The default (reference) encoding: the date the phone shows is the activity's end.
+    #expect(state.endDate == Date(timeIntervalSince1970: Double(t + 600_500) / 1000))
+    #expect(state.title == "Gate B12" && state.color == "#1E88E5" && state.subtitle == nil)
+    let o = try #require(JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+    let aps = try #require(o["aps"] as? [String: Any])
+    #expect(aps["timestamp"] as? Int == Int((t + 1_999) / 1000))
+    #expect(aps["event"] as? String == "update" && aps["alert"] == nil)
+    let cs = try #require(aps["content-state"] as? [String: Any])
+    #expect(cs["gate"] as? String == "B12" && cs["phase"] as? String == "active")
+    #expect(cs["isPaused"] as? Bool == false && cs["pausedAt"] is NSNull)
+  }
+
+  @Test("Unix seconds there would show a date 31 years late: the reference encoding does not")
+  func referenceNotUnix() throws {
+    let s = LiveActivityPush.Subject(
+      kind: .countdown, phase: .active, content: ["title": .string("T")], endDate: t)
+    let unix = LiveActivity(dateEncoding: .unix)
+    let wrong = try contentState(
+      LiveActivityPush.payload(.update, s, unix, at: t), as: CountdownState.self)
+    let years = wrong.endDate.timeIntervalSince1970 - Double(t) / 1000
+    #expect(years > 31 * 365 * 86_400 && years < 31.1 * 365 * 86_400)
+    let right = try contentState(
+      LiveActivityPush.payload(.update, s, LiveActivity(), at: t), as: CountdownState.self)
+    #expect(right.endDate.timeIntervalSince1970 == Double(t) / 1000)
+  }
+
+  @Test("A paused elapsed timer, renamed startDate to startedAt, decodes with its frozen dates")
+  func timerDecodes() throws {
+    let config = LiveActivity(keys: ["startDate": "startedAt"])
+    let running = LiveActivityPush.Subject(
+      kind: .elapsed, phase: .active, content: ["title": .string("Walk")], startDate: t - 90_250)
+    let r = try contentState(
+      LiveActivityPush.payload(.update, running, config, at: t), as: TimerState.self)
+    #expect(r.startedAt == Date(timeIntervalSince1970: Double(t - 90_250) / 1000))
+    #expect(r.pausedAt == nil && !r.isPaused)
+    let paused = LiveActivityPush.Subject(
+      kind: .elapsed, phase: .paused, content: ["title": .string("Walk")], startDate: t - 90_250,
+      pausedAt: t)
+    let p = try contentState(
+      LiveActivityPush.payload(.update, paused, config, at: t), as: TimerState.self)
+    #expect(p.isPaused && p.pausedAt == Date(timeIntervalSince1970: Double(t) / 1000))
+    // The frozen value the phone shows: pausedAt − startedAt.
+    #expect(p.pausedAt!.timeIntervalSince(p.startedAt!) == 90.25)
+  }
+
+  @Test("Every date encoding decodes with its JSONDecoder strategy")
+  func encodings() throws {
+    let end = t + 61_000
+    let s = LiveActivityPush.Subject(
+      kind: .countdown, phase: .active, content: ["title": .string("T")], endDate: end)
+    let cases: [(LiveActivity.DateEncoding, JSONDecoder.DateDecodingStrategy)] = [
+      (.reference, .deferredToDate), (.unix, .secondsSince1970),
+      (.unixMs, .millisecondsSince1970), (.iso8601, .iso8601),
+    ]
+    for (encoding, strategy) in cases {
+      let payload = LiveActivityPush.payload(
+        .update, s, LiveActivity(dateEncoding: encoding), at: t)
+      let o = try #require(JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+      let aps = try #require(o["aps"] as? [String: Any])
+      let data = try JSONSerialization.data(withJSONObject: try #require(aps["content-state"]))
+      let decoder = JSONDecoder()
+      decoder.dateDecodingStrategy = strategy
+      let state = try decoder.decode(CountdownState.self, from: data)
+      #expect(state.endDate.timeIntervalSince1970 == Double(end) / 1000, "\(encoding)")
+    }
+    #expect(LiveActivityPush.iso8601(0) == "1970-01-01T00:00:00Z")
+    #expect(LiveActivityPush.iso8601(t / 1000) == "2026-11-21T08:00:00Z")
+    #expect(LiveActivityPush.iso8601(253_402_300_799) == "9999-12-31T23:59:59Z")
+    #expect(LiveActivityPush.iso8601(951_782_400) == "2000-02-29T00:00:00Z")
+  }
+
+  @Test("Start, end and alerts: the aps members the event needs, and priorities")
+  func apsMembers() throws {
+    let config = LiveActivity(
+      startTokens: ["AB12"], attributesType: "GateAttributes",
+      attributes: ["gate": .string("B12")])
+    #expect(config.startTokens == ["ab12"])
+    let s = LiveActivityPush.Subject(
+      kind: .countdown, phase: .ended,
+      content: [
+        "title": .string("Gate B12"), "subtitle": .string("Boarding"),
+        "relevance": .double(2.5),
+      ],
+      endDate: t, staleDate: t + 3_600_500)
+    func aps(_ bytes: [UInt8]) throws -> [String: Any] {
+      let o = try #require(JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+      return try #require(o["aps"] as? [String: Any])
+    }
+    let start = try aps(LiveActivityPush.payload(.start, s, config, at: t))
+    #expect(start["attributes-type"] as? String == "GateAttributes")
+    #expect((start["attributes"] as? [String: Any])?["gate"] as? String == "B12")
+    #expect(start["input-push-token"] as? Int == 1)
+    let alert = try #require(start["alert"] as? [String: Any])
+    #expect(alert["title"] as? String == "Gate B12" && alert["body"] as? String == "Boarding")
+    #expect(start["stale-date"] as? Int == Int((t + 3_600_500) / 1000))
+    #expect(start["relevance-score"] as? Double == 2.5)
+    let end = try aps(LiveActivityPush.payload(.end, s, config, at: t + 10, dismissal: t + 60_000))
+    #expect(end["event"] as? String == "end" && end["dismissal-date"] as? Int == Int(t / 1000) + 60)
+    let byDefault = try aps(LiveActivityPush.payload(.end, s, config, at: t))
+    #expect(byDefault["dismissal-date"] == nil)
+    var withMessage = s
+    withMessage.content["alertMessage"] = .string("Final call")
+    let update = try aps(LiveActivityPush.payload(.update, withMessage, config, at: t, alert: true))
+    #expect((update["alert"] as? [String: Any])?["body"] as? String == "Final call")
+    #expect(LiveActivityPush.priority(.update, urgent: false, config) == 5)
+    #expect(LiveActivityPush.priority(.update, urgent: true, config) == 10)
+    #expect(LiveActivityPush.priority(.end, urgent: false, LiveActivity(priority: 5)) == 10)
+  }
+
+  @Test("Renames apply after the later keys win, and a swap of two keys works")
+  func renames() {
+    let s = LiveActivityPush.Subject(
+      kind: .countdown, phase: .active,
+      content: [
+        "title": .string("T"), "fields": .object(["title": .string("field"), "x": .int(1)]),
+      ],
+      endDate: t)
+    let swapped = LiveActivityPush.contentState(
+      s, LiveActivity(keys: ["title": "x", "x": "title"]))
+    #expect(swapped["x"] == .string("T") && swapped["title"] == .int(1))
+  }
+}
