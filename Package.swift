@@ -67,6 +67,9 @@ let package = Package(
       name: "CountdownStore",
       dependencies: ["Countdown", .product(name: "GRDB", package: "GRDB.swift")]),
     .target(name: "CountdownClient", dependencies: ["Countdown"]),
+    // Live Activity pushes' decisions (docs/pushes.md), pure and clock-free: the budget per
+    // activity and token, what APNs's answers mean, the retry schedule.
+    .target(name: "CountdownPush", dependencies: ["Countdown"]),
     // The service (docs/protocol.md): sockets on SwiftNIO, the engine on CountdownLoop's thread.
     .target(
       name: "CountdownServer",
@@ -108,6 +111,7 @@ let package = Package(
     ),
     .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
     .testTarget(name: "CountdownClientTests", dependencies: ["CountdownClient", "Countdown"]),
+    .testTarget(name: "CountdownPushTests", dependencies: ["CountdownPush", "Countdown"]),
     .testTarget(name: "CountdownProtocolTests", dependencies: ["CountdownProtocol", "Countdown"]),
     .testTarget(
       name: "CountdownStoreTests",
