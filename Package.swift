@@ -111,7 +111,9 @@ let package = Package(
     ),
     .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
     .testTarget(name: "CountdownClientTests", dependencies: ["CountdownClient", "Countdown"]),
-    .testTarget(name: "CountdownPushTests", dependencies: ["CountdownPush", "Countdown"]),
+    .testTarget(
+      name: "CountdownPushTests",
+      dependencies: ["CountdownPush", "Countdown", "CountdownTestSupport"]),
     .testTarget(name: "CountdownProtocolTests", dependencies: ["CountdownProtocol", "Countdown"]),
     .testTarget(
       name: "CountdownStoreTests",

@@ -1,0 +1,157 @@
+import Countdown
+
+/// One push to send: to one token, for one activity, with its whole payload.
+public struct PushItem: Sendable, Hashable {
+  public var activity: String
+  public var token: String
+  public var event: LiveActivityPush.Event
+  /// `apns-priority`: 10 or 5.
+  public var priority: Int
+  /// `aps.timestamp`, whole seconds.
+  public var timestamp: Int64
+  /// Not to be sent before this instant (ms since 1970): the budget's answer.
+  public var notBefore: Int64
+  /// The instant of the event that caused it (for the latency from event to answer).
+  public var eventAt: Int64
+  /// The JSON payload.
+  public var payload: [UInt8]
+}
+
+/// What the outbox does with a planned push.
+public enum PushOperation: Equatable, Sendable {
+  /// A new push.
+  case add(PushItem)
+  /// The unsent push of the same activity and token with the same timestamp takes this one's
+  /// place (the latest state of that second).
+  case replace(PushItem)
+
+  public var item: PushItem {
+    switch self {
+    case .add(let i), .replace(let i): i
+    }
+  }
+}
+
+/// Turns a wake's events into pushes (docs/pushes.md, "Which events push"): from the events
+/// and each activity's stored row after the wake (the rows the store writes in the same
+/// commit), through the budget, into payloads. Pure: no clock, no I/O; the store's writer
+/// thread runs it and writes its operations with the wake's commit.
+public struct PushPlanner: Sendable {
+  /// An event as the planner needs it.
+  public struct Event: Sendable, Hashable {
+    public var kind: ActivityEvent.Kind
+    public var at: Int64
+    public var id: String
+    public init(kind: ActivityEvent.Kind, at: Int64, id: String) {
+      self.kind = kind
+      self.at = at
+      self.id = id
+    }
+  }
+
+  public private(set) var budget = PushBudget()
+  /// Per activity with a Live Activity: its last row (an immediate dismissal leaves no row
+  /// after the wake; its end push is built from this one, ended at the event's instant), and
+  /// the alert message last pushed (an update alerts when it changes).
+  private var known: [String: (row: StoredActivity, alert: String?)] = [:]
+  /// Per key: what the waiting push carries, so that one replacing it keeps its urgency
+  /// and its alert.
+  private var waiting: [PushBudget.Key: (timestamp: Int64, urgent: Bool, alert: Bool, end: Bool)] =
+    [:]
+
+  public init() {}
+
+  /// The pushes of `events` (one wake's, in order), given the rows after the wake by id,
+  /// decided at `now` (ms).
+  public mutating func plan(
+    _ events: [Event], rows: [String: StoredActivity], now: Int64
+  ) -> [PushOperation] {
+    var out: [PushOperation] = []
+    for e in events {
+      if e.kind == .dismissed {
+        known[e.id] = nil
+        budget.forget(activity: e.id)
+        waiting = waiting.filter { $0.key.activity != e.id }
+        continue
+      }
+      guard var row = rows[e.id] ?? known[e.id]?.row, let live = row.liveActivity else {
+        known[e.id] = nil
+        continue
+      }
+      if rows[e.id] == nil, e.kind == .ended {
+        // Dismissed at once in this wake: the row before it, ended now.
+        row.phase = .ended
+        row.frozenAt = e.at
+        row.endedAt = e.at
+        row.dismissAt = e.at
+      }
+      let previousAlert = known[e.id]?.alert
+      let subject = LiveActivityPush.Subject(row)
+      var alertMessage: String?
+      if case .string(let m)? = subject?.content["alertMessage"] { alertMessage = m }
+      known[e.id] = (row, alertMessage ?? previousAlert)
+      guard let subject else { continue }
+      let tokens: [String]
+      let event: LiveActivityPush.Event
+      var urgent = true
+      var alert = false
+      switch e.kind {
+      case .started:
+        tokens = live.startTokens
+        event = .start
+      case .updated:
+        tokens = live.pushTokens
+        event = .update
+        urgent = false
+        alert = alertMessage != nil && alertMessage != previousAlert
+      case .paused, .resumed, .milestone:
+        tokens = live.pushTokens
+        event = .update
+      case .ended:
+        tokens = live.pushTokens
+        event = .end
+      case .tick, .stale, .expired, .dismissed:
+        continue
+      }
+      for token in tokens {
+        let key = PushBudget.Key(activity: e.id, token: token)
+        let decision = budget.admit(key, at: e.at, now: now)
+        var finalEvent = event
+        switch decision {
+        case .new(let t, _):
+          waiting[key] = (t, urgent, alert, event == .end)
+        case .replace(let t, _):
+          let before = waiting[key] ?? (t, false, false, false)
+          urgent = urgent || before.urgent
+          alert = alert || before.alert
+          if before.end { finalEvent = .end }
+          waiting[key] = (t, urgent, alert, finalEvent == .end)
+        }
+        let (timestamp, notBefore) =
+          switch decision {
+          case .new(let t, let n), .replace(let t, let n): (t, n)
+          }
+        let item = PushItem(
+          activity: e.id, token: token, event: finalEvent,
+          priority: LiveActivityPush.priority(finalEvent, urgent: urgent, live),
+          timestamp: timestamp, notBefore: notBefore, eventAt: e.at,
+          payload: LiveActivityPush.payload(
+            finalEvent, subject, live, at: timestamp * 1000, alert: alert,
+            dismissal: Self.dismissal(row)))
+        switch decision {
+        case .new: out.append(.add(item))
+        case .replace: out.append(.replace(item))
+        }
+      }
+    }
+    return out
+  }
+
+  /// An end's `dismissal-date`: the end instant for an immediate dismissal, the instant given
+  /// for `{"after":…}`, none for the default (four hours, which the phone applies itself).
+  static func dismissal(_ row: StoredActivity) -> Int64? {
+    guard row.phase == .ended else { return nil }
+    if row.dismissAt - row.endedAt == DismissalPolicy.maximumDelayMs { return nil }
+    return row.dismissAt
+  }
+}

@@ -1,0 +1,149 @@
+import Countdown
+import CountdownTestSupport
+import Foundation
+import Testing
+
+@testable import CountdownPush
+
+/// The planner over a real engine's events and stored rows, wake by wake, on a virtual clock.
+@Suite("PushPlanner")
+struct PushPlannerTests {
+  /// An engine whose wakes are planned as the store's writer would plan them.
+  struct Harness {
+    var engine: ActivityEngine
+    var recorder = Recorder()
+    var planner = PushPlanner()
+    var seen = 0
+
+    init() {
+      let r = Recorder()
+      recorder = r
+      engine = ActivityEngine(now: t0) { r.events.append($0) }
+    }
+
+    /// The pushes of the events since the last wake, decided at `now` (ms after t0).
+    mutating func wake(now: Int64) -> [PushOperation] {
+      let events = recorder.events[seen...].map {
+        PushPlanner.Event(kind: $0.kind, at: $0.at.milliseconds, id: $0.id)
+      }
+      seen = recorder.events.count
+      let rows = engine.snapshot(of: Set(events.map(\.id))).activities
+      return planner.plan(
+        events, rows: Dictionary(uniqueKeysWithValues: rows.map { ($0.id, $0) }),
+        now: t0.milliseconds + now)
+    }
+  }
+
+  func aps(_ item: PushItem) throws -> [String: Any] {
+    let o = try #require(JSONSerialization.jsonObject(with: Data(item.payload)) as? [String: Any])
+    return try #require(o["aps"] as? [String: Any])
+  }
+
+  let live = LiveActivity(
+    pushTokens: ["aa01", "bb02"], startTokens: ["cc03"], attributesType: "GateAttributes",
+    attributes: ["gate": .string("B12")])
+
+  @Test("A start pushes start to the start tokens; updates in one second coalesce, the latest wins")
+  func startAndUpdates() throws {
+    var h = Harness()
+    var r = ActivityRequest.countdown(id: "gate", to: at(600_000), title: "Gate B12")
+    r.liveActivity = live
+    try h.engine.start(r, at: at(100))
+    let started = h.wake(now: 101)
+    #expect(started.count == 1)
+    let s = started[0].item
+    #expect(started[0] == .add(s) && s.token == "cc03" && s.event == .start && s.priority == 10)
+    #expect(s.timestamp == t0.milliseconds / 1000 && s.notBefore == t0.milliseconds + 100)
+    #expect(try aps(s)["attributes-type"] as? String == "GateAttributes")
+    // Two updates in the same second: each token's first goes at once; the rest of the
+    // second is one push at the next second, replaced by the latest.
+    try h.engine.update(
+      "gate", ActivityUpdate(content: ["subtitle": .string("Boarding")]), at: at(200))
+    let first = h.wake(now: 201)
+    #expect(first.map(\.item.token) == ["aa01", "bb02"])
+    #expect(first.allSatisfy { if case .add = $0 { true } else { false } })
+    #expect(first.allSatisfy { $0.item.priority == 5 && $0.item.event == .update })
+    try h.engine.update(
+      "gate", ActivityUpdate(content: ["alertMessage": .string("Gate closes soon")]), at: at(300))
+    let second = h.wake(now: 301)
+    #expect(second.count == 2 && second.allSatisfy { $0.item.notBefore == t0.milliseconds + 1_000 })
+    #expect(second.allSatisfy { $0.item.timestamp == t0.milliseconds / 1000 + 1 })
+    // It alerts: the alert message changed.
+    #expect(try aps(second[0].item)["alert"] != nil)
+    try h.engine.update(
+      "gate", ActivityUpdate(content: ["subtitle": .string("Final call")]), at: at(600))
+    let third = h.wake(now: 601)
+    #expect(third.allSatisfy { if case .replace = $0 { true } else { false } })
+    let replaced = try aps(third[0].item)
+    #expect(replaced["timestamp"] as? Int64 == t0.milliseconds / 1000 + 1)
+    #expect((replaced["content-state"] as? [String: Any])?["subtitle"] as? String == "Final call")
+    // The replacement keeps the alert of the push it replaces.
+    #expect(replaced["alert"] != nil)
+  }
+
+  @Test("Pause, resume and milestones are urgent; ticks, stale and expiry push nothing")
+  func urgencyAndSilence() throws {
+    var h = Harness()
+    var r = ActivityRequest.countdown(id: "gate", to: at(3_000), title: "Gate")
+    r.liveActivity = LiveActivity(pushTokens: ["aa01"])
+    r.staleDate = at(1_500)
+    r.milestones = [Milestone(name: "soon", atMs: 2_000)]
+    try h.engine.start(r, at: t0)
+    #expect(h.wake(now: 0).isEmpty, "no start tokens: nothing at start")
+    try h.engine.advance(to: at(1_600))  // a tick, the milestone at 1 s, stale at 1.5 s
+    let m = h.wake(now: 1_600)
+    #expect(m.count == 1 && m[0].item.priority == 10, "the milestone alone pushes")
+    #expect(
+      (try aps(m[0].item)["content-state"] as? [String: Any])?["milestone"] as? String == "soon")
+    try h.engine.pause("gate", at: at(2_500))
+    let p = h.wake(now: 2_500)
+    #expect(p.count == 1 && p[0].item.priority == 10)
+    #expect((try aps(p[0].item)["content-state"] as? [String: Any])?["isPaused"] as? Bool == true)
+    try h.engine.advance(to: at(9_000))
+    #expect(h.wake(now: 9_000).isEmpty, "paused: no ticks, no expiry")
+  }
+
+  @Test("An end with an immediate dismissal pushes end with its dismissal date; then forgotten")
+  func endImmediate() throws {
+    var h = Harness()
+    var r = ActivityRequest.countdown(id: "gate", to: at(600_000), title: "Gate")
+    r.liveActivity = LiveActivity(pushTokens: ["aa01"])
+    try h.engine.start(r, at: t0)
+    _ = h.wake(now: 0)
+    try h.engine.end("gate", ActivityEnding(dismissal: .immediate), at: at(5_000))
+    let ops = h.wake(now: 5_000)
+    #expect(ops.count == 1)
+    let end = try aps(ops[0].item)
+    #expect(ops[0].item.event == .end && ops[0].item.priority == 10)
+    #expect(end["dismissal-date"] as? Int64 == (t0.milliseconds + 5_000) / 1000)
+    #expect((end["content-state"] as? [String: Any])?["phase"] as? String == "ended")
+    #expect(h.planner.budget.count == 0, "dismissed: its budget is forgotten")
+    // A default dismissal carries no date; an `after` its own.
+    var g = Harness()
+    try g.engine.start(r, at: t0)
+    try g.engine.end("gate", ActivityEnding(), at: at(1_000))
+    #expect(try aps(g.wake(now: 1_000)[0].item)["dismissal-date"] == nil)
+    var a = Harness()
+    try a.engine.start(r, at: t0)
+    try a.engine.end("gate", ActivityEnding(dismissal: .after(at(61_000))), at: at(2_000))
+    let after = try aps(a.wake(now: 2_000)[0].item)
+    #expect(after["dismissal-date"] as? Int64 == (t0.milliseconds + 61_000) / 1000)
+  }
+
+  @Test("An activity without a Live Activity, or whose tokens were removed, pushes nothing")
+  func nothingWithoutTokens() throws {
+    var h = Harness()
+    try h.engine.start(.countdown(id: "plain", to: at(60_000), title: "P"), at: t0)
+    try h.engine.pause("plain", at: at(100))
+    #expect(h.wake(now: 100).isEmpty)
+    var r = ActivityRequest.countdown(id: "gate", to: at(60_000), title: "G")
+    r.liveActivity = LiveActivity(pushTokens: ["aa01"])
+    try h.engine.start(r, at: at(200))
+    _ = h.wake(now: 200)
+    var u = ActivityUpdate()
+    u.liveActivity = .null
+    try h.engine.update("gate", u, at: at(3_000))
+    try h.engine.pause("gate", at: at(4_000))
+    #expect(h.wake(now: 4_000).isEmpty)
+  }
+}
