@@ -20,20 +20,73 @@ public struct LiveActivity: Sendable, Hashable {
     case iso8601
   }
 
+  /// The members, kept behind one reference: a request, a state and a stored row carry a
+  /// `LiveActivity?` of one word, so that the activities without one (most) and the commands
+  /// that do not touch it copy nothing more.
+  private final class Storage: Sendable {
+    let fields: Fields
+    init(_ fields: Fields) { self.fields = fields }
+  }
+
+  private struct Fields: Hashable, Sendable {
+    var pushTokens: [String]
+    var startTokens: [String]
+    var attributesType: String?
+    var attributes: [String: JSONValue]?
+    var keys: [String: String]
+    var dateEncoding: DateEncoding
+    var priority: Int
+  }
+
+  private var storage: Storage
+
+  private mutating func change(_ body: (inout Fields) -> Void) {
+    var f = storage.fields
+    body(&f)
+    storage = Storage(f)
+  }
+
   /// Update tokens: each receives the `update` and `end` pushes. Sorted.
-  public var pushTokens: [String]
+  public var pushTokens: [String] {
+    get { storage.fields.pushTokens }
+    set { change { $0.pushTokens = newValue } }
+  }
   /// Push-to-start tokens: each receives a `start` push when the activity starts. Sorted.
-  public var startTokens: [String]
+  public var startTokens: [String] {
+    get { storage.fields.startTokens }
+    set { change { $0.startTokens = newValue } }
+  }
   /// The app's `ActivityAttributes` type name, for a `start` push.
-  public var attributesType: Optional<String>
+  public var attributesType: String? {
+    get { storage.fields.attributesType }
+    set { change { $0.attributesType = newValue } }
+  }
   /// The attributes' JSON, for a `start` push.
-  public var attributes: Optional<[String: JSONValue]>
+  public var attributes: [String: JSONValue]? {
+    get { storage.fields.attributes }
+    set { change { $0.attributes = newValue } }
+  }
   /// Renames of content-state keys (`["startDate": "startedAt"]`).
-  public var keys: [String: String]
-  public var dateEncoding: DateEncoding
+  public var keys: [String: String] {
+    get { storage.fields.keys }
+    set { change { $0.keys = newValue } }
+  }
+  public var dateEncoding: DateEncoding {
+    get { storage.fields.dateEncoding }
+    set { change { $0.dateEncoding = newValue } }
+  }
   /// The priority of pushes that change only content: 5 (the default, which spends none of the
   /// device's budget) or 10. Start, end, pause, resume and milestone pushes are always 10.
-  public var priority: Int
+  public var priority: Int {
+    get { storage.fields.priority }
+    set { change { $0.priority = newValue } }
+  }
+
+  public static func == (a: Self, b: Self) -> Bool {
+    a.storage === b.storage || a.storage.fields == b.storage.fields
+  }
+
+  public func hash(into hasher: inout Hasher) { hasher.combine(storage.fields) }
 
   /// The most tokens of each kind one activity holds.
   public static let maximumTokens = 100
@@ -51,13 +104,12 @@ public struct LiveActivity: Sendable, Hashable {
     attributes: [String: JSONValue]? = nil, keys: [String: String] = Dictionary(),
     dateEncoding: DateEncoding = .reference, priority: Int = 5
   ) {
-    self.pushTokens = pushTokens.map { $0.lowercased() }.sorted()
-    self.startTokens = startTokens.map { $0.lowercased() }.sorted()
-    self.attributesType = attributesType
-    self.attributes = attributes
-    self.keys = keys
-    self.dateEncoding = dateEncoding
-    self.priority = priority
+    storage = Storage(
+      Fields(
+        pushTokens: pushTokens.map { $0.lowercased() }.sorted(),
+        startTokens: startTokens.map { $0.lowercased() }.sorted(),
+        attributesType: attributesType, attributes: attributes, keys: keys,
+        dateEncoding: dateEncoding, priority: priority))
   }
 
   /// The object form: what activity objects carry, and what a merge patch applies to.
@@ -172,7 +224,6 @@ public struct LiveActivity: Sendable, Hashable {
 
   /// `current` with the merge patch `patch` applied (RFC 7396; `null` removes the whole
   /// object, `{"pushTokens":{"ab12":null}}` one token). Token keys are matched without case.
-  /// Nil when the result is empty of everything (no tokens, no settings).
   public static func patched(_ current: LiveActivity?, with patch: JSONValue) throws(CountdownError)
     -> LiveActivity?
   {

@@ -14,7 +14,9 @@ import NIOCore
 /// per framing and shares among its subscribers (a slice is a reference, not a copy). Under
 /// the bound a subscriber that takes a whole wake keeps it as one run (``append(run:)``),
 /// so a subscriber that is behind costs one entry a wake, not one copy an event; over it,
-/// the hub appends each event alone, so that ticks can replace each other.
+/// the hub appends each event alone, so that ticks can replace each other. A slice keeps its
+/// wake's bytes alive: over the bound, each waiting tick may hold a whole wake's frames (the
+/// wakes of at most the 10 s before the cut-off).
 ///
 /// Before its snapshot is written (an event stream registers before its `subscribe` runs),
 /// the subscriber is *pending*: its events are kept with their sequence numbers, and past the
