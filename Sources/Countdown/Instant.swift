@@ -28,4 +28,12 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
   public func distance(to other: Instant) -> Int64 { other.milliseconds - milliseconds }
 
   public var description: String { "\(milliseconds)ms" }
+
+  /// `a / b` rounded toward negative infinity (Swift's `/` rounds toward zero): whole
+  /// milliseconds of a clock's nanoseconds, whole seconds of an instant, days of seconds.
+  @inlinable
+  package static func floorDivision(_ a: Int64, by b: Int64) -> Int64 {
+    let q = a / b
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+  }
 }

@@ -155,7 +155,7 @@ public enum LiveActivityPush {
   }
 
   /// Whole seconds of an instant in milliseconds, rounded down: an `aps.timestamp`.
-  public static func floorSeconds(_ ms: Int64) -> Int64 { ms >= 0 ? ms / 1000 : (ms - 999) / 1000 }
+  public static func floorSeconds(_ ms: Int64) -> Int64 { Instant.floorDivision(ms, by: 1000) }
 
   /// Milliseconds between 1970-01-01 and 2001-01-01, ActivityKit's reference date.
   static let referenceDateMs: Int64 = 978_307_200_000
@@ -176,7 +176,7 @@ public enum LiveActivityPush {
   /// `YYYY-MM-DDTHH:MM:SSZ` for whole seconds since 1970 (the proleptic Gregorian calendar,
   /// UTC; years 1 to 9999, which every wire instant is within).
   static func iso8601(_ seconds: Int64) -> String {
-    let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+    let days = Instant.floorDivision(seconds, by: 86_400)
     let secondOfDay = seconds - days * 86_400
     // Days since 1970 to a civil date (Howard Hinnant's algorithm).
     let z = days + 719_468

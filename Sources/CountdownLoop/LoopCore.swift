@@ -72,7 +72,8 @@ final class LoopCore: @unchecked Sendable {
       var engineOptions = options.engine
       engineOptions.idSeed = UInt64.random(in: .min ... .max)
       engine = ActivityEngine(
-        now: Instant(milliseconds: Self.floorDiv(wall, 1_000_000)), options: engineOptions,
+        now: Instant(milliseconds: Instant.floorDivision(wall, by: 1_000_000)),
+        options: engineOptions,
         onEvent: emit)
       stepsOnStart = false
     }
@@ -85,11 +86,6 @@ final class LoopCore: @unchecked Sendable {
       handles.abandon()
       throw error
     }
-  }
-
-  static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
-    let q = a / b
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
   }
 
   /// Wall and monotonic time read back to back; retried when the thread was preempted
@@ -131,7 +127,7 @@ final class LoopCore: @unchecked Sendable {
   func syncClock(_ engine: inout ActivityEngine, stepping: Bool) {
     let (wall, mono) = Self.readClocks(options.wallClock)
     let offset = wall - mono
-    let ms = Instant(milliseconds: Self.floorDiv(wall, 1_000_000))
+    let ms = Instant(milliseconds: Instant.floorDivision(wall, by: 1_000_000))
     defer {
       if options.ticksFirst { catchUpAt = (engine.now.milliseconds + 1) &* 1_000_000 &- offset }
     }
@@ -236,10 +232,10 @@ final class LoopCore: @unchecked Sendable {
   /// longest sleep when there is none.
   func rearm() {
     let (wall, mono) = Self.readClocks(options.wallClock)
-    let nowMs = Self.floorDiv(wall, 1_000_000)
+    let nowMs = Instant.floorDivision(wall, by: 1_000_000)
     var target = engine.nextDeadline?.milliseconds ?? (nowMs + options.maximumSleepMs)
     if case .quantum(let q) = options.precision, q > 1 {
-      target = (Self.floorDiv(target - 1, q) + 1) * q
+      target = (Instant.floorDivision(target - 1, by: q) + 1) * q
     }
     target = min(target, nowMs + options.maximumSleepMs)
     let monoTarget = max(1, mono + (target * 1_000_000 - wall))

@@ -36,7 +36,7 @@ public struct SystemWallClock: WallClock {
   /// The wall clock now, in whole milliseconds (rounded down): the instant of a message that
   /// answers no command, a board's "now".
   public static func now() -> Instant {
-    Instant(milliseconds: LibUV.realtimeNanoseconds() / 1_000_000)
+    Instant(milliseconds: Instant.floorDivision(LibUV.realtimeNanoseconds(), by: 1_000_000))
   }
 }
 

@@ -113,6 +113,11 @@ struct LiveActivityPushTests {
     #expect(LiveActivityPush.iso8601(t / 1000) == "2026-11-21T08:00:00Z")
     #expect(LiveActivityPush.iso8601(253_402_300_799) == "9999-12-31T23:59:59Z")
     #expect(LiveActivityPush.iso8601(951_782_400) == "2000-02-29T00:00:00Z")
+    #expect(LiveActivityPush.iso8601(-1) == "1969-12-31T23:59:59Z")
+    // Whole seconds round down, before 1970 too.
+    #expect(LiveActivityPush.floorSeconds(1_999) == 1 && LiveActivityPush.floorSeconds(-1) == -1)
+    #expect(
+      LiveActivityPush.floorSeconds(-1_000) == -1 && LiveActivityPush.floorSeconds(-1_001) == -2)
   }
 
   @Test("Start, end and alerts: the aps members the event needs, and priorities")
