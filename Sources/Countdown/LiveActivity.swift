@@ -189,6 +189,14 @@ public struct LiveActivity: Sendable, Hashable {
       keys: keys, dateEncoding: encoding, priority: priority)
   }
 
+  /// Reads and checks a `liveActivity` value, which must be an object (``init(object:)``).
+  public init(json v: JSONValue) throws(CountdownError) {
+    guard case .object(let o) = v else {
+      throw .payload("liveActivity must be an object, not \(v.typeName)")
+    }
+    try self.init(object: o)
+  }
+
   /// `{"HEX": true, …}`: the tokens, checked.
   private static func tokens(_ v: JSONValue?, _ member: String) throws(CountdownError) -> [String] {
     guard let v, v != .null else { return [] }

@@ -163,10 +163,7 @@ struct WireFields {
       },
       timestamp: try optionalInstant("timestamp"),
       liveActivity: try value("liveActivity").map { (v) throws(CountdownError) in
-        guard case .object(let o) = v else {
-          throw .payload("liveActivity must be an object, not \(v.typeName)")
-        }
-        return try LiveActivity(object: o)
+        try LiveActivity(json: v)
       })
   }
 
