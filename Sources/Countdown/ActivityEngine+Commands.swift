@@ -150,22 +150,12 @@ extension ActivityEngine {
     var live = cold[s].liveActivity
     if let patch = u.liveActivity { live = try LiveActivity.patched(live, with: patch) }
     if let live {
-      var milestones = cold[s].milestones
-      switch u.milestones {
-      case .keep: break
-      case .set(let m): milestones = m
-      case .remove: milestones = []
-      }
-      var stale = cold[s].staleDate
-      switch u.staleDate {
-      case .keep: break
-      case .set(let d): stale = d.milliseconds
-      case .remove: stale = nil
-      }
+      let stale = u.staleDate.applied(to: cold[s].staleDate.map(Instant.init(milliseconds:)))
       try Self.checkPushSize(
         kind: kind,
         content: content.map(\.content) ?? self.content(ofSlot: slot),
-        milestones: milestones, staleDate: stale, live)
+        milestones: u.milestones.applied(to: cold[s].milestones) ?? [],
+        staleDate: stale?.milliseconds, live)
     }
 
     // Everything is checked: apply.

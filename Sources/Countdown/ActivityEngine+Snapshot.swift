@@ -35,6 +35,19 @@ public struct StoredActivity: Sendable, Hashable {
   /// The Live Activity it pushes to (docs/pushes.md), if any.
   public var liveActivity: LiveActivity?
 
+  /// A countdown's current end (moved later by pauses), as an activity object shows it.
+  public var currentEndDate: Int64? { kind == .countdown ? anchor : nil }
+  /// An elapsed timer's origin moved by pauses (elapsed = now − it while it runs), as an
+  /// activity object shows it.
+  public var elapsedOrigin: Int64? { kind == .elapsed ? anchor + pausedTotal : nil }
+  /// When it was paused, while it is.
+  public var pausedAt: Int64? { phase == .paused ? frozenAt : nil }
+  /// The name of the last milestone passed.
+  public var lastMilestone: String? {
+    nextMilestone > 0 && nextMilestone <= milestones.count
+      ? milestones[nextMilestone - 1].name : nil
+  }
+
   public init(
     id: String, kind: ActivityKind, phase: ActivityPhase, order: UInt64, stale: Bool,
     expired: Bool, anchor: Int64, pausedTotal: Int64, frozenAt: Int64, content: String,

@@ -68,4 +68,13 @@ public enum Change<Value: Sendable & Hashable>: Sendable, Hashable {
   case keep
   case set(Value)
   case remove
+
+  /// The setting after the change, from `current` (nil: not set).
+  public func applied(to current: Value?) -> Value? {
+    switch self {
+    case .keep: current
+    case .set(let v): v
+    case .remove: nil
+    }
+  }
 }

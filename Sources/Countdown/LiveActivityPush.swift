@@ -49,12 +49,8 @@ public enum LiveActivityPush {
     public init?(_ row: StoredActivity) {
       guard let content = try? JSONParser.parse(row.content).objectValue else { return nil }
       self.init(
-        kind: row.kind, phase: row.phase, content: content,
-        endDate: row.kind == .countdown ? row.anchor : nil,
-        startDate: row.kind == .elapsed ? row.anchor + row.pausedTotal : nil,
-        pausedAt: row.phase == .paused ? row.frozenAt : nil,
-        milestone: row.nextMilestone > 0 && row.nextMilestone <= row.milestones.count
-          ? row.milestones[row.nextMilestone - 1].name : nil,
+        kind: row.kind, phase: row.phase, content: content, endDate: row.currentEndDate,
+        startDate: row.elapsedOrigin, pausedAt: row.pausedAt, milestone: row.lastMilestone,
         staleDate: row.staleDate)
     }
   }

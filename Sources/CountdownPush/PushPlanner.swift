@@ -56,8 +56,7 @@ public struct PushPlanner: Sendable {
   private var known: [String: (row: StoredActivity, alert: String?)] = [:]
   /// Per key: what the waiting push carries, so that one replacing it keeps its urgency
   /// and its alert.
-  private var waiting: [PushBudget.Key: (timestamp: Int64, urgent: Bool, alert: Bool, end: Bool)] =
-    [:]
+  private var waiting: [PushBudget.Key: (urgent: Bool, alert: Bool, end: Bool)] = [:]
 
   public init() {}
 
@@ -118,14 +117,14 @@ public struct PushPlanner: Sendable {
         let decision = budget.admit(key, at: e.at, now: now)
         var finalEvent = event
         switch decision {
-        case .new(let t, _):
-          waiting[key] = (t, urgent, alert, event == .end)
-        case .replace(let t, _):
-          let before = waiting[key] ?? (t, false, false, false)
+        case .new:
+          waiting[key] = (urgent, alert, event == .end)
+        case .replace:
+          let before = waiting[key] ?? (false, false, false)
           urgent = urgent || before.urgent
           alert = alert || before.alert
           if before.end { finalEvent = .end }
-          waiting[key] = (t, urgent, alert, finalEvent == .end)
+          waiting[key] = (urgent, alert, finalEvent == .end)
         }
         let (timestamp, notBefore) =
           switch decision {

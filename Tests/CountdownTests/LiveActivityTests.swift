@@ -126,6 +126,11 @@ struct LiveActivityTests {
     let u = ActivityUpdate(content: ["alertMessage": .string(String(repeating: "a", count: 3_000))])
     #expect(errorCode { try e.update("g", u, at: at(1_000)) } == .attributesTooLarge)
     #expect(try e.content(of: "g").alertMessage == nil)
+    // Milestones an update sets are measured too: a long name is in every later push.
+    var m = ActivityUpdate()
+    m.milestones = .set([Milestone(name: String(repeating: "m", count: 3_500), atMs: 1_000)])
+    #expect(errorCode { try e.update("g", m, at: at(1_000)) } == .attributesTooLarge)
+    #expect(try e.state(of: "g", at: at(1_000)).nextMilestone == nil)
     // The same content without a Live Activity is only held to the content's own limit.
     var plain = ActivityRequest.countdown(id: "p", to: at(600_000), title: "P")
     plain.content.subtitle = String(repeating: "s", count: 1_000)
