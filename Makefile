@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: run replay plot test deps cdeps browserdeps tuideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots
+.PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -42,6 +42,7 @@ test: deps
 	$(MAKE) ctest
 	$(MAKE) browser
 	$(MAKE) tui
+	$(MAKE) pushes
 
 # The board's browser tests need Debian's chromium and chromium-driver and PyPI's selenium;
 # the terminal board's, tmux.
@@ -50,6 +51,17 @@ browserdeps:
 	  echo "installing chromium, chromium-driver"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-dejavu-core; }
 	@python3 -c "import selenium" 2>/dev/null || { echo "installing selenium"; pip install -q selenium; }
+
+# The push tests' APNs stand-in: PyPI's h2 (HTTP/2) and cryptography (its TLS certificates,
+# the JWT's ES256 check).
+pushdeps:
+	@python3 -c "import h2, cryptography" 2>/dev/null || { echo "installing h2, cryptography"; pip install -q h2 cryptography; }
+
+# Live Activity pushes end to end: `countdown serve --apns-*` (the debug build) against the
+# APNs stand-in, real TLS and HTTP/2 on loopback (Tests/pushes; scratch in .build-pushes).
+pushes: deps pushdeps
+	$(SWIFT) build --product countdown
+	SCRATCH=$(CURDIR)/.build-pushes python3 Tests/pushes/test_pushes.py
 
 tuideps:
 	@command -v tmux >/dev/null || { \

@@ -37,6 +37,9 @@ let package = Package(
     // TLS for HTTP and --listen (--tls-cert, --tls-key): BoringSSL through SwiftNIO.
     .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+    // Live Activity pushes (docs/pushes.md): HTTP/2 to APNs, and the ES256 provider token.
+    .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+    .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
   ],
   targets: [
     .systemLibrary(
@@ -65,16 +68,30 @@ let package = Package(
     // own thread with group commit. Debian's libsqlite3-dev (`make deps`).
     .target(
       name: "CountdownStore",
-      dependencies: ["Countdown", .product(name: "GRDB", package: "GRDB.swift")]),
+      dependencies: ["Countdown", "CountdownPush", .product(name: "GRDB", package: "GRDB.swift")]),
     .target(name: "CountdownClient", dependencies: ["Countdown"]),
     // Live Activity pushes' decisions (docs/pushes.md), pure and clock-free: the budget per
     // activity and token, what APNs's answers mean, the retry schedule.
     .target(name: "CountdownPush", dependencies: ["Countdown"]),
+    // The APNs client (docs/pushes.md): one HTTP/2 connection over TLS, the provider JWT.
+    .target(
+      name: "CountdownAPNs",
+      dependencies: [
+        "CountdownPush",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOTLS", package: "swift-nio"),
+        .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+        .product(name: "NIOHPACK", package: "swift-nio-http2"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        .product(name: "Crypto", package: "swift-crypto"),
+      ]),
     // The service (docs/protocol.md): sockets on SwiftNIO, the engine on CountdownLoop's thread.
     .target(
       name: "CountdownServer",
       dependencies: [
         "Countdown", "CountdownLoop", "CountdownProtocol", "CountdownStore", "CountdownClient",
+        "CountdownPush", "CountdownAPNs",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -114,6 +131,9 @@ let package = Package(
     .testTarget(
       name: "CountdownPushTests",
       dependencies: ["CountdownPush", "Countdown", "CountdownTestSupport"]),
+    .testTarget(
+      name: "CountdownAPNsTests",
+      dependencies: ["CountdownAPNs", .product(name: "Crypto", package: "swift-crypto")]),
     .testTarget(name: "CountdownProtocolTests", dependencies: ["CountdownProtocol", "Countdown"]),
     .testTarget(
       name: "CountdownStoreTests",

@@ -135,6 +135,8 @@ struct ServeCommand: AsyncParsableCommand {
     name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
   var logLevel = "info"
 
+  @OptionGroup(title: "Live Activity pushes (docs/pushes.md)") var apns: APNsFlags
+
   func validate() throws {
     guard Logger.Level(rawValue: logLevel) != nil else {
       throw ValidationError(
@@ -171,6 +173,7 @@ struct ServeCommand: AsyncParsableCommand {
       throw ValidationError("--sync must be normal or full, not \(sync)")
     }
     guard !state.isEmpty else { throw ValidationError("--state must name a file or :memory:") }
+    _ = try apns.options()
   }
 
   func run() async throws {
@@ -203,6 +206,7 @@ struct ServeCommand: AsyncParsableCommand {
     options.replyBufferBytes = replyBufferBytes
     options.tlsCertificatePath = tlsCert
     options.tlsKeyPath = tlsKey
+    options.apns = try apns.options()
     // A write past a file-size limit (ulimit -f) is an error to report, not a signal to die of.
     System.ignoreFileSizeSignal()
     let server = CountdownServer(options: options, logger: logger)
@@ -298,5 +302,67 @@ struct Announce: Service {
     System.flushStandardOutput()
     logger.info("serving", metadata: ["socket": "\(socket)", "pid": "\(System.processID)"])
     try? await gracefulShutdown()
+  }
+}
+
+/// `--apns-*`: where and as whom to send Live Activity pushes (SPEC §8).
+struct APNsFlags: ParsableArguments {
+  @Option(
+    name: .customLong("apns-key"),
+    help: "Apple's .p8 key file (a PKCS#8 PEM P-256 key): sends Live Activity pushes.")
+  var key: String?
+
+  @Option(name: .customLong("apns-key-id"), help: "The key's id (the JWT's kid).")
+  var keyID: String?
+
+  @Option(name: .customLong("apns-team-id"), help: "The Apple developer team id (the JWT's iss).")
+  var teamID: String?
+
+  @Option(
+    name: .customLong("apns-topic"),
+    help: "The app's bundle id (sent as apns-topic: BUNDLE_ID.push-type.liveactivity).")
+  var topic: String?
+
+  @Option(
+    name: .customLong("apns-environment"),
+    help: "production (api.push.apple.com) or development (api.sandbox.push.apple.com).")
+  var environment = "production"
+
+  @Option(
+    name: .customLong("apns-url"),
+    help: "Another gateway, https://HOST[:PORT] (a staging or test stand-in), instead of Apple's.")
+  var url: String?
+
+  @Option(
+    name: .customLong("apns-ca"), help: "Extra trusted CA certificates (PEM) for the gateway.")
+  var ca: String?
+
+  @Option(
+    name: .customLong("apns-timeout-ms"),
+    help: "How long a push may wait for APNs's answer before the connection is made again.")
+  var timeoutMs: Int64 = 10_000
+
+  /// The settings, nil when no `--apns-*` is given; a missing piece is an error that names it.
+  func options() throws -> APNsOptions? {
+    let given = [key, keyID, teamID, topic, url, ca].contains { $0 != nil }
+    guard given else { return nil }
+    let missing = [
+      ("--apns-key", key), ("--apns-key-id", keyID), ("--apns-team-id", teamID),
+      ("--apns-topic", topic),
+    ].filter { $0.1 == nil }.map(\.0)
+    guard missing.isEmpty else {
+      throw ValidationError(
+        "Live Activity pushes need \(missing.joined(separator: ", ")) as well (docs/pushes.md)")
+    }
+    guard environment == "production" || environment == "development" else {
+      throw ValidationError(
+        "--apns-environment must be production or development, not \(environment)")
+    }
+    guard timeoutMs > 0 else { throw ValidationError("--apns-timeout-ms must be ≥ 1") }
+    var o = APNsOptions(
+      keyPath: key!, keyID: keyID!, teamID: teamID!, bundleID: topic!,
+      production: environment == "production", url: url, caPath: ca)
+    o.requestTimeoutMilliseconds = timeoutMs
+    return o
   }
 }

@@ -15,6 +15,20 @@ public struct PushItem: Sendable, Hashable {
   public var eventAt: Int64
   /// The JSON payload.
   public var payload: [UInt8]
+
+  public init(
+    activity: String, token: String, event: LiveActivityPush.Event, priority: Int,
+    timestamp: Int64, notBefore: Int64, eventAt: Int64, payload: [UInt8]
+  ) {
+    self.activity = activity
+    self.token = token
+    self.event = event
+    self.priority = priority
+    self.timestamp = timestamp
+    self.notBefore = notBefore
+    self.eventAt = eventAt
+    self.payload = payload
+  }
 }
 
 /// What the outbox does with a planned push.
@@ -57,6 +71,9 @@ public struct PushPlanner: Sendable {
   /// Per key: what the waiting push carries, so that one replacing it keeps its urgency
   /// and its alert.
   private var waiting: [PushBudget.Key: (urgent: Bool, alert: Bool, end: Bool)] = [:]
+  /// Per activity: what its last push showed (``shows(_:_:)``), so that an update that
+  /// changes none of it pushes nothing.
+  private var shown: [String: [UInt8]?] = [:]
 
   public init() {}
 
@@ -69,12 +86,14 @@ public struct PushPlanner: Sendable {
     for e in events {
       if e.kind == .dismissed {
         known[e.id] = nil
+        shown[e.id] = nil
         budget.forget(activity: e.id)
         waiting = waiting.filter { $0.key.activity != e.id }
         continue
       }
       guard var row = rows[e.id] ?? known[e.id]?.row, let live = row.liveActivity else {
         known[e.id] = nil
+        shown[e.id] = nil
         continue
       }
       if rows[e.id] == nil, e.kind == .ended {
@@ -103,6 +122,9 @@ public struct PushPlanner: Sendable {
         event = .update
         urgent = false
         alert = alertMessage != nil && alertMessage != previousAlert
+        // An update that changes nothing a phone shows (a token added or removed, an option)
+        // pushes nothing.
+        if !alert, let shown = shown[e.id], shown == Self.shows(row, live) { continue }
       case .paused, .resumed, .milestone:
         tokens = live.pushTokens
         event = .update
@@ -112,6 +134,7 @@ public struct PushPlanner: Sendable {
       case .tick, .stale, .expired, .dismissed:
         continue
       }
+      shown[e.id] = Self.shows(row, live)
       for token in tokens {
         let key = PushBudget.Key(activity: e.id, token: token)
         let decision = budget.admit(key, at: e.at, now: now)
@@ -144,6 +167,28 @@ public struct PushPlanner: Sendable {
       }
     }
     return out
+  }
+
+  /// After a restart: the activities' rows as the state file has them, and the budget it
+  /// kept (``PushBudget/restore(_:timestamp:notBefore:)``).
+  public mutating func restore(
+    rows: [StoredActivity], budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)]
+  ) {
+    for row in rows where row.liveActivity != nil {
+      var alert: String?
+      if case .string(let m)? = LiveActivityPush.Subject(row)?.content["alertMessage"] {
+        alert = m
+      }
+      known[row.id] = (row, alert)
+      shown[row.id] = Self.shows(row, row.liveActivity!)
+    }
+    for b in budget { self.budget.restore(b.key, timestamp: b.timestamp, notBefore: b.notBefore) }
+  }
+
+  /// What an update push of `row` would show (its payload at a fixed instant, no alert).
+  static func shows(_ row: StoredActivity, _ live: LiveActivity) -> [UInt8]? {
+    guard let subject = LiveActivityPush.Subject(row) else { return nil }
+    return LiveActivityPush.payload(.update, subject, live, at: 0, alert: false, dismissal: nil)
   }
 
   /// An end's `dismissal-date`: the end instant for an immediate dismissal, the instant given

@@ -2,6 +2,7 @@ import Countdown
 import CountdownClient
 import CountdownLoop
 import CountdownProtocol
+import CountdownPush
 import CountdownStore
 import Dispatch
 import Logging
@@ -167,6 +168,14 @@ public final class CountdownServer: Service, @unchecked Sendable {
       )
     }
     let identity = try Self.tlsIdentity(options)
+    let apns = try options.apns.map { o throws(ServerStartError) in
+      guard options.statePath != ":memory:" else {
+        throw ServerStartError(
+          "Live Activity pushes need a state file (--state FILE, not :memory:): each push is written with the change that made it, and sent after a restart"
+        )
+      }
+      return try PushDelivery.prepare(o)
+    }
     for (address, option) in [(tcp, "--listen"), (http, "--http")] {
       if let address, !System.isLoopback(address.host), options.token != nil,
         !options.allowPlainToken, identity == nil
@@ -208,10 +217,29 @@ public final class CountdownServer: Service, @unchecked Sendable {
         try? group.syncShutdownGracefully()
         throw error
       }
-      let journal = Journal(storedOptions: StoredOptions(snapshot?.options ?? options.engine))
+      let journal = Journal(
+        storedOptions: StoredOptions(snapshot?.options ?? options.engine), pushes: apns != nil)
       let logger = self.logger
       let options = self.options
       let loopBox = NIOLockedValueBox<CountdownLoop?>(nil)
+      let deliveryBox = NIOLockedValueBox<PushDelivery?>(nil)
+      var pushHooks: PushHooks?
+      var pending: [(seq: Int64, item: PushItem)] = []
+      if apns != nil {
+        do throws(StoreError) {
+          let outbox = try store.loadPushes()
+          var planner = PushPlanner()
+          planner.restore(rows: snapshot?.activities ?? [], budget: outbox.budget)
+          pending = outbox.pending
+          pushHooks = PushHooks(
+            planner: planner, now: { SystemWallClock.now().milliseconds },
+            committed: { pushes in deliveryBox.withLockedValue { $0 }?.committed(pushes) })
+        } catch {
+          store.close()
+          try? group.syncShutdownGracefully()
+          throw ServerStartError(error.message)
+        }
+      }
       let writer = StoreWriter(
         store: store,
         reload: { snapshot, epoch in
@@ -221,7 +249,20 @@ public final class CountdownServer: Service, @unchecked Sendable {
         },
         onError: { error in
           logger.error("storageFailed: \(error.message); the changes of this commit were not made")
-        })
+        }, pushes: pushHooks)
+      var delivery: PushDelivery?
+      if let (endpoint, token) = apns {
+        do {
+          delivery = try PushDelivery(
+            endpoint: endpoint, token: token, writer: writer, loop: loopBox,
+            metrics: metrics.pushes, logger: logger)
+        } catch {
+          writer.close()
+          try? group.syncShutdownGracefully()
+          throw error
+        }
+        deliveryBox.withLockedValue { $0 = delivery }
+      }
       do {
         loop = try CountdownLoop(
           options: loopOptions, restoring: snapshot,
@@ -229,12 +270,14 @@ public final class CountdownServer: Service, @unchecked Sendable {
             journal.wake(engine, first: first, events, writer: writer, hub: hub)
           })
       } catch {
+        delivery?.stop()
         writer.close()
         try? group.syncShutdownGracefully()
         throw ServerStartError("cannot restore the state in \(options.statePath): \(error)")
       }
       loopBox.withLockedValue { $0 = loop }
-      durable = Durable(writer: writer, journal: journal)
+      delivery?.restore(pending)
+      durable = Durable(writer: writer, journal: journal, delivery: delivery)
       restoredCount = snapshot?.activities.count ?? 0
     }
     let core = ServerCore(
@@ -371,6 +414,8 @@ public final class CountdownServer: Service, @unchecked Sendable {
         try? c.close().wait()
       }
       core.loop.shutdown()
+      // Pushes not answered yet stay in the outbox for the next start.
+      core.durable?.delivery?.stop()
       // The wakes after the last command (time-driven changes) are written before closing.
       core.durable?.writer.close()
     }

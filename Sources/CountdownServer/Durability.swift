@@ -1,5 +1,6 @@
 import Countdown
 import CountdownLoop
+import CountdownPush
 import CountdownStore
 import Logging
 
@@ -17,7 +18,13 @@ final class Journal: @unchecked Sendable {
   /// them (`configure`) changes the engine row even when no activity changed.
   var storedOptions: StoredOptions
 
-  init(storedOptions: StoredOptions) { self.storedOptions = storedOptions }
+  /// Whether the wakes' events are planned into Live Activity pushes (`--apns-*`).
+  let pushes: Bool
+
+  init(storedOptions: StoredOptions, pushes: Bool = false) {
+    self.storedOptions = storedOptions
+    self.pushes = pushes
+  }
   /// Numbers the wakes sent to the writer, for the hub's held events.
   var nextToken: UInt64 = 0
   /// Ids seen in this wake's events, reused from wake to wake.
@@ -42,7 +49,12 @@ final class Journal: @unchecked Sendable {
     // The events go to the hub first: its ticks leave at once, without waiting for the rows
     // below to be read out of the engine (the rest waits for the commit in the hub anyway).
     hub.eventLoop.execute { hub.publish(first: first, events, token: token) }
-    let changes = changed ? StoreChanges(engine: engine, ids: ids) : nil
+    var changes = changed ? StoreChanges(engine: engine, ids: ids) : nil
+    if pushes, changes != nil {
+      for e in events where e.kind != .tick {
+        changes!.pushEvents.append(PushPlanner.Event(kind: e.kind, at: e.at.milliseconds, id: e.id))
+      }
+    }
     let releases = self.releases
     self.releases = []
     seen.removeAll(keepingCapacity: true)
@@ -56,10 +68,12 @@ final class Journal: @unchecked Sendable {
   }
 }
 
-/// The durable side of a server: the state file's writer and the loop's journal.
+/// The durable side of a server: the state file's writer and the loop's journal, and the
+/// sender of the pushes its outbox holds (nil without `--apns-*`).
 struct Durable {
   let writer: StoreWriter
   let journal: Journal
+  let delivery: PushDelivery?
 }
 
 extension CountdownServer {

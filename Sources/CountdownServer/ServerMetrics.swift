@@ -2,6 +2,7 @@ import CoreMetrics
 import Countdown
 import CountdownLoop
 import CountdownProtocol
+import CountdownPush
 import Metrics
 import NIOConcurrencyHelpers
 import Prometheus
@@ -30,6 +31,8 @@ final class ServerMetrics: Sendable {
   /// NIO's lock, as everywhere in the server: a pthread mutex, which ThreadSanitizer sees
   /// (`Synchronization.Mutex` waits on a raw futex it cannot; see CountdownLoop's `Locked`).
   private let wakeupsSeen = NIOLockedValueBox<UInt64>(0)
+  /// Live Activity pushes (docs/pushes.md).
+  let pushes: PushMetrics
 
   init() {
     var factory = PrometheusMetricsFactory(registry: registry)
@@ -38,6 +41,12 @@ final class ServerMetrics: Sendable {
       .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
       .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
     ]
+    factory.durationHistogramBuckets["countdown_push_latency_seconds"] = [
+      .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+      .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2),
+      .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(300),
+    ]
+    pushes = PushMetrics(factory: factory)
     ticks = CoreMetrics.Counter(label: "countdown_ticks_total", factory: factory)
     lateness = Metrics.Timer(label: "countdown_tick_lateness_seconds", factory: factory)
     subscribers = CoreMetrics.Gauge(label: "countdown_subscribers", factory: factory)
@@ -106,5 +115,37 @@ final class ServerMetrics: Sendable {
     var out: [UInt8] = []
     registry.emit(into: &out)
     return out
+  }
+}
+
+/// `countdown_pushes_total{event,result}`, `countdown_push_queue` (pushes held, in flight
+/// included) and `countdown_push_latency_seconds` (from the event's instant to APNs's
+/// answer, for each answer).
+final class PushMetrics: Sendable {
+  let queue: CoreMetrics.Gauge
+  private let latency: Metrics.Timer
+  private let answers: [String: CoreMetrics.Counter]
+
+  init(factory: PrometheusMetricsFactory) {
+    queue = CoreMetrics.Gauge(label: "countdown_push_queue", factory: factory)
+    latency = Metrics.Timer(label: "countdown_push_latency_seconds", factory: factory)
+    var answers: [String: CoreMetrics.Counter] = [:]
+    let outcomes: [APNsOutcome] = [.delivered, .removeToken, .renewProviderToken, .retry, .drop]
+    for event in LiveActivityPush.Event.allCases {
+      for outcome in outcomes {
+        answers[event.rawValue + "/" + outcome.metricName] = CoreMetrics.Counter(
+          label: "countdown_pushes_total",
+          dimensions: [("event", event.rawValue), ("result", outcome.metricName)],
+          factory: factory)
+      }
+    }
+    self.answers = answers
+    queue.record(0)
+  }
+
+  /// One answer (or failure to answer) to `item`.
+  func answered(_ item: PushItem, _ outcome: APNsOutcome, latencyMs: Int64) {
+    answers[item.event.rawValue + "/" + outcome.metricName]?.increment()
+    latency.recordNanoseconds(max(0, latencyMs) * 1_000_000)
   }
 }

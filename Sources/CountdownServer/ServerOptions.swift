@@ -61,6 +61,9 @@ public struct ServerOptions: Sendable {
   public var statePath: String
   /// How hard each commit presses to the disk (see ``StoreSync``).
   public var sync: StoreSync
+  /// Live Activity pushes through APNs (docs/pushes.md), nil for none. Needs a state file:
+  /// each push is written with the change that made it.
+  public var apns: APNsOptions?
 
   public init(
     socketPath: String = "countdown.sock", listen: String? = nil, http: String? = nil,
@@ -93,4 +96,36 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
   public var message: String
   public var description: String { message }
   init(_ message: String) { self.message = message }
+}
+
+/// The `--apns-*` settings (docs/pushes.md, "Configuration"). Files are read when the server
+/// starts; a missing piece, an unreadable key or one that is not P-256 stops it there.
+public struct APNsOptions: Sendable {
+  /// Apple's `.p8` key file: a PKCS#8 PEM P-256 private key.
+  public var keyPath: String
+  public var keyID: String
+  public var teamID: String
+  /// The app's bundle id (sent as `apns-topic: BUNDLE_ID.push-type.liveactivity`).
+  public var bundleID: String
+  /// `api.push.apple.com` (true) or `api.sandbox.push.apple.com`.
+  public var production: Bool
+  /// Another gateway, `https://HOST[:PORT]` (a staging or test stand-in), instead of Apple's.
+  public var url: String?
+  /// Extra trusted CA certificates (PEM file).
+  public var caPath: String?
+  /// How long a request may wait for its answer before the connection is given up.
+  public var requestTimeoutMilliseconds: Int64 = 10_000
+
+  public init(
+    keyPath: String, keyID: String, teamID: String, bundleID: String, production: Bool,
+    url: String? = nil, caPath: String? = nil
+  ) {
+    self.keyPath = keyPath
+    self.keyID = keyID
+    self.teamID = teamID
+    self.bundleID = bundleID
+    self.production = production
+    self.url = url
+    self.caPath = caPath
+  }
 }

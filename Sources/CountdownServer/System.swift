@@ -82,4 +82,30 @@ enum System {
   /// Whether a connection's error says that the peer went away (a reset or a broken pipe):
   /// closed quietly, not logged.
   static func isPeerGone(_ code: Int32) -> Bool { code == ECONNRESET || code == EPIPE }
+
+  // MARK: - Small files
+
+  /// The bytes of the small file at `path` (a key, a certificate: at most 1 MiB), or why not.
+  static func readSmallFile(_ path: String) -> Result<[UInt8], ServerStartError> {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else {
+      return .failure(ServerStartError("cannot read \(path): \(String(cString: strerror(errno)))"))
+    }
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 16384)
+    while true {
+      let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        return .failure(
+          ServerStartError("cannot read \(path): \(String(cString: strerror(errno)))"))
+      }
+      if n == 0 { return .success(out) }
+      out += chunk[..<n]
+      if out.count > 1 << 20 {
+        return .failure(ServerStartError("\(path) is over 1 MiB: not a key or a certificate"))
+      }
+    }
+  }
 }

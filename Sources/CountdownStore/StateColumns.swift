@@ -83,6 +83,57 @@ enum EngineColumn: Int32, CaseIterable {
     "INSERT OR REPLACE INTO engine (id, \(list)) VALUES (1, \(allCases.map { _ in "?" }.joined(separator: ", ")))"
 }
 
+/// The columns of `push_outbox` (docs/pushes.md, "Delivery"): the pushes made by committed
+/// changes and not yet answered by APNs, in the order they were made (`seq`). Declared once.
+enum OutboxColumn: Int32, CaseIterable {
+  case seq, activity, token, event, priority, timestamp, notBefore, eventAt, payload
+
+  var name: String { "\(self)" }
+  var read: Int32 { rawValue }
+  /// Its parameter in ``insert`` (which leaves `seq` to SQLite).
+  var bind: Int32 { rawValue }
+
+  var declaration: String {
+    switch self {
+    case .seq: "INTEGER PRIMARY KEY AUTOINCREMENT"
+    case .activity, .token, .event: "TEXT NOT NULL"
+    case .priority, .timestamp, .notBefore, .eventAt: "INTEGER NOT NULL"
+    case .payload: "BLOB NOT NULL"
+    }
+  }
+
+  static let all = allCases
+  static let list = allCases.map(\.name).joined(separator: ", ")
+  static let createTable =
+    "CREATE TABLE push_outbox (\(allCases.map { "\($0.name) \($0.declaration)" }.joined(separator: ", ")))"
+  static let insert =
+    "INSERT INTO push_outbox (\(allCases.dropFirst().map(\.name).joined(separator: ", "))) VALUES (\(allCases.dropFirst().map { _ in "?" }.joined(separator: ", ")))"
+}
+
+/// The columns of `push_budget`: per activity and token, the last push timestamp given and
+/// when that push goes (``PushBudget``), so that timestamps keep rising across a restart.
+enum BudgetColumn: Int32, CaseIterable {
+  case activity, token, timestamp, notBefore
+
+  var name: String { "\(self)" }
+  var read: Int32 { rawValue }
+  var bind: Int32 { rawValue + 1 }
+
+  var declaration: String {
+    switch self {
+    case .activity, .token: "TEXT NOT NULL"
+    case .timestamp, .notBefore: "INTEGER NOT NULL"
+    }
+  }
+
+  static let all = allCases
+  static let list = allCases.map(\.name).joined(separator: ", ")
+  static let createTable =
+    "CREATE TABLE push_budget (\(allCases.map { "\($0.name) \($0.declaration)" }.joined(separator: ", ")), PRIMARY KEY (activity, token)) WITHOUT ROWID"
+  static let upsert =
+    "INSERT OR REPLACE INTO push_budget (\(list)) VALUES (\(allCases.map { _ in "?" }.joined(separator: ", ")))"
+}
+
 /// The state file's schema versions: GRDB's migration identifiers, in order.
 enum StateSchema: String, CaseIterable, Comparable {
   /// The first file: kinds, phases and end reasons stored as their positions (``V1Codes``).
@@ -91,6 +142,8 @@ enum StateSchema: String, CaseIterable, Comparable {
   case v2
   /// Adds `liveActivity` (docs/pushes.md).
   case v3
+  /// Adds the tables `push_outbox` and `push_budget` (docs/pushes.md).
+  case v4
 
   static func < (a: Self, b: Self) -> Bool {
     allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!

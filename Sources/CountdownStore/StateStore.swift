@@ -1,6 +1,9 @@
 import Countdown
+import CountdownPush
 import GRDB
 import GRDBSQLite
+
+import struct Foundation.Data
 
 /// How hard a commit presses the data to the disk (SQLite's `synchronous`, in WAL mode).
 public enum StoreSync: String, Sendable, CaseIterable {
@@ -39,6 +42,9 @@ package struct StoreChanges: Sendable {
   /// The engine's state at the commit's instant; its `activities` are the changed rows.
   package var engine: EngineSnapshot
   package var removed: [String]
+  /// The wake's events that may push (docs/pushes.md): planned into the outbox by the
+  /// writer, in the same transaction. Empty when the server sends no pushes.
+  package var pushEvents: [PushPlanner.Event] = []
 
   package init(engine: EngineSnapshot, removed: [String]) {
     self.engine = engine
@@ -180,11 +186,15 @@ package final class StateStore {
       try db.execute(sql: "DROP TABLE activity")
       try db.execute(sql: "ALTER TABLE activity_v2 RENAME TO activity")
     }
-    // Columns added later, each by the migration that names it.
+    // Columns added later, each by the migration that names it; v4's tables.
     for version in StateSchema.allCases where version > .v2 {
       m.registerMigration(version.rawValue) { db in
         for c in ActivityColumn.allCases where c.addedIn == version {
           try db.execute(sql: "ALTER TABLE activity ADD COLUMN \(c.name) \(c.declaration)")
+        }
+        if version == .v4 {
+          try db.execute(sql: OutboxColumn.createTable)
+          try db.execute(sql: BudgetColumn.createTable)
         }
       }
     }
@@ -392,12 +402,22 @@ package final class StateStore {
   // MARK: - Writing
 
   /// Writes `groups` in one transaction: for each, its changed rows, its removals and the
-  /// engine's state; the last group's engine state is what stays.
+  /// engine's state; the last group's engine state is what stays. With them, the pushes
+  /// their events made (`pushes`, in order: each gets the next sequence number, returned in
+  /// order; a replacement deletes the waiting push it replaces) and the deletion of the
+  /// pushes answered since (`forget`).
   /// - Throws: ``StoreError`` (disk full, I/O error…); the transaction is rolled back then.
-  package func write(_ groups: [StoreChanges]) throws(StoreError) {
-    guard let last = groups.last else { return }
+  @discardableResult
+  package func write(
+    _ groups: [StoreChanges], pushes: [PushOperation] = [], forget: [Int64] = []
+  ) throws(StoreError) -> [Int64] {
+    var seqs: [Int64] = []
     do {
       try queue.inTransaction(.immediate) { db in
+        try Self.writePushes(
+          db, pushes, forget: forget, removed: groups.flatMap(\.removed),
+          seqs: &seqs)
+        guard let last = groups.last else { return .commit }
         let upsert = try db.cachedStatement(sql: Self.activityUpsert)
         let delete = try db.cachedStatement(sql: "DELETE FROM activity WHERE id = ?")
         for g in groups {
@@ -430,6 +450,118 @@ package final class StateStore {
       throw error
     } catch {
       throw StoreError("cannot write the state file \(path): \(Self.describe(error))")
+    }
+    return seqs
+  }
+
+  /// The outbox's part of a commit: new pushes (and the budget they spent), answered ones
+  /// deleted, the budget of dismissed activities forgotten.
+  private static func writePushes(
+    _ db: Database, _ pushes: [PushOperation], forget: [Int64], removed: [String],
+    seqs: inout [Int64]
+  ) throws {
+    if !forget.isEmpty {
+      let delete = try db.cachedStatement(sql: "DELETE FROM push_outbox WHERE seq = ?")
+      for seq in forget { try run(delete.sqliteStatement, db) { s in bind(s, 1, seq) } }
+    }
+    if !removed.isEmpty {
+      let delete = try db.cachedStatement(sql: "DELETE FROM push_budget WHERE activity = ?")
+      for id in removed { try run(delete.sqliteStatement, db) { s in bind(s, 1, id) } }
+    }
+    guard !pushes.isEmpty else { return }
+    let insert = try db.cachedStatement(sql: OutboxColumn.insert)
+    let replaced = try db.cachedStatement(
+      sql: "DELETE FROM push_outbox WHERE activity = ? AND token = ? AND timestamp = ?")
+    let budget = try db.cachedStatement(sql: BudgetColumn.upsert)
+    for op in pushes {
+      let p = op.item
+      if case .replace = op {
+        try run(replaced.sqliteStatement, db) { s in
+          bind(s, 1, p.activity)
+          bind(s, 2, p.token)
+          bind(s, 3, p.timestamp)
+        }
+      }
+      try run(insert.sqliteStatement, db) { s in
+        for c in OutboxColumn.all {
+          switch c {
+          case .seq: break
+          case .activity: bind(s, c.bind, p.activity)
+          case .token: bind(s, c.bind, p.token)
+          case .event: bind(s, c.bind, p.event.rawValue)
+          case .priority: bind(s, c.bind, Int64(p.priority))
+          case .timestamp: bind(s, c.bind, p.timestamp)
+          case .notBefore: bind(s, c.bind, p.notBefore)
+          case .eventAt: bind(s, c.bind, p.eventAt)
+          case .payload:
+            p.payload.withUnsafeBytes { b in
+              _ = sqlite3_bind_blob(s, c.bind, b.baseAddress, Int32(b.count), sqliteTransient)
+            }
+          }
+        }
+      }
+      seqs.append(db.lastInsertedRowID)
+      try run(budget.sqliteStatement, db) { s in
+        for c in BudgetColumn.all {
+          switch c {
+          case .activity: bind(s, c.bind, p.activity)
+          case .token: bind(s, c.bind, p.token)
+          case .timestamp: bind(s, c.bind, p.timestamp)
+          case .notBefore: bind(s, c.bind, p.notBefore)
+          }
+        }
+      }
+    }
+  }
+
+  /// Deletes answered pushes from the outbox (in a transaction of their own).
+  package func forget(pushes seqs: [Int64]) throws(StoreError) {
+    try write([], forget: seqs)
+  }
+
+  /// What the outbox holds: the pushes not yet answered, in order, and the budget spent
+  /// per activity and token (docs/pushes.md).
+  package func loadPushes() throws(StoreError) -> (
+    pending: [(seq: Int64, item: PushItem)],
+    budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)]
+  ) {
+    do {
+      return try queue.read { db in
+        var pending: [(seq: Int64, item: PushItem)] = []
+        for row in try Row.fetchAll(
+          db, sql: "SELECT \(OutboxColumn.list) FROM push_outbox ORDER BY seq")
+        {
+          func column(_ c: OutboxColumn) -> Int { Int(c.read) }
+          let name: String = row[column(.event)]
+          guard let event = LiveActivityPush.Event(rawValue: name) else {
+            throw StoreError("push \(row[column(.seq)] as Int64): event \(name) is not known")
+          }
+          let payload: [UInt8] = Array(row[column(.payload)] as Data)
+          pending.append(
+            (
+              row[column(.seq)],
+              PushItem(
+                activity: row[column(.activity)], token: row[column(.token)], event: event,
+                priority: row[column(.priority)], timestamp: row[column(.timestamp)],
+                notBefore: row[column(.notBefore)], eventAt: row[column(.eventAt)],
+                payload: payload)
+            ))
+        }
+        var budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)] = []
+        for row in try Row.fetchAll(db, sql: "SELECT \(BudgetColumn.list) FROM push_budget") {
+          func column(_ c: BudgetColumn) -> Int { Int(c.read) }
+          budget.append(
+            (
+              PushBudget.Key(activity: row[column(.activity)], token: row[column(.token)]),
+              row[column(.timestamp)], row[column(.notBefore)]
+            ))
+        }
+        return (pending, budget)
+      }
+    } catch let error as StoreError {
+      throw StoreError("cannot read the pushes in \(path): \(error.message)")
+    } catch {
+      throw StoreError("cannot read the pushes in \(path): \(Self.describe(error))")
     }
   }
 

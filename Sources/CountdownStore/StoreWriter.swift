@@ -1,5 +1,26 @@
 import Countdown
+import CountdownPush
 import Foundation
+
+/// What a writer needs to plan Live Activity pushes with each commit (docs/pushes.md).
+package struct PushHooks: Sendable {
+  /// The planner, with the budget and rows restored from the state file.
+  package var planner: PushPlanner
+  /// The wall clock (ms since 1970) the budget decides on.
+  package var now: @Sendable () -> Int64
+  /// Hears of the pushes each commit wrote, with their outbox sequence numbers, on the
+  /// writer thread after the commit.
+  package var committed: @Sendable ([(seq: Int64, operation: PushOperation)]) -> Void
+
+  package init(
+    planner: PushPlanner, now: @escaping @Sendable () -> Int64,
+    committed: @escaping @Sendable ([(seq: Int64, operation: PushOperation)]) -> Void
+  ) {
+    self.planner = planner
+    self.now = now
+    self.committed = committed
+  }
+}
 
 /// The store's own thread: it takes the loop's wakes in order, writes the changes of every
 /// wake waiting into one transaction (group commit: one commit, and with `full` one sync,
@@ -48,17 +69,32 @@ package final class StoreWriter: @unchecked Sendable {
   /// the loop, whose wake handler captures this writer: a cycle until then).
   private var reload: (@Sendable (EngineSnapshot?, _ epoch: UInt64) -> Void)?
   private var onError: (@Sendable (StoreError) -> Void)?
+  /// Live Activity pushes (docs/pushes.md), nil when the server sends none: the planner
+  /// (writer thread only), and who hears of the pushes each commit wrote.
+  private var planner: PushPlanner?
+  private var onPushes: (@Sendable ([(seq: Int64, operation: PushOperation)]) -> Void)?
+  private let clock: (@Sendable () -> Int64)?
+  /// Pushes answered, to delete from the outbox with the next commit (guarded by `condition`).
+  private var answered: [Int64] = []
 
   /// Starts the writer thread on `store`. `reload` gets the last committed state after a
   /// failed write (nil when nothing was ever committed), with the epoch the rebuilt engine's wakes must carry; `onError` hears of
   /// each failure (to log it).
+  ///
+  /// With `pushes`, each commit also plans the pushes of its units' `pushEvents` and writes
+  /// them to the outbox in the same transaction; `pushes.committed` hears of them after the
+  /// commit, on the writer thread.
   package init(
     store: StateStore, reload: @escaping @Sendable (EngineSnapshot?, UInt64) -> Void,
-    onError: @escaping @Sendable (StoreError) -> Void
+    onError: @escaping @Sendable (StoreError) -> Void,
+    pushes: PushHooks? = nil
   ) {
     self.store = store
     self.reload = reload
     self.onError = onError
+    self.planner = pushes?.planner
+    self.onPushes = pushes?.committed
+    self.clock = pushes?.now
     let thread = Thread { [self] in run() }
     thread.name = "countdown.store"
     thread.start()
@@ -68,6 +104,16 @@ package final class StoreWriter: @unchecked Sendable {
   package func enqueue(_ unit: Unit) {
     condition.lock()
     queue.append(unit)
+    condition.signal()
+    condition.unlock()
+  }
+
+  /// Pushes APNs answered (or that are gone): deleted from the outbox with the next commit,
+  /// or in one of their own. From any thread.
+  package func forget(pushes seqs: [Int64]) {
+    guard !seqs.isEmpty else { return }
+    condition.lock()
+    answered.append(contentsOf: seqs)
     condition.signal()
     condition.unlock()
   }
@@ -87,6 +133,7 @@ package final class StoreWriter: @unchecked Sendable {
     while !finished { condition.wait() }
     reload = nil
     onError = nil
+    onPushes = nil
     condition.unlock()
     store.close()
   }
@@ -94,7 +141,7 @@ package final class StoreWriter: @unchecked Sendable {
   private func run() {
     while true {
       condition.lock()
-      while queue.isEmpty && !closing {
+      while queue.isEmpty && answered.isEmpty && !closing {
         if needsReload {
           // Retry reading the committed state every second until it works.
           _ = condition.wait(until: Date().addingTimeInterval(1))
@@ -102,7 +149,7 @@ package final class StoreWriter: @unchecked Sendable {
         }
         condition.wait()
       }
-      if queue.isEmpty && closing {
+      if queue.isEmpty && answered.isEmpty && closing {
         finished = true
         condition.broadcast()
         condition.unlock()
@@ -110,6 +157,8 @@ package final class StoreWriter: @unchecked Sendable {
       }
       let units = queue
       queue = []
+      let forget = answered
+      answered = []
       busy = true
       let accepted = acceptedEpoch
       let reloading = needsReload
@@ -119,15 +168,23 @@ package final class StoreWriter: @unchecked Sendable {
       if reloading { tryReload() }
       let current = units.filter { $0.epoch >= accepted }
       let changes = current.compactMap(\.changes)
+      let plannedFrom = planner
+      let pushes = plan(changes)
       var ok = true
-      if !changes.isEmpty {
+      if !changes.isEmpty || !forget.isEmpty {
         do throws(StoreError) {
-          try store.write(changes)
+          let seqs = try store.write(changes, pushes: pushes, forget: forget)
+          if !pushes.isEmpty {
+            onPushes?(zip(seqs, pushes).map { (seq: $0, operation: $1) })
+          }
         } catch {
           ok = false
           failure = error
           onError?(error)
+          planner = plannedFrom
           condition.lock()
+          // Answered pushes stay answered: their deletion waits for the next commit.
+          answered.insert(contentsOf: forget, at: 0)
           acceptedEpoch = max(acceptedEpoch, units.map(\.epoch).max() ?? 0) + 1
           needsReload = true
           lastFailure = error
@@ -146,6 +203,19 @@ package final class StoreWriter: @unchecked Sendable {
       condition.broadcast()
       condition.unlock()
     }
+  }
+
+  /// The pushes of `changes`' events, in order (none without a planner).
+  private func plan(_ changes: [StoreChanges]) -> [PushOperation] {
+    guard planner != nil, let clock else { return [] }
+    var out: [PushOperation] = []
+    let now = clock()
+    for c in changes where !c.pushEvents.isEmpty {
+      var rows: [String: StoredActivity] = [:]
+      for a in c.engine.activities { rows[a.id] = a }
+      out += planner!.plan(c.pushEvents, rows: rows, now: now)
+    }
+    return out
   }
 
   /// Reads the last committed state and hands it to `reload` with the epoch now accepted.

@@ -146,4 +146,39 @@ struct PushPlannerTests {
     try h.engine.pause("gate", at: at(4_000))
     #expect(h.wake(now: 4_000).isEmpty)
   }
+
+  @Test("An update that changes nothing a phone shows pushes nothing; a restored planner goes on")
+  func quietUpdatesAndRestore() throws {
+    var h = Harness()
+    var r = ActivityRequest.countdown(id: "g", to: at(600_000), title: "G")
+    r.liveActivity = LiveActivity(pushTokens: ["aa01"])
+    try h.engine.start(r, at: at(100))
+    #expect(h.wake(now: 101).isEmpty)  // no start tokens
+    // A token added: nothing the phone shows changed.
+    try h.engine.update(
+      "g", ActivityUpdate(liveActivity: .object(["pushTokens": .object(["bb02": .bool(true)])])),
+      at: at(2000))
+    #expect(h.wake(now: 2001).isEmpty)
+    try h.engine.update("g", ActivityUpdate(content: ["title": .string("H")]), at: at(3000))
+    let ops = h.wake(now: 3001)
+    #expect(ops.map(\.item.token).sorted() == ["aa01", "bb02"])
+    let second = t0.milliseconds / 1000 + 3
+    #expect(ops.allSatisfy { $0.item.timestamp == second })
+
+    // After a restart: the rows and the budget from the file. A change later in the same
+    // second goes at the next one, as it would have without the restart.
+    var restored = PushPlanner()
+    restored.restore(
+      rows: h.engine.snapshot(of: ["g"]).activities,
+      budget: [(PushBudget.Key(activity: "g", token: "aa01"), second, at(3000).milliseconds)])
+    try h.engine.update("g", ActivityUpdate(content: ["title": .string("I")]), at: at(3500))
+    h.seen = h.recorder.events.count - 1
+    h.planner = restored
+    let after = h.wake(now: 3501)
+    let aa = try #require(after.first { $0.item.token == "aa01" })
+    #expect(aa == .add(aa.item) && aa.item.timestamp == second + 1)
+    #expect(aa.item.notBefore == (second + 1) * 1000)
+    // The other token had no budget kept: it goes at once.
+    #expect(after.first { $0.item.token == "bb02" }?.item.timestamp == second)
+  }
 }

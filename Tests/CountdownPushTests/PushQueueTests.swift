@@ -1,0 +1,176 @@
+import Countdown
+import CountdownTestSupport
+import Testing
+
+@testable import CountdownPush
+
+/// The sender's queue on a virtual clock: lanes in order with one request each, the budget's
+/// instants, retries, token removal, replacement, and a random run checked against a model.
+@Suite("PushQueue")
+struct PushQueueTests {
+  func item(_ activity: String, _ token: String, ts: Int64, notBefore: Int64 = 0) -> PushItem {
+    PushItem(
+      activity: activity, token: token, event: .update, priority: 5, timestamp: ts,
+      notBefore: notBefore, eventAt: notBefore, payload: Array("\(activity)/\(ts)".utf8))
+  }
+
+  @Test("One request per lane at a time, in order; lanes side by side")
+  func lanes() {
+    var q = PushQueue()
+    q.add(seq: 1, item("a", "t1", ts: 1))
+    q.add(seq: 2, item("a", "t1", ts: 2))
+    q.add(seq: 3, item("a", "t2", ts: 1))
+    q.add(seq: 4, item("b", "t1", ts: 1))
+    let first = q.take(now: 0)
+    #expect(first.map(\.seq).sorted() == [1, 3, 4])
+    #expect(q.take(now: 0).isEmpty, "seq 2 waits for seq 1's answer")
+    let a = first.first { $0.seq == 1 }!
+    let c = q.answered(a, .delivered, now: 5, random: 0)
+    #expect(c.forget == [1] && c.removedToken == nil)
+    #expect(q.take(now: 5).map(\.seq) == [2])
+    #expect(q.count == 3 && q.inFlight == 3)
+  }
+
+  @Test("Not before the budget's instant; nextDue says when")
+  func notBefore() {
+    var q = PushQueue()
+    q.add(seq: 1, item("a", "t", ts: 2, notBefore: 2000))
+    #expect(q.take(now: 1999).isEmpty)
+    #expect(q.nextDue == 2000)
+    #expect(q.take(now: 2000).map(\.seq) == [1])
+  }
+
+  @Test("A retry waits 0.5–1 s, then 1–2 s, … up to 60 s; the lane keeps its order")
+  func retries() {
+    var q = PushQueue()
+    q.add(seq: 1, item("a", "t", ts: 1))
+    q.add(seq: 2, item("a", "t", ts: 2))
+    var now: Int64 = 0
+    var e = q.take(now: now)[0]
+    for attempt in 1...8 {
+      let c = q.answered(e, .retry, now: now, random: 1)
+      #expect(c.forget.isEmpty)
+      let wait = min(60_000, Int64(1000) << (attempt - 1))
+      #expect(q.take(now: now + wait - 1).isEmpty)
+      now += wait
+      let next = q.take(now: now)
+      #expect(next.map(\.seq) == [1], "attempt \(attempt)")
+      e = next[0]
+      #expect(e.attempts == attempt)
+    }
+    _ = q.answered(e, .delivered, now: now, random: 0)
+    #expect(q.take(now: now).map(\.seq) == [2])
+    // The lower half of the step with random 0.
+    var r = PushQueue()
+    r.add(seq: 9, item("x", "t", ts: 1))
+    _ = r.answered(r.take(now: 0)[0], .retry, now: 0, random: 0)
+    #expect(r.take(now: 499).isEmpty && r.take(now: 500).count == 1)
+  }
+
+  @Test("A token APNs refuses: every push of its lane is forgotten and the token named")
+  func removeToken() {
+    var q = PushQueue()
+    q.add(seq: 1, item("a", "t", ts: 1))
+    q.add(seq: 2, item("a", "t", ts: 2))
+    q.add(seq: 3, item("a", "u", ts: 1))
+    let sent = q.take(now: 0)
+    let c = q.answered(sent.first { $0.seq == 1 }!, .removeToken, now: 0, random: 0)
+    #expect(c.forget == [1, 2])
+    #expect(c.removedToken == PushBudget.Key(activity: "a", token: "t"))
+    #expect(q.count == 1 && q.laneCount == 1)
+  }
+
+  @Test("ExpiredProviderToken: again at once with a new token, then with a backoff")
+  func providerToken() {
+    var q = PushQueue()
+    q.add(seq: 1, item("a", "t", ts: 1))
+    var c = q.answered(q.take(now: 0)[0], .renewProviderToken, now: 10, random: 0)
+    #expect(c.renewProviderToken)
+    let again = q.take(now: 10)
+    #expect(again.map(\.seq) == [1])
+    c = q.answered(again[0], .renewProviderToken, now: 10, random: 0)
+    #expect(c.renewProviderToken && q.take(now: 10).isEmpty && q.take(now: 510).count == 1)
+  }
+
+  @Test("A replacement takes the waiting push's place; one already sent is followed instead")
+  func replace() {
+    var q = PushQueue()
+    q.add(seq: 1, item("a", "t", ts: 1))
+    q.add(seq: 2, item("a", "t", ts: 2, notBefore: 2000))
+    #expect(q.replace(seq: 3, item("a", "t", ts: 2, notBefore: 2000)) == 2)
+    let sent = q.take(now: 0)
+    #expect(sent.map(\.seq) == [1])
+    // Seq 1 (timestamp 1) is in flight: a replacement of it goes after it.
+    #expect(q.replace(seq: 4, item("a", "t", ts: 1)) == nil)
+    _ = q.answered(sent[0], .delivered, now: 2000, random: 0)
+    let next = q.take(now: 2000)
+    #expect(next.map(\.seq) == [3])
+    _ = q.answered(next[0], .delivered, now: 2000, random: 0)
+    #expect(q.take(now: 2000).map(\.seq) == [4])
+    #expect(q.count == 1)
+  }
+
+  @Test("No more than maxInFlight requests at once")
+  func inFlightCap() {
+    var q = PushQueue(maxInFlight: 3)
+    for i in 0..<10 { q.add(seq: Int64(i), item("a\(i)", "t", ts: 1)) }
+    let first = q.take(now: 0)
+    #expect(first.count == 3 && q.take(now: 0).isEmpty)
+    _ = q.answered(first[0], .delivered, now: 0, random: 0)
+    #expect(q.take(now: 0).count == 1)
+  }
+
+  @Test("Random adds, answers and replacements: every push ends once, in order per lane")
+  func randomRun() {
+    var rng = SplitMix64(state: testSeed())
+    var q = PushQueue(maxInFlight: 7)
+    var seq: Int64 = 0
+    var now: Int64 = 0
+    var live: [Int64: PushItem] = [:]  // seqs held (the model)
+    var ended: Set<Int64> = []
+    var lastSent: [PushBudget.Key: Int64] = [:]
+    var inFlight: [PushQueue.Entry] = []
+    for _ in 0..<5000 {
+      switch rng.next() % 4 {
+      case 0, 1:
+        seq += 1
+        let key = (a: "a\(rng.next() % 5)", t: "t\(rng.next() % 3)")
+        let ts = now / 1000 + Int64(rng.next() % 3)
+        let it = item(key.a, key.t, ts: ts, notBefore: ts * 1000)
+        if rng.next() % 4 == 0 {
+          if let old = q.replace(seq: seq, it) {
+            #expect(live[old] != nil)
+            live[old] = nil
+            ended.insert(old)
+          }
+        } else {
+          q.add(seq: seq, it)
+        }
+        live[seq] = it
+      case 2:
+        for e in q.take(now: now) {
+          let k = PushBudget.Key(activity: e.item.activity, token: e.item.token)
+          #expect(!inFlight.contains { $0.item.activity == k.activity && $0.item.token == k.token })
+          if let previous = lastSent[k] { #expect(previous <= e.seq, "lane order") }
+          lastSent[k] = e.seq
+          inFlight.append(e)
+          #expect(e.due <= now)
+        }
+      default:
+        guard !inFlight.isEmpty else { break }
+        let e = inFlight.remove(at: Int(rng.next() % UInt64(inFlight.count)))
+        let outcomes: [APNsOutcome] = [.delivered, .delivered, .retry, .drop, .removeToken]
+        let c = q.answered(
+          e, outcomes[Int(rng.next() % 5)], now: now, random: Double(rng.next() % 100) / 100)
+        for s in c.forget {
+          #expect(!ended.contains(s), "seq \(s) ended twice")
+          ended.insert(s)
+          live[s] = nil
+        }
+      }
+      now += Int64(rng.next() % 400)
+      #expect(q.count == live.count)
+      #expect(q.inFlight == inFlight.count)
+    }
+  }
+}

@@ -1,0 +1,372 @@
+"""Live Activity pushes end to end (SPEC §8, docs/pushes.md): `countdown serve` (the debug
+build) with --apns-* against the APNs stand-in of apns_standin.py, real TLS and HTTP/2 on
+loopback. Commands go through the HTTP API; what the gateway received is checked against the
+protocol: headers, the provider JWT's signature, the payloads and their content-state, the
+budget, APNs's statuses, faults of the gateway, and a restart with pushes pending.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from apns_standin import REFERENCE_EPOCH, StandIn, b64url_decode, make_key_p8  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COUNTDOWN = os.environ.get("COUNTDOWN", os.path.join(ROOT, ".build/debug/countdown"))
+SCRATCH = os.environ.get("SCRATCH", os.path.join(ROOT, ".build-pushes"))
+
+KEY_ID, TEAM_ID, BUNDLE = "ABC123DEFG", "TEAM456XYZ", "com.example.walk"
+T1 = "a1" * 32
+T2 = "b2" * 32
+S1 = "c3" * 32
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`countdown serve` with HTTP and --apns-* pointing at the stand-in."""
+
+    def __init__(self, dir, gateway, extra=()):
+        self.dir = dir
+        self.port = free_port()
+        self.args = [COUNTDOWN, "serve", "--socket", os.path.join(dir, "c.sock"),
+                     "--state", os.path.join(dir, "state.db"),
+                     "--http", "127.0.0.1:%d" % self.port,
+                     "--apns-key", os.path.join(dir, "key.p8"), "--apns-key-id", KEY_ID,
+                     "--apns-team-id", TEAM_ID, "--apns-topic", BUNDLE,
+                     "--apns-url", gateway.url, "--apns-ca", gateway.tls["ca.pem"],
+                     "--apns-timeout-ms", "1500", *extra]
+        self.log = open(os.path.join(dir, "serve.log"), "a")
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.start_line = self.proc.stdout.readline()
+        assert "http http://127.0.0.1:%d/" % self.port in self.start_line, self.start_line
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=15)
+        self.proc.stdout.close()
+        self.log.close()
+
+    def api(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), data=data,
+                                     method=method, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                text = r.read()
+                return r.status, (json.loads(text) if path != "/metrics" else text.decode())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+
+def reference(ms):
+    """Milliseconds since 1970 as ActivityKit's default Date: seconds since 2001."""
+    return ms / 1000 - REFERENCE_EPOCH
+
+
+class PushTests(unittest.TestCase):
+    def setUp(self):
+        os.makedirs(SCRATCH, exist_ok=True)
+        self.dir = tempfile.mkdtemp(dir=SCRATCH)
+        self.public_key = make_key_p8(os.path.join(self.dir, "key.p8"))
+        self.gateway = StandIn(self.dir, self.public_key, KEY_ID, TEAM_ID, BUNDLE)
+        self.server = None
+
+    def tearDown(self):
+        if self.server:
+            self.server.stop()
+        self.gateway.close()
+        if not os.environ.get("KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def serve(self, *extra):
+        self.server = Server(self.dir, self.gateway, extra)
+        return self.server
+
+    def start(self, body):
+        status, obj = self.server.api("POST", "/v1/activities", body)
+        self.assertEqual(status, 201, obj)
+        return obj
+
+    def assert_jwt(self, jwt):
+        head64, claims64, _ = jwt.split(".")
+        self.assertEqual(json.loads(b64url_decode(head64)), {"alg": "ES256", "kid": KEY_ID})
+        claims = json.loads(b64url_decode(claims64))
+        self.assertEqual(claims["iss"], TEAM_ID)
+        self.assertLessEqual(abs(claims["iat"] - time.time()), 120)
+
+    # -------------------------------------------------------------------------------------
+
+    def test_a_countdown_widget_from_start_to_end(self):
+        """Push-to-start, an update, a pause, a resume and an end with a dismissal date, each
+        checked on the wire: headers, JWT, payload and content-state (reference dates)."""
+        s = self.serve()
+        end_ms = int(time.time() * 1000) + 600_000
+        obj = self.start({
+            "id": "gate", "kind": "countdown", "endDate": end_ms, "title": "Gate B12",
+            "color": "#ff9500",
+            "liveActivity": {"pushTokens": {T1: True}, "startTokens": {S1: True},
+                             "attributesType": "GateAttributes",
+                             "attributes": {"gate": "B12"}}})
+        self.assertEqual(obj["liveActivity"]["pushTokens"], {T1: True})
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(S1)) == 1), "no start push")
+        start = self.gateway.pushes(S1)[0]
+        self.assertEqual(start["headers"]["apns-priority"], "10")
+        self.assertEqual(start["headers"]["apns-topic"], BUNDLE + ".push-type.liveactivity")
+        self.assertEqual(start["headers"]["apns-push-type"], "liveactivity")
+        self.assert_jwt(start["jwt"])
+        aps = start["payload"]["aps"]
+        self.assertEqual(aps["event"], "start")
+        self.assertEqual(aps["attributes-type"], "GateAttributes")
+        self.assertEqual(aps["attributes"], {"gate": "B12"})
+        self.assertEqual(aps["input-push-token"], 1)
+        self.assertEqual(aps["alert"]["title"], "Gate B12")
+        cs = aps["content-state"]
+        self.assertAlmostEqual(cs["endDate"], reference(end_ms), delta=0.001)
+        self.assertEqual(cs["title"], "Gate B12")
+        self.assertEqual(cs["color"], "#ff9500")
+        self.assertEqual(cs["isPaused"], False)
+
+        time.sleep(1.05)  # a new second: the update goes at once
+        self.assertEqual(s.api("PATCH", "/v1/activities/gate", {"subtitle": "Boarding"})[0], 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) == 1), "no update")
+        update = self.gateway.pushes(T1)[0]
+        self.assertEqual(update["payload"]["aps"]["event"], "update")
+        self.assertEqual(update["headers"]["apns-priority"], "5")
+        self.assertEqual(update["payload"]["aps"]["content-state"]["subtitle"], "Boarding")
+
+        time.sleep(1.05)
+        self.assertEqual(s.api("POST", "/v1/activities/gate/pause")[0], 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) == 2), "no pause push")
+        paused = self.gateway.pushes(T1)[1]
+        self.assertEqual(paused["headers"]["apns-priority"], "10")
+        cs = paused["payload"]["aps"]["content-state"]
+        self.assertEqual(cs["isPaused"], True)
+        self.assertEqual(cs["phase"], "paused")
+        self.assertAlmostEqual(cs["pausedAt"], reference(time.time() * 1000), delta=2)
+
+        time.sleep(1.05)
+        self.assertEqual(s.api("POST", "/v1/activities/gate/resume")[0], 200)
+        time.sleep(1.05)
+        dismiss_ms = int(time.time() * 1000) + 60_000
+        self.assertEqual(s.api("POST", "/v1/activities/gate/end",
+                               {"dismissal": {"after": dismiss_ms}})[0], 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) == 4), "no end push")
+        resumed, ended = self.gateway.pushes(T1)[2:4]
+        self.assertEqual(resumed["payload"]["aps"]["content-state"]["isPaused"], False)
+        # The end moved later by the pause.
+        self.assertGreater(resumed["payload"]["aps"]["content-state"]["endDate"],
+                           reference(end_ms) + 0.5)
+        aps = ended["payload"]["aps"]
+        self.assertEqual(aps["event"], "end")
+        self.assertEqual(aps["dismissal-date"], dismiss_ms // 1000)
+        self.assertEqual(aps["content-state"]["phase"], "ended")
+        stamps = [p["payload"]["aps"]["timestamp"] for p in self.gateway.pushes(T1)]
+        self.assertEqual(stamps, sorted(set(stamps)), "timestamps must rise strictly")
+        self.assertEqual(self.gateway.problems, [])
+        # The start push went to the start token only; no push for ticks.
+        self.assertEqual(len(self.gateway.pushes(S1)), 1)
+
+        # The gateway has the push before the server has read its answer.
+        end = time.time() + 5
+        while "countdown_push_queue 0" not in s.api("GET", "/metrics")[1] and time.time() < end:
+            time.sleep(0.05)
+        status, metrics = s.api("GET", "/metrics")
+        self.assertIn('countdown_pushes_total{event="update",result="delivered"} 3', metrics)
+        self.assertIn('countdown_pushes_total{event="start",result="delivered"} 1', metrics)
+        self.assertIn('countdown_pushes_total{event="end",result="delivered"} 1', metrics)
+        self.assertIn("countdown_push_queue 0", metrics)
+        self.assertIn("countdown_push_latency_seconds_count", metrics)
+
+    def test_a_walk_timer_with_renamed_keys(self):
+        """An elapsed timer with keys {"startDate":"startedAt"}: the walk app's ContentState."""
+        s = self.serve()
+        start_ms = int(time.time() * 1000) - 5000
+        self.start({"id": "walk", "kind": "elapsed", "startDate": start_ms, "title": "Walk",
+                    "liveActivity": {"pushTokens": {T1: True},
+                                     "keys": {"startDate": "startedAt"}}})
+        self.assertEqual(s.api("POST", "/v1/activities/walk/pause")[0], 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) == 1))
+        cs = self.gateway.pushes(T1)[0]["payload"]["aps"]["content-state"]
+        self.assertNotIn("startDate", cs)
+        self.assertAlmostEqual(cs["startedAt"], reference(start_ms), delta=0.001)
+        self.assertEqual(cs["isPaused"], True)
+        self.assertGreaterEqual(cs["pausedAt"], cs["startedAt"])
+
+    def test_budget_one_push_per_second_with_the_latest_state(self):
+        """Five updates in one second: the first goes at once, the rest as one push at the
+        next second with the last title; timestamps rise strictly."""
+        s = self.serve()
+        self.start({"id": "b", "kind": "countdown", "endDate": int(time.time() * 1000) + 600_000,
+                    "title": "t0", "liveActivity": {"pushTokens": {T1: True}}})
+        # Start at the beginning of a second, so that all five fall in it.
+        time.sleep(1 - (time.time() % 1) + 0.02)
+        for i in range(1, 6):
+            self.assertEqual(s.api("PATCH", "/v1/activities/b", {"title": "t%d" % i})[0], 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) >= 2, 5))
+        time.sleep(1.5)
+        pushes = self.gateway.pushes(T1)
+        self.assertEqual(len(pushes), 2, [p["payload"] for p in pushes])
+        self.assertEqual(pushes[0]["payload"]["aps"]["content-state"]["title"], "t1")
+        self.assertEqual(pushes[1]["payload"]["aps"]["content-state"]["title"], "t5")
+        t0, t1 = (p["payload"]["aps"]["timestamp"] for p in pushes)
+        self.assertEqual(t1, t0 + 1)
+        self.assertGreaterEqual(pushes[1]["at"], t1)
+
+    def test_statuses(self):
+        """410 and 400 BadDeviceToken remove the token from the activity; 429 and 503 are
+        retried after a backoff; 403 ExpiredProviderToken is retried with a new JWT."""
+        s = self.serve()
+        tokens = {"d1" * 32: (410, "Unregistered"), "d2" * 32: (400, "BadDeviceToken"),
+                  "d3" * 32: (429, "TooManyRequests"), "d4" * 32: (503, "ServiceUnavailable"),
+                  "d5" * 32: (403, "ExpiredProviderToken")}
+        for t, answer in tokens.items():
+            self.gateway.answer_next(t, answer)
+        self.start({"id": "st", "kind": "countdown",
+                    "endDate": int(time.time() * 1000) + 600_000, "title": "x",
+                    "liveActivity": {"pushTokens": {t: True for t in tokens}}})
+        t0 = time.time()
+        self.assertEqual(s.api("POST", "/v1/activities/st/pause")[0], 200)
+        self.assertTrue(self.gateway.wait_for(
+            lambda g: all(len(g.pushes(t)) == 1 for t in list(tokens)[2:]), 10),
+            [(r["token"][:4], r.get("payload") is not None) for r in self.gateway.requests])
+        retried = {t: [r for r in self.gateway.requests if r["token"] == t]
+                   for t in list(tokens)[2:]}
+        for t in ("d3" * 32, "d4" * 32):
+            self.assertEqual(len(retried[t]), 2)
+            self.assertGreaterEqual(retried[t][1]["at"] - retried[t][0]["at"], 0.45)
+        jwts = [r["headers"]["authorization"] for r in retried["d5" * 32]]
+        self.assertEqual(len(jwts), 2)
+        self.assertNotEqual(jwts[0], jwts[1], "a new provider token after ExpiredProviderToken")
+
+        def tokens_now():
+            return set(s.api("GET", "/v1/activities/st")[1]["liveActivity"]["pushTokens"])
+        end = time.time() + 5
+        while time.time() < end and ("d1" * 32 in tokens_now() or "d2" * 32 in tokens_now()):
+            time.sleep(0.05)
+        self.assertEqual(tokens_now(), {"d3" * 32, "d4" * 32, "d5" * 32})
+        # No push for the removal itself, and none to the removed tokens afterwards.
+        time.sleep(1.05)
+        self.assertEqual(s.api("POST", "/v1/activities/st/resume")[0], 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes("d3" * 32)) == 2, 5))
+        time.sleep(0.3)
+        for t in ("d1" * 32, "d2" * 32):
+            self.assertEqual(len([r for r in self.gateway.requests if r["token"] == t]), 1)
+        status, metrics = s.api("GET", "/metrics")
+        self.assertIn('countdown_pushes_total{event="update",result="token_removed"} 2', metrics)
+        self.assertIn('countdown_pushes_total{event="update",result="retried"} 2', metrics)
+        self.assertIn(
+            'countdown_pushes_total{event="update",result="provider_token_expired"} 1', metrics)
+        self.assertLess(time.time() - t0, 20)
+
+    def test_gateway_faults_cost_retries_only(self):
+        """A gateway that hangs, resets a stream, sends GOAWAY, drops the connection, answers
+        garbage or speaks HTTP/1.1 only: the push is retried until it is delivered, and the
+        server answers its clients all the while."""
+        s = self.serve()
+        self.start({"id": "f", "kind": "countdown", "endDate": int(time.time() * 1000) + 600_000,
+                    "title": "x", "liveActivity": {"pushTokens": {T1: True}}})
+        for fault in ("hang", "reset", "goaway", "close"):
+            before = len(self.gateway.pushes(T1))
+            self.gateway.answer_next(T1, fault)
+            time.sleep(1.05)
+            self.assertEqual(s.api("PATCH", "/v1/activities/f", {"title": fault})[0], 200)
+            self.assertTrue(self.gateway.wait_for(
+                lambda g: len(g.pushes(T1)) == before + 1, 12), "not delivered after " + fault)
+            self.assertEqual(self.gateway.pushes(T1)[-1]["payload"]["aps"]["content-state"]["title"],
+                             fault)
+        for mode in ("garbage", "http1"):
+            before = len(self.gateway.pushes(T1))
+            connections = self.gateway.connections
+            self.gateway.set_mode(mode)
+            # Drop the good connection so that the next push makes a new one.
+            self.gateway.answer_next(T1, "close")
+            time.sleep(1.05)
+            self.assertEqual(s.api("PATCH", "/v1/activities/f", {"title": mode})[0], 200)
+            self.assertTrue(self.gateway.wait_for(lambda g: g.connections >= connections + 2, 10),
+                            "no new connections to the %s gateway" % mode)
+            t = time.time()
+            self.assertEqual(s.api("GET", "/v1/activities/f")[0], 200)
+            self.assertLess(time.time() - t, 0.5, "the server must answer while pushes fail")
+            self.assertEqual(len(self.gateway.pushes(T1)), before)
+            self.gateway.set_mode("h2")
+            self.assertTrue(self.gateway.wait_for(
+                lambda g: len(g.pushes(T1)) == before + 1, 15), "not delivered after " + mode)
+        self.assertIsNone(s.proc.poll())
+        self.assertEqual(self.gateway.problems, [])
+
+    def test_kill_with_pushes_pending_then_restart(self):
+        """Pushes refused (503) when the server is killed with SIGKILL: the restarted server
+        sends them, in order per token, none lost."""
+        s = self.serve()
+        for _ in range(3):
+            self.gateway.answer_next(T1, (503, "ServiceUnavailable"))
+            self.gateway.answer_next(T2, (503, "ServiceUnavailable"))
+        self.start({"id": "k", "kind": "countdown", "endDate": int(time.time() * 1000) + 600_000,
+                    "title": "x", "liveActivity": {"pushTokens": {T1: True, T2: True}}})
+        self.assertEqual(s.api("POST", "/v1/activities/k/pause")[0], 200)
+        time.sleep(1.05)
+        self.assertEqual(s.api("POST", "/v1/activities/k/resume")[0], 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.requests) >= 2, 5))
+        s.stop(signal.SIGKILL)
+        self.assertEqual(self.gateway.pushes(), [])
+        self.gateway.script.clear()
+        self.serve()
+        self.assertTrue(self.gateway.wait_for(
+            lambda g: len(g.pushes(T1)) == 2 and len(g.pushes(T2)) == 2, 10),
+            [(r["token"][:4], r.get("payload") is not None) for r in self.gateway.requests])
+        for t in (T1, T2):
+            states = [p["payload"]["aps"]["content-state"]["isPaused"] for p in self.gateway.pushes(t)]
+            self.assertEqual(states, [True, False])
+
+    def test_bad_settings_exit_with_a_message(self):
+        def run(*args):
+            p = subprocess.run([COUNTDOWN, "serve", "--socket", os.path.join(self.dir, "x.sock"),
+                                "--state", os.path.join(self.dir, "x.db"), *args],
+                               capture_output=True, text=True, timeout=20)
+            return p.returncode, p.stderr
+        key = os.path.join(self.dir, "key.p8")
+        base = ["--apns-key-id", KEY_ID, "--apns-team-id", TEAM_ID, "--apns-topic", BUNDLE]
+        code, err = run("--apns-key", key)
+        self.assertEqual(code, 64, err)  # a usage error, as for every flag
+        self.assertIn("--apns-key-id, --apns-team-id, --apns-topic", err)
+        p384 = os.path.join(self.dir, "p384.p8")
+        make_key_p8(p384, ec.SECP384R1())
+        code, err = run("--apns-key", p384, *base)
+        self.assertEqual(code, 1, err)
+        self.assertIn("not a P-256 private key", err)
+        code, err = run("--apns-key", os.path.join(self.dir, "missing.p8"), *base)
+        self.assertEqual(code, 1, err)
+        self.assertIn("--apns-key: cannot read", err)
+        code, err = run("--apns-key", key, *base, "--apns-url", "http://127.0.0.1:1")
+        self.assertEqual(code, 1, err)
+        self.assertIn("must be https://", err)
+        code, err = run("--apns-key", key, *base, "--apns-ca", key)
+        self.assertEqual(code, 1, err)
+        self.assertIn("--apns-ca", err)
+        p = subprocess.run([COUNTDOWN, "serve", "--socket", os.path.join(self.dir, "y.sock"),
+                            "--state", ":memory:", "--apns-key", key, *base],
+                           capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("need a state file", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "x.sock")))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
