@@ -26,6 +26,10 @@ final class PushDelivery: @unchecked Sendable {
   private var timer: Scheduled<Void>?
   private var timerDue: Int64?
   private var stopped = false
+  /// Answered pushes not yet handed to the writer: gathered for up to 10 ms, so that a
+  /// stream of answers costs the state file one deletion commit per batch, not per push.
+  private var answered: [Int64] = []
+  private var forgetScheduled = false
   private let writer: StoreWriter
   private let loop: NIOLockedValueBox<CountdownLoop?>
   private let metrics: PushMetrics
@@ -148,10 +152,26 @@ final class PushDelivery: @unchecked Sendable {
       let now = SystemWallClock.now().milliseconds
       let c = queue.answered(entry, outcome, now: now, random: Double.random(in: 0...1))
       metrics.answered(entry.item, outcome, latencyMs: now - entry.item.eventAt)
-      writer.forget(pushes: c.forget)
+      forget(c.forget)
       if let key = c.removedToken { removeToken(key) }
       pump()
     }
+  }
+
+  private func forget(_ seqs: [Int64]) {
+    guard !seqs.isEmpty else { return }
+    answered += seqs
+    if answered.count >= 4096 { return flushForgotten() }
+    guard !forgetScheduled else { return }
+    forgetScheduled = true
+    eventLoop.scheduleTask(in: .milliseconds(10)) { [self] in flushForgotten() }
+  }
+
+  private func flushForgotten() {
+    forgetScheduled = false
+    guard !answered.isEmpty else { return }
+    writer.forget(pushes: answered)
+    answered = []
   }
 
   /// Removes a token APNs no longer takes from its activity (an update on the loop, written
@@ -179,6 +199,7 @@ final class PushDelivery: @unchecked Sendable {
       stopped = true
       timer?.cancel()
       client.close()
+      flushForgotten()
     }.wait()
     try? group.syncShutdownGracefully()
   }

@@ -169,8 +169,11 @@ struct HardeningLoopTests {
         }
         var restore = saved
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &restore)
+        // More after than before is a leak. Fewer is another thread of the test process
+        // closing one of its own (seen once in 4 runs since the test binary links the APNs
+        // client's libraries), not the loop's doing.
         let after = openDescriptors()
-        if after != filled {
+        if after > filled {
           childFailure("with \(spare) spare: \(filled) fds before, \(after) after")
         }
       }
