@@ -262,6 +262,9 @@ public final class CountdownServer: Service, @unchecked Sendable {
           throw error
         }
         deliveryBox.withLockedValue { $0 = delivery }
+        // Before the loop runs: what a restored engine does at once (deadlines that passed
+        // while the server was down) pushes after what was pending.
+        delivery?.restore(pending)
       }
       do {
         loop = try CountdownLoop(
@@ -276,7 +279,6 @@ public final class CountdownServer: Service, @unchecked Sendable {
         throw ServerStartError("cannot restore the state in \(options.statePath): \(error)")
       }
       loopBox.withLockedValue { $0 = loop }
-      delivery?.restore(pending)
       durable = Durable(writer: writer, journal: journal, delivery: delivery)
       restoredCount = snapshot?.activities.count ?? 0
     }

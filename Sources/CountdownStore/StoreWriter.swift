@@ -74,6 +74,9 @@ package final class StoreWriter: @unchecked Sendable {
   private var planner: PushPlanner?
   private var onPushes: (@Sendable ([(seq: Int64, operation: PushOperation)]) -> Void)?
   private let clock: (@Sendable () -> Int64)?
+  /// After a failed commit: the planner holds pushes that were not written, until it is
+  /// rebuilt from the file (writer thread only).
+  private var plannerIsAhead = false
   /// Pushes answered, to delete from the outbox with the next commit (guarded by `condition`).
   private var answered: [Int64] = []
 
@@ -168,7 +171,6 @@ package final class StoreWriter: @unchecked Sendable {
       if reloading { tryReload() }
       let current = units.filter { $0.epoch >= accepted }
       let changes = current.compactMap(\.changes)
-      let plannedFrom = planner
       let pushes = plan(changes)
       var ok = true
       if !changes.isEmpty || !forget.isEmpty {
@@ -181,7 +183,10 @@ package final class StoreWriter: @unchecked Sendable {
           ok = false
           failure = error
           onError?(error)
-          planner = plannedFrom
+          // The planner went on as if this commit were made: it is rebuilt from the file with
+          // the engine (copying it before each commit instead would cost a copy of every
+          // activity it knows, each time).
+          if planner != nil { plannerIsAhead = true }
           condition.lock()
           // Answered pushes stay answered: their deletion waits for the next commit.
           answered.insert(contentsOf: forget, at: 0)
@@ -207,7 +212,7 @@ package final class StoreWriter: @unchecked Sendable {
 
   /// The pushes of `changes`' events, in order (none without a planner).
   private func plan(_ changes: [StoreChanges]) -> [PushOperation] {
-    guard planner != nil, let clock else { return [] }
+    guard planner != nil, !plannerIsAhead, let clock else { return [] }
     var out: [PushOperation] = []
     let now = clock()
     for c in changes where !c.pushEvents.isEmpty {
@@ -227,6 +232,12 @@ package final class StoreWriter: @unchecked Sendable {
     guard wanted else { return }
     do throws(StoreError) {
       let snapshot = try store.load()
+      if plannerIsAhead {
+        var fresh = PushPlanner()
+        fresh.restore(rows: snapshot?.activities ?? [], budget: try store.loadPushes().budget)
+        planner = fresh
+        plannerIsAhead = false
+      }
       condition.lock()
       needsReload = false
       condition.unlock()

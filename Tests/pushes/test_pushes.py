@@ -282,6 +282,11 @@ class PushTests(unittest.TestCase):
         s = self.serve()
         self.start({"id": "f", "kind": "countdown", "endDate": int(time.time() * 1000) + 600_000,
                     "title": "x", "liveActivity": {"pushTokens": {T1: True}}})
+        # Descriptors once a push went through: the faults below must leave no more behind.
+        time.sleep(1.05)
+        self.assertEqual(s.api("PATCH", "/v1/activities/f", {"title": "first"})[0], 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) == 1, 5))
+        descriptors = len(os.listdir("/proc/%d/fd" % s.proc.pid))
         for fault in ("hang", "reset", "goaway", "close"):
             before = len(self.gateway.pushes(T1))
             self.gateway.answer_next(T1, fault)
@@ -310,6 +315,9 @@ class PushTests(unittest.TestCase):
                 lambda g: len(g.pushes(T1)) == before + 1, 15), "not delivered after " + mode)
         self.assertIsNone(s.proc.poll())
         self.assertEqual(self.gateway.problems, [])
+        # The connections given up are closed: at most the one in use now is new.
+        time.sleep(0.5)
+        self.assertLessEqual(len(os.listdir("/proc/%d/fd" % s.proc.pid)), descriptors + 1)
 
     def test_kill_with_pushes_pending_then_restart(self):
         """Pushes refused (503) when the server is killed with SIGKILL: the restarted server

@@ -26,6 +26,9 @@ struct ServeChild: AsyncParsableCommand {
   @Option var tlsCert: String?
   @Option var tlsKey: String?
   @Option var replyBufferBytes: Int?
+  @Option var apnsUrl: String?
+  @Option var apnsCa: String?
+  @Option var apnsKey: String?
 
   func run() async throws {
     raiseDescriptorLimit()
@@ -35,6 +38,11 @@ struct ServeChild: AsyncParsableCommand {
     options.tlsCertificatePath = tlsCert
     options.tlsKeyPath = tlsKey
     if let replyBufferBytes { options.replyBufferBytes = replyBufferBytes }
+    if let apnsKey {
+      options.apns = APNsOptions(
+        keyPath: apnsKey, keyID: "BENCHKEY01", teamID: "BENCHTEAM1", bundleID: "bench.app",
+        production: false, url: apnsUrl, caPath: apnsCa)
+    }
     let server = CountdownServer(options: options, logger: Logger(label: "bench"))
     try server.start()
     print("ready")
@@ -349,7 +357,7 @@ final class Child {
   init(
     subscriberBufferBytes: Int = 8 << 20, state: String = ":memory:", sync: String = "normal",
     http: Bool = false, tls: (certificate: String, key: String)? = nil,
-    replyBufferBytes: Int? = nil
+    replyBufferBytes: Int? = nil, extra: [String] = []
   ) throws {
     socket = "/tmp/cdb-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
@@ -359,7 +367,7 @@ final class Child {
         "--state", state, "--sync", sync,
       ] + (http ? ["--http", "127.0.0.1:0"] : [])
       + (tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? [])
-      + (replyBufferBytes.map { ["--reply-buffer-bytes", "\($0)"] } ?? [])
+      + (replyBufferBytes.map { ["--reply-buffer-bytes", "\($0)"] } ?? []) + extra
     let out = Pipe()
     process.standardOutput = out
     try process.run()

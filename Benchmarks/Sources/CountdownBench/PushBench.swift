@@ -1,0 +1,396 @@
+import ArgumentParser
+import Foundation
+import Histogram
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `countdown-bench push`: Live Activity pushes from a `countdown serve` child (state file,
+/// `--apns-url` pointing here) to a local HTTP/2 gateway over TLS that answers 200 at once.
+/// Pushes per second over the child's one connection; from a command to its push's request
+/// on the wire at 1,000 pushes/s; and the tick lateness of 100k ticking activities with and
+/// without 1,000 pushes/s flowing, in alternating rounds.
+struct PushBench: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "push",
+    abstract: "Live Activity pushes: pushes/s, command-to-wire latency, ticks beside pushes.")
+
+  @Option(help: "Pushes in the throughput burst (one activity and token each).")
+  var burst = 50_000
+
+  @Option(help: "Seconds measured per latency and tick run.")
+  var seconds: Double = 5
+
+  @Option(help: "Alternating rounds of ticks with and without pushes.")
+  var rounds = 3
+
+  @Option(help: "Ticking activities in the tick comparison.")
+  var activities = 100_000
+
+  @Option(help: "Only one part: throughput, latency or ticks.")
+  var only: String?
+
+  func run() throws {
+    let tls = try TestIdentity.make()
+    let key = tls + "/apns.p8"
+    try Self.openssl(
+      [
+        "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+        "-out", key,
+      ], in: tls)
+    let gateway = try Gateway(certificate: tls + "/server.pem", key: tls + "/server.key")
+    defer { gateway.stop() }
+    let apns = [
+      "--apns-url", "https://127.0.0.1:\(gateway.port)", "--apns-ca", tls + "/ca.pem",
+      "--apns-key", key,
+    ]
+    print("| run | figure |")
+    print("|---|---|")
+    if only == nil || only == "throughput" { try throughput(gateway, apns) }
+    if only == nil || only == "latency" { try latency(gateway, apns) }
+    if only == nil || only == "ticks" { try ticks(gateway, apns) }
+  }
+
+  static func openssl(_ arguments: [String], in dir: String) throws {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+    p.arguments = arguments
+    p.currentDirectoryURL = URL(fileURLWithPath: dir)
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else { throw ValidationError("openssl \(arguments[0]) failed") }
+  }
+
+  static func stateFile() -> String {
+    "/tmp/cdb-push-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).db"
+  }
+
+  static func removeState(_ path: String) {
+    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+  }
+
+  /// The token of activity `k`: 32 bytes of hex, distinct per activity.
+  static func token(_ k: Int) -> String {
+    let hex = String(k, radix: 16)
+    return String(repeating: "0", count: 64 - hex.count) + hex
+  }
+
+  /// Starts `n` countdowns `p0`…, ending in an hour, each with its own update token.
+  static func startWithTokens(_ child: Child, _ n: Int, prefix: String = "p") {
+    let control = try! Client(child.socket)
+    var batch = [UInt8]()
+    let base = wallNanoseconds() / 1_000_000 + 3_600_000
+    for k in 0..<n {
+      batch += Array(
+        #"{"op":"start","id":"\#(prefix)\#(k)","kind":"countdown","endDate":\#(base + Int64(k % 1000)),"title":"P","liveActivity":{"pushTokens":{"\#(token(k))":true}}}"#
+          .utf8)
+      batch.append(0x0A)
+    }
+    control.sendWhileReading(batch, replies: n)
+  }
+
+  /// A burst of `burst` updates, one per activity, pipelined: pushes per second from the
+  /// first request at the gateway to the last, and from the burst's start to the last.
+  func throughput(_ gateway: Gateway, _ apns: [String]) throws {
+    let state = Self.stateFile()
+    defer { Self.removeState(state) }
+    let child = try Child(state: state, extra: apns)
+    defer { child.stop() }
+    Self.startWithTokens(child, burst)
+    gateway.reset()
+    let client = try Client(child.socket)
+    var batch = [UInt8]()
+    for k in 0..<burst {
+      batch += Array(#"{"op":"update","id":"p\#(k)","subtitle":"u"}"#.utf8)
+      batch.append(0x0A)
+    }
+    let t0 = wallNanoseconds()
+    client.sendWhileReading(batch, replies: burst)
+    let acknowledged = wallNanoseconds()
+    let deadline = monotonicNanoseconds() + 120_000_000_000
+    while gateway.count < burst, monotonicNanoseconds() < deadline { usleep(1000) }
+    let (count, first, last) = gateway.span()
+    let wire = Double(count) / (Double(last - first) / 1e9)
+    let whole = Double(count) / (Double(last - t0) / 1e9)
+    print("| \(burst) updates pipelined, one push each | \(count) pushes answered |")
+    print("| pushes/s over one connection (first request to last) | \(Int(wire)) |")
+    print("| pushes/s from the burst's first command to the last push | \(Int(whole)) |")
+    print(
+      "| commands acknowledged (all \(burst)) after | \(String(format: "%.2f s", Double(acknowledged - t0) / 1e9)) |"
+    )
+    print("| connections the child made | \(gateway.connections) |")
+  }
+
+  /// 1,000 updates a second over 5,000 activities (each once every 5 s, so none waits for
+  /// the budget), each carrying its send instant: the gateway times each request's arrival,
+  /// and the streamer each reply (sent after the commit that wrote the push). The same
+  /// stream to a child without `--apns-*` first, for the commit's own share.
+  func latency(_ gateway: Gateway, _ apns: [String]) throws {
+    for pushes in [false, true] {
+      let state = Self.stateFile()
+      defer { Self.removeState(state) }
+      let child = try Child(state: state, extra: pushes ? apns : [])
+      defer { child.stop() }
+      let n = 5000
+      Self.startWithTokens(child, n)
+      gateway.reset()
+      gateway.timing = true
+      defer { gateway.timing = false }
+      let stop = StopFlag()
+      let replies = LatencyBox()
+      let threads = try Self.streamTimedUpdates(
+        child, activities: n, perSecond: 1000, until: stop, replies: replies)
+      usleep(UInt32((1.5 + seconds) * 1_000_000))
+      stop.set()
+      while threads.contains(where: { !$0.isFinished }) { usleep(10_000) }
+      let r = Latency(replies.histogram())
+      print(
+        "| 1,000 updates/s, pushes \(pushes ? "on" : "off"): command to reply (after its commit), p50 / p99 / max | \(fmt(r.p50)) / \(fmt(r.p99)) / \(fmt(r.max)) |"
+      )
+      guard pushes else { continue }
+      let h = gateway.latencies()
+      let l = Latency(h)
+      print(
+        "| command to its push's request on the wire at 1,000 pushes/s, \(h.totalCount) pushes: p50 / p99 / max | \(fmt(l.p50)) / \(fmt(l.p99)) / \(fmt(l.max)) |"
+      )
+    }
+  }
+
+  /// Updates `p0`… `perSecond` a second in 10 ms batches, each with `fields.sent` = its
+  /// wall-clock microseconds, from a thread of its own (replies drained on another).
+  static func streamTimedUpdates(
+    _ child: Child, activities: Int, perSecond: Int, until stop: StopFlag, prefix: String = "p",
+    replies: LatencyBox? = nil
+  ) throws -> [Thread] {
+    let streamer = try Client(child.socket)
+    let perBatch = max(1, perSecond / 100)
+    let t = Thread {
+      var k = 0
+      var next = monotonicNanoseconds()
+      while !stop.isSet {
+        var batch = [UInt8]()
+        let sent = wallNanoseconds() / 1000
+        for _ in 0..<perBatch {
+          batch += Array(
+            #"{"rid":\#(sent),"op":"update","id":"\#(prefix)\#(k % activities)","fields":{"sent":\#(sent)}}"#
+              .utf8)
+          batch.append(0x0A)
+          k += 1
+        }
+        streamer.send(batch)
+        next += 10_000_000
+        let wait = next - monotonicNanoseconds()
+        if wait > 0 { usleep(UInt32(wait / 1000)) }
+      }
+    }
+    let drain = Thread { Self.timeReplies(streamer, into: replies, until: stop) }
+    t.start()
+    drain.start()
+    return [t, drain]
+  }
+
+  /// Reads replies until `stop`, recording for each the delay from its command (`rid`, the
+  /// command's wall-clock microseconds) to now: the commit the push waited for.
+  static func timeReplies(_ client: Client, into box: LatencyBox?, until stop: StopFlag) {
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    var p = pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)
+    var h = Histogram<UInt64>(
+      highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+    let key = Array(#""rid":"#.utf8)
+    while !stop.isSet {
+      guard poll(&p, 1, 100) > 0 else { continue }
+      let n = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, 1 << 16, 0) }
+      if n <= 0 { break }
+      guard box != nil else { continue }
+      let now = wallNanoseconds()
+      var i = 0
+      while i + key.count < n {
+        if chunk[i] == key[0], Array(chunk[i..<i + key.count]) == key {
+          var j = i + key.count
+          var v: Int64 = 0
+          while j < n, chunk[j] >= 0x30, chunk[j] <= 0x39 {
+            v = v * 10 + Int64(chunk[j] - 0x30)
+            j += 1
+          }
+          h.record(UInt64(max(0, now - v * 1000)))
+          i = j
+        } else {
+          i += 1
+        }
+      }
+    }
+    box?.merge(h)
+  }
+
+  /// `activities` ticking countdowns and one subscriber timing every tick, with 1,000
+  /// updates a second to 5,000 activities that have tokens; the child with `--apns-*` (the
+  /// updates push) and without (the same updates, nothing sent), alternating.
+  func ticks(_ gateway: Gateway, _ apns: [String]) throws {
+    print(
+      "\n| \(activities / 1000)k ticking, 1,000 updates/s | round | tick p50 | p99 | max | server CPU | pushes answered |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    var p99: [Bool: [Double]] = [true: [], false: []]
+    for round in 1...max(1, rounds) {
+      for pushes in [false, true] {
+        let state = Self.stateFile()
+        defer { Self.removeState(state) }
+        let child = try Child(state: state, extra: pushes ? apns : [])
+        defer { child.stop() }
+        Self.startWithTokens(child, 5000)
+        try ServeBench.startCountdowns(child, activities)
+        let reader = try Client(child.socket)
+        reader.send(Array(#"{"op":"subscribe","ticks":true}"#.utf8) + [0x0A])
+        reader.awaitReplies(1)
+        let recorder = LatencyBox()
+        let stop = StopFlag()
+        let warmUpUntil = monotonicNanoseconds() + 1_500_000_000
+        let readerThread = Thread {
+          Client.readTicks(
+            [reader], recorder: recorder, others: nil, stop: stop, after: warmUpUntil)
+        }
+        readerThread.start()
+        gateway.reset()
+        let streams = try Self.streamTimedUpdates(
+          child, activities: 5000, perSecond: 1000, until: stop)
+        let r = ServeBench.measure(
+          child, seconds: seconds, threads: [readerThread] + streams, stop: stop,
+          recorder: recorder)
+        let name = pushes ? "pushes on" : "pushes off"
+        print("| \(name) | \(round) | \(r.row) | \(gateway.count) |")
+        p99[pushes]!.append(r.latency.p99)
+      }
+    }
+    func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+    let off = median(p99[false]!)
+    let on = median(p99[true]!)
+    print(
+      "\npushes move the median tick p99 by \(String(format: "%+.1f", (on / off - 1) * 100))% (\(fmt(off)) → \(fmt(on)), \(p99[true]!.count) rounds each)"
+    )
+  }
+}
+
+/// A local stand-in for APNs: HTTP/2 over TLS (swift-nio-http2, swift-nio-ssl), answering
+/// every request 200 at once. It counts requests, notes the first and last arrival, and
+/// with `timing` reads `"sent":MICROSECONDS` from each payload to record the delay from the
+/// command to the request's arrival.
+final class Gateway: @unchecked Sendable {
+  // @unchecked Sendable: the counters are locked; the rest is immutable.
+  let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+  private(set) var port = 0
+  private var channel: Channel?
+  private let state = NIOLockedValueBox(GatewayState())
+  private let timingFlag = NIOLockedValueBox(false)
+
+  struct GatewayState {
+    var count = 0
+    var first: Int64 = 0
+    var last: Int64 = 0
+    var connections = 0
+    var histogram = Histogram<UInt64>(
+      highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+  }
+
+  var timing: Bool {
+    get { timingFlag.withLockedValue { $0 } }
+    set { timingFlag.withLockedValue { $0 = newValue } }
+  }
+
+  init(certificate: String, key: String) throws {
+    var tls = TLSConfiguration.makeServerConfiguration(
+      certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+      privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+    tls.applicationProtocols = ["h2"]
+    let context = try NIOSSLContext(configuration: tls)
+    let channel = try ServerBootstrap(group: group)
+      .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+      .childChannelInitializer { [self] channel in
+        state.withLockedValue { $0.connections += 1 }
+        return channel.eventLoop.makeCompletedFuture {
+          try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+          _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+            mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()
+          ) { stream in
+            stream.eventLoop.makeCompletedFuture {
+              try stream.pipeline.syncOperations.addHandler(Answer(gateway: self))
+            }
+          }
+        }
+      }
+      .bind(host: "127.0.0.1", port: 0).wait()
+    self.channel = channel
+    port = channel.localAddress?.port ?? 0
+  }
+
+  func reset() {
+    state.withLockedValue {
+      $0.count = 0
+      $0.first = 0
+      $0.last = 0
+      $0.histogram.reset()
+    }
+  }
+
+  var count: Int { state.withLockedValue { $0.count } }
+  var connections: Int { state.withLockedValue { $0.connections } }
+  func span() -> (Int, Int64, Int64) { state.withLockedValue { ($0.count, $0.first, $0.last) } }
+  func latencies() -> Histogram<UInt64> { state.withLockedValue { $0.histogram } }
+
+  func received(_ body: ByteBuffer) {
+    let now = wallNanoseconds()
+    var sent: Int64?
+    if timing, let text = body.getString(at: body.readerIndex, length: body.readableBytes),
+      let r = text.range(of: "\"sent\":")
+    {
+      sent = Int64(text[r.upperBound...].prefix { $0.isNumber })
+    }
+    state.withLockedValue { s in
+      s.count += 1
+      if s.first == 0 { s.first = now }
+      s.last = now
+      if let sent { s.histogram.record(UInt64(max(0, now - sent * 1000))) }
+    }
+  }
+
+  func stop() {
+    try? channel?.close().wait()
+    try? group.syncShutdownGracefully()
+  }
+
+  /// One request's stream: gathers the body, answers 200 with an `apns-id`.
+  final class Answer: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+    let gateway: Gateway
+    var body = ByteBuffer()
+    init(gateway: Gateway) { self.gateway = gateway }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+      switch unwrapInboundIn(data) {
+      case .headers(let h) where h.endStream: answer(context)
+      case .data(let d):
+        if case .byteBuffer(var b) = d.data { body.writeBuffer(&b) }
+        if d.endStream { answer(context) }
+      default: break
+      }
+    }
+
+    private func answer(_ context: ChannelHandlerContext) {
+      gateway.received(body)
+      let headers: HPACKHeaders = [
+        ":status": "200", "apns-id": "00000000-0000-0000-0000-000000000000",
+      ]
+      context.writeAndFlush(
+        wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
+    }
+  }
+}
