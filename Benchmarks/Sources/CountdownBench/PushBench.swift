@@ -119,6 +119,10 @@ struct PushBench: ParsableCommand {
     let deadline = monotonicNanoseconds() + 120_000_000_000
     while gateway.count < burst, monotonicNanoseconds() < deadline { usleep(1000) }
     let (count, first, last) = gateway.span()
+    guard count > 1, last > first else {
+      print("| \(burst) updates pipelined | only \(count) pushes answered within 120 s: stalled |")
+      return
+    }
     let wire = Double(count) / (Double(last - first) / 1e9)
     let whole = Double(count) / (Double(last - t0) / 1e9)
     print("| \(burst) updates pipelined, one push each | \(count) pushes answered |")
