@@ -40,7 +40,7 @@ struct PushBench: ParsableCommand {
   func run() throws {
     let tls = try TestIdentity.make()
     let key = tls + "/apns.p8"
-    try Self.openssl(
+    try TestIdentity.openssl(
       [
         "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
         "-out", key,
@@ -56,18 +56,6 @@ struct PushBench: ParsableCommand {
     if only == nil || only == "throughput" { try throughput(gateway, apns) }
     if only == nil || only == "latency" { try latency(gateway, apns) }
     if only == nil || only == "ticks" { try ticks(gateway, apns) }
-  }
-
-  static func openssl(_ arguments: [String], in dir: String) throws {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    p.arguments = arguments
-    p.currentDirectoryURL = URL(fileURLWithPath: dir)
-    p.standardOutput = FileHandle.nullDevice
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else { throw ValidationError("openssl \(arguments[0]) failed") }
   }
 
   static func stateFile() -> String {
@@ -169,37 +157,18 @@ struct PushBench: ParsableCommand {
     }
   }
 
-  /// Updates `p0`… `perSecond` a second in 10 ms batches, each with `fields.sent` = its
-  /// wall-clock microseconds, from a thread of its own (replies drained on another).
+  /// Updates `p0`… `perSecond` a second in 10 ms batches, each with `rid` and `fields.sent`
+  /// = its wall-clock microseconds (ServeBench's streamer), replies timed into `replies`.
   static func streamTimedUpdates(
     _ child: Child, activities: Int, perSecond: Int, until stop: StopFlag, prefix: String = "p",
     replies: LatencyBox? = nil
   ) throws -> [Thread] {
-    let streamer = try Client(child.socket)
-    let perBatch = max(1, perSecond / 100)
-    let t = Thread {
-      var k = 0
-      var next = monotonicNanoseconds()
-      while !stop.isSet {
-        var batch = [UInt8]()
-        let sent = wallNanoseconds() / 1000
-        for _ in 0..<perBatch {
-          batch += Array(
-            #"{"rid":\#(sent),"op":"update","id":"\#(prefix)\#(k % activities)","fields":{"sent":\#(sent)}}"#
-              .utf8)
-          batch.append(0x0A)
-          k += 1
-        }
-        streamer.send(batch)
-        next += 10_000_000
-        let wait = next - monotonicNanoseconds()
-        if wait > 0 { usleep(UInt32(wait / 1000)) }
-      }
-    }
-    let drain = Thread { Self.timeReplies(streamer, into: replies, until: stop) }
-    t.start()
-    drain.start()
-    return [t, drain]
+    try ServeBench.streamUpdates(
+      child, activities: activities, perSecond: perSecond, until: stop,
+      drain: { client, stop in timeReplies(client, into: replies, until: stop) },
+      line: { a, _, sent in
+        #"{"rid":\#(sent),"op":"update","id":"\#(prefix)\#(a)","fields":{"sent":\#(sent)}}"#
+      })
   }
 
   /// Reads replies until `stop`, recording for each the delay from its command (`rid`, the

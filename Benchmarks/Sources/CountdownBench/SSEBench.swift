@@ -176,19 +176,24 @@ enum TestIdentity {
         "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext",
       ],
     ] {
-      let p = Process()
-      p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-      p.arguments = arguments
-      p.currentDirectoryURL = URL(fileURLWithPath: dir)
-      p.standardOutput = FileHandle.nullDevice
-      p.standardError = FileHandle.nullDevice
-      try p.run()
-      p.waitUntilExit()
-      guard p.terminationStatus == 0 else {
-        throw ValidationError("openssl \(arguments.first!) failed (is openssl installed?)")
-      }
+      try openssl(arguments, in: dir)
     }
     return dir
+  }
+
+  /// Runs the openssl command with `arguments` in `dir`; a failure is an error naming it.
+  static func openssl(_ arguments: [String], in dir: String) throws {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+    p.arguments = arguments
+    p.currentDirectoryURL = URL(fileURLWithPath: dir)
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else {
+      throw ValidationError("openssl \(arguments.first!) failed (is openssl installed?)")
+    }
   }
 }
 

@@ -252,7 +252,11 @@ struct ServeBench: ParsableCommand {
   /// Sends `perSecond` updates a second, one activity (`a0`…) each, in 10 ms batches, from a
   /// thread of its own (and drains the replies on another) until `stop`.
   static func streamUpdates(
-    _ child: Child, activities: Int, perSecond: Int, until stop: StopFlag
+    _ child: Child, activities: Int, perSecond: Int, until stop: StopFlag,
+    drain: @escaping @Sendable (Client, StopFlag) -> Void = { c, stop in c.drain(until: stop) },
+    line: @escaping @Sendable (_ activity: Int, _ k: Int, _ sentMicros: Int64) -> String = {
+      a, k, _ in #"{"op":"update","id":"a\#(a)","subtitle":"u\#(k)"}"#
+    }
   ) throws -> [Thread] {
     let streamer = try Client(child.socket)
     let perBatch = max(1, perSecond / 100)
@@ -261,8 +265,9 @@ struct ServeBench: ParsableCommand {
       var next = monotonicNanoseconds()
       while !stop.isSet {
         var batch = [UInt8]()
+        let sent = wallNanoseconds() / 1000
         for _ in 0..<perBatch {
-          batch += Array(#"{"op":"update","id":"a\#(k % activities)","subtitle":"u\#(k)"}"#.utf8)
+          batch += Array(line(k % activities, k, sent).utf8)
           batch.append(0x0A)
           k += 1
         }
@@ -272,10 +277,10 @@ struct ServeBench: ParsableCommand {
         if wait > 0 { usleep(UInt32(wait / 1000)) }
       }
     }
-    let drain = Thread { streamer.drain(until: stop) }
+    let drainer = Thread { drain(streamer, stop) }
     t.start()
-    drain.start()
-    return [t, drain]
+    drainer.start()
+    return [t, drainer]
   }
 
   /// After 1.5 s of warm-up, `seconds` measured: the child's CPU share, its RSS, and what the
