@@ -111,6 +111,10 @@ public struct APNsResponse: Sendable, Equatable {
 /// limit (NIOHTTP2 holds back streams past it), made again when it is lost, refused or sent
 /// GOAWAY. Confined to its event loop: call ``send(deviceToken:priority:payload:jwt:expiration:_:)``
 /// there; answers come back there.
+///
+/// Requests are HTTP/2 frames written on the connection (``APNsConnection``), not a channel per
+/// stream: a push costs a HEADERS and a DATA frame and an entry in a table, which is what lets
+/// one connection carry tens of thousands of pushes a second.
 public final class APNsClient: @unchecked Sendable {
   // @unchecked Sendable: every field is touched on `eventLoop` only.
   public let eventLoop: EventLoop
@@ -120,11 +124,14 @@ public final class APNsClient: @unchecked Sendable {
   /// Connections made (the first and each reconnection).
   public private(set) var connectionsMade = 0
 
+  typealias Answer = (Result<APNsResponse, APNsTransportError>) -> Void
+
   // @unchecked Sendable: touched on the client's event loop only.
   private final class Connection: @unchecked Sendable {
     var channel: Channel?
-    var multiplexer: NIOHTTP2Handler.StreamMultiplexer?
-    var waiting: [(NIOHTTP2Handler.StreamMultiplexer?, String?) -> Void] = []
+    var handler: APNsConnection?
+    /// Requests made before the connection was up.
+    var waiting: [(headers: HPACKHeaders, body: [UInt8], answer: Answer)] = []
     var usable = true
   }
 
@@ -154,29 +161,21 @@ public final class APNsClient: @unchecked Sendable {
     if let expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
     headers.add(name: "content-type", value: "application/json")
     headers.add(name: "content-length", value: String(payload.count))
-    let timeout = endpoint.requestTimeout
-    withMultiplexer { [self] multiplexer, failure in
-      guard let multiplexer else {
-        answer(.failure(.connectionFailed(failure ?? "no connection")))
-        return
-      }
-      let connection = self.connection
-      let handler = PushStream(headers: headers, body: payload) { result in
-        if case .failure(.timedOut) = result {
-          // A gateway that does not answer in time is taken as gone: a new connection.
-          self.drop(connection, reason: "a request timed out")
-        }
-        answer(result)
-      }
-      let promise = eventLoop.makePromise(of: Channel.self)
-      promise.futureResult.whenFailure { error in handler.fail(.closed("\(error)")) }
-      multiplexer.createStreamChannel(promise: promise) { stream in
-        stream.eventLoop.makeCompletedFuture {
-          try stream.pipeline.syncOperations.addHandler(handler)
-          handler.armTimeout(on: stream, after: timeout)
-        }
-      }
+    if let c = connection, c.handler?.isClosed == true {
+      // Closed, and its closeFuture's callback has not run yet: a new connection.
+      drop(c, reason: "the connection closed")
     }
+    if let c = connection, c.usable {
+      if let h = c.handler {
+        h.send(headers: headers, body: payload, answer)
+        // A connection whose stream ids run out takes no more: the next request opens another.
+        if h.isExhausted { retire(c) }
+      } else {
+        c.waiting.append((headers, payload, answer))
+      }
+      return
+    }
+    connect(first: (headers, payload, answer))
   }
 
   /// Closes the connection (shutdown).
@@ -185,6 +184,8 @@ public final class APNsClient: @unchecked Sendable {
     drop(connection, reason: "the sender stopped")
   }
 
+  /// Fails what waits for the connection and closes it (its requests in flight fail as it
+  /// closes).
   private func drop(_ c: Connection?, reason: String) {
     guard let c else { return }
     c.usable = false
@@ -192,20 +193,22 @@ public final class APNsClient: @unchecked Sendable {
     c.channel?.close(promise: nil)
     let waiting = c.waiting
     c.waiting = []
-    for w in waiting { w(nil, reason) }
+    for w in waiting { w.answer(.failure(.connectionFailed(reason))) }
   }
 
-  /// Calls `body` with the connection's multiplexer once connected (nil and why when the
-  /// connection could not be made).
-  private func withMultiplexer(
-    _ body: @escaping (NIOHTTP2Handler.StreamMultiplexer?, String?) -> Void
-  ) {
-    if let c = connection, c.usable {
-      if let m = c.multiplexer { body(m, nil) } else { c.waiting.append(body) }
-      return
-    }
+  /// New requests take a new connection; this one ends when the gateway closes it, or after
+  /// the request timeout (its requests in flight are answered or fail by then).
+  private func retire(_ c: Connection) {
+    guard c.usable else { return }
+    c.usable = false
+    if connection === c { connection = nil }
+    guard let channel = c.channel else { return }
+    channel.eventLoop.scheduleTask(in: endpoint.requestTimeout) { channel.close(promise: nil) }
+  }
+
+  private func connect(first: (headers: HPACKHeaders, body: [UInt8], answer: Answer)) {
     let c = Connection()
-    c.waiting.append(body)
+    c.waiting.append(first)
     connection = c
     connectionsMade += 1
     let endpoint = self.endpoint
@@ -219,10 +222,9 @@ public final class APNsClient: @unchecked Sendable {
             context: tls, serverHostname: Self.isAddress(endpoint.host) ? nil : endpoint.host)
           try channel.pipeline.syncOperations.addHandler(ssl)
           try channel.pipeline.syncOperations.addHandler(ALPNCheck())
-          _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-            mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
-          ) { stream in stream.close() }
-          try channel.pipeline.syncOperations.addHandler(GoAwayWatch())
+          try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
+          try channel.pipeline.syncOperations.addHandler(
+            APNsConnection(requestTimeout: endpoint.requestTimeout))
         }
       }
       .connect(host: endpoint.host, port: endpoint.port)
@@ -234,29 +236,23 @@ public final class APNsClient: @unchecked Sendable {
             return
           }
           c.channel = channel
-          let handler = try? channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self)
-          guard let multiplexer = try? handler?.syncMultiplexer() else {
+          guard
+            let handler = try? channel.pipeline.syncOperations.handler(type: APNsConnection.self)
+          else {
             drop(c, reason: "no HTTP/2 handler")
             return
           }
-          try? channel.pipeline.syncOperations.handler(type: GoAwayWatch.self).onGoAway = {
-            [weak self] in
-            // New requests take a new connection; this one ends when the gateway closes it, or
-            // after the request timeout.
-            guard let self else { return }
-            c.usable = false
-            if self.connection === c { self.connection = nil }
-            channel.eventLoop.scheduleTask(in: endpoint.requestTimeout) {
-              channel.close(promise: nil)
-            }
-          }
+          handler.onGoAway = { [weak self] in self?.retire(c) }
+          // A gateway that does not answer in time is taken as gone: a new connection.
+          handler.onTimeout = { [weak self] in self?.drop(c, reason: "a request timed out") }
           channel.closeFuture.whenComplete { [weak self] _ in
             self?.drop(c, reason: "the connection closed")
           }
-          c.multiplexer = multiplexer
+          c.handler = handler
           let waiting = c.waiting
           c.waiting = []
-          for w in waiting { w(multiplexer, nil) }
+          for w in waiting { handler.send(headers: w.headers, body: w.body, w.answer) }
+          if handler.isExhausted { retire(c) }
         case .failure(let error):
           drop(c, reason: "cannot connect to \(endpoint.host):\(endpoint.port): \(error)")
         }
@@ -285,123 +281,219 @@ private final class ALPNCheck: ChannelInboundHandler, RemovableChannelHandler {
   }
 }
 
-/// Hears GOAWAY on the connection.
-private final class GoAwayWatch: ChannelInboundHandler, @unchecked Sendable {
+/// The requests of one HTTP/2 connection, as frames behind NIOHTTP2's connection handler
+/// (which keeps the protocol's state: stream states, flow control, the gateway's limit of
+/// concurrent streams, HPACK): each request is a HEADERS and a DATA frame on a new stream id;
+/// its answer is the HEADERS (and DATA) that come back on that id. A stream that closes
+/// without an answer (RST_STREAM, refused after GOAWAY, the connection lost) fails its request.
+/// One timer watches the oldest request: unanswered after the timeout, the connection is given
+/// up (``onTimeout``).
+final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
   // @unchecked Sendable: touched on its connection's event loop only.
   typealias InboundIn = HTTP2Frame
+  typealias OutboundOut = HTTP2Frame
+
+  private struct Pending {
+    var answer: APNsClient.Answer
+    var response = APNsResponse(status: 0)
+    var body: [UInt8] = []
+  }
+
+  private let requestTimeout: TimeAmount
+  private var context: ChannelHandlerContext?
+  /// Requests wait here until the connection is active for this handler: NIO completes a
+  /// connect before it fires channelActive, and NIOHTTP2 sends its preface on channelActive.
+  private var beforeActive: [(headers: HPACKHeaders, body: [UInt8], answer: APNsClient.Answer)] =
+    []
+  private var active = false
+  private var closed = false
+  private var nextStreamID: Int32 = 1
+  private var pending: [HTTP2StreamID: Pending] = [:]
+  /// Requests in the order sent, with their deadlines (answered ones are skipped when met).
+  private var deadlines = CircularBuffer<(stream: HTTP2StreamID, deadline: NIODeadline)>()
+  private var timer: Scheduled<Void>?
+  private var flushScheduled = false
+  /// Bytes of answers taken since the connection's window was last given back.
+  private var unacknowledged = 0
   var onGoAway: (() -> Void)?
+  var onTimeout: (() -> Void)?
 
-  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-    if case .goAway = unwrapInboundIn(data).payload {
-      onGoAway?()
-      onGoAway = nil
+  init(requestTimeout: TimeAmount) { self.requestTimeout = requestTimeout }
+
+  /// No stream id left for another request (2^31 − 1 is the last).
+  var isExhausted: Bool { nextStreamID > Int32.max - 2 }
+
+  /// The connection has closed (or the handler left it).
+  var isClosed: Bool { closed || context == nil }
+
+  func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+  func handlerRemoved(context: ChannelHandlerContext) {
+    self.context = nil
+    failAll("the connection closed")
+  }
+
+  func send(headers: HPACKHeaders, body: [UInt8], _ answer: @escaping APNsClient.Answer) {
+    guard let context, !closed, !isExhausted else {
+      answer(.failure(.closed("the connection closed")))
+      return
     }
-  }
-
-  func errorCaught(context: ChannelHandlerContext, error: any Error) {
-    context.close(promise: nil)
-  }
-}
-
-/// One request on its own HTTP/2 stream: sends the headers and the body, reads the status
-/// and the body of the answer.
-private final class PushStream: ChannelInboundHandler, @unchecked Sendable {
-  // @unchecked Sendable: touched on its stream's event loop only.
-  typealias InboundIn = HTTP2Frame.FramePayload
-  typealias OutboundOut = HTTP2Frame.FramePayload
-
-  private let headers: HPACKHeaders
-  private let body: [UInt8]
-  private var answer: ((Result<APNsResponse, APNsTransportError>) -> Void)?
-  private var response = APNsResponse(status: 0)
-  private var responseBody: [UInt8] = []
-  private var timeout: Scheduled<Void>?
-
-  init(
-    headers: HPACKHeaders, body: [UInt8],
-    answer: @escaping (Result<APNsResponse, APNsTransportError>) -> Void
-  ) {
-    self.headers = headers
-    self.body = body
-    self.answer = answer
-  }
-
-  func armTimeout(on channel: Channel, after: TimeAmount) {
-    timeout = channel.eventLoop.scheduleTask(in: after) { [self] in
-      fail(.timedOut)
-      channel.close(promise: nil)
+    guard active else {
+      beforeActive.append((headers, body, answer))
+      return
     }
-  }
-
-  func handlerAdded(context: ChannelHandlerContext) {
-    if context.channel.isActive { sendRequest(context) }
-  }
-
-  func channelActive(context: ChannelHandlerContext) {
-    sendRequest(context)
-    context.fireChannelActive()
-  }
-
-  private var sent = false
-  private func sendRequest(_ context: ChannelHandlerContext) {
-    guard !sent else { return }
-    sent = true
+    let stream = HTTP2StreamID(nextStreamID)
+    nextStreamID += 2
+    pending[stream] = Pending(answer: answer)
+    deadlines.append((stream, .now() + requestTimeout))
     context.write(
-      wrapOutboundOut(.headers(.init(headers: headers, endStream: false))), promise: nil)
-    let buffer = context.channel.allocator.buffer(bytes: body)
-    context.writeAndFlush(
-      wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+      wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers)))),
+      promise: nil)
+    let sent = context.eventLoop.makePromise(of: Void.self)
+    sent.futureResult.whenFailure { [self] error in
+      finish(stream, .failure(.closed("the request could not be sent: \(error)")))
+    }
+    let data = HTTP2Frame.FramePayload.Data(
+      data: .byteBuffer(context.channel.allocator.buffer(bytes: body)), endStream: true)
+    context.write(
+      wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(data))), promise: sent)
+    // One flush for the requests of one turn of the event loop.
+    if !flushScheduled {
+      flushScheduled = true
+      context.eventLoop.execute { [self] in
+        flushScheduled = false
+        self.context?.flush()
+      }
+    }
+    if timer == nil { arm() }
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-    switch unwrapInboundIn(data) {
+    let frame = unwrapInboundIn(data)
+    let stream = frame.streamID
+    switch frame.payload {
     case .headers(let h):
-      if let s = h.headers.first(name: ":status"), let status = Int(s) {
-        if response.status == 0 || (100..<200).contains(response.status) {
-          response.status = status
+      guard var p = pending[stream] else { break }
+      if let s = h.headers.first(name: ":status"), let status = Int(s),
+        p.response.status == 0 || (100..<200).contains(p.response.status)
+      {
+        p.response.status = status
+      }
+      if let id = h.headers.first(name: "apns-id") { p.response.apnsID = id }
+      pending[stream] = p
+      if h.endStream { complete(stream) }
+    case .data(let d):
+      if case .byteBuffer(let b) = d.data {
+        giveBack(b.readableBytes + (d.paddingBytes.map { $0 + 1 } ?? 0), context)
+        if var p = pending[stream] {
+          if p.body.count < 4096 { p.body += b.readableBytesView.prefix(4096 - p.body.count) }
+          pending[stream] = p
         }
       }
-      if let id = h.headers.first(name: "apns-id") { response.apnsID = id }
-      if h.endStream { finish() }
-    case .data(let d):
-      if case .byteBuffer(let b) = d.data, responseBody.count < 4096 {
-        responseBody += b.readableBytesView.prefix(4096 - responseBody.count)
-      }
-      if d.endStream { finish() }
+      if d.endStream { complete(stream) }
     case .rstStream(let code):
-      fail(.closed("the gateway reset the stream (\(code))"))
+      finish(stream, .failure(.closed("the gateway reset the stream (\(code))")))
+    case .goAway:
+      // NIOHTTP2 closes the streams the gateway will not answer (each fails below, as its
+      // StreamClosedEvent comes); new requests go to a new connection.
+      onGoAway?()
+      onGoAway = nil
     default:
       break
     }
   }
 
-  private func finish() {
-    guard response.status >= 200 else {
-      fail(.closed("the gateway's answer had no status"))
-      return
+  func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    if let closed = event as? StreamClosedEvent {
+      finish(
+        closed.streamID,
+        .failure(
+          .closed(
+            "the stream closed before an answer (\(closed.reason.map { "\($0)" } ?? "no error"))")
+        ))
     }
-    response.reason = Self.reason(responseBody)
-    timeout?.cancel()
-    let a = answer
-    answer = nil
-    a?(.success(response))
+    context.fireUserInboundEventTriggered(event)
   }
 
-  func fail(_ error: APNsTransportError) {
-    timeout?.cancel()
-    let a = answer
-    answer = nil
-    a?(.failure(error))
+  func channelActive(context: ChannelHandlerContext) {
+    active = true
+    context.fireChannelActive()
+    let waiting = beforeActive
+    beforeActive = []
+    for w in waiting { send(headers: w.headers, body: w.body, w.answer) }
   }
 
   func channelInactive(context: ChannelHandlerContext) {
-    fail(.closed("the stream closed before an answer"))
+    closed = true
+    failAll("the connection closed")
     context.fireChannelInactive()
   }
 
   func errorCaught(context: ChannelHandlerContext, error: any Error) {
-    fail(.closed("\(error)"))
+    if let e = error as? NIOHTTP2Errors.StreamError {
+      finish(e.streamID, .failure(.closed("\(e.baseError)")))
+      return
+    }
+    failAll("\(error)")
     context.close(promise: nil)
+  }
+
+  /// Gives the connection's window back to the gateway once 32 KiB of answers are read
+  /// (without a channel per stream, the connection's window is this handler's to manage; each
+  /// stream's own window is far larger than an answer).
+  private func giveBack(_ bytes: Int, _ context: ChannelHandlerContext) {
+    unacknowledged += bytes
+    guard unacknowledged >= 32_768 else { return }
+    let update = HTTP2Frame(
+      streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledged))
+    unacknowledged = 0
+    context.writeAndFlush(wrapOutboundOut(update), promise: nil)
+  }
+
+  private func complete(_ stream: HTTP2StreamID) {
+    guard let p = pending[stream] else { return }
+    guard p.response.status >= 200 else {
+      finish(stream, .failure(.closed("the gateway's answer had no status")))
+      return
+    }
+    var response = p.response
+    response.reason = Self.reason(p.body)
+    finish(stream, .success(response))
+  }
+
+  private func finish(_ stream: HTTP2StreamID, _ result: Result<APNsResponse, APNsTransportError>) {
+    guard let p = pending.removeValue(forKey: stream) else { return }
+    p.answer(result)
+  }
+
+  private func failAll(_ reason: String) {
+    timer?.cancel()
+    timer = nil
+    let all = pending
+    pending = [:]
+    deadlines.removeAll()
+    let waiting = beforeActive
+    beforeActive = []
+    for (_, p) in all.sorted(by: { $0.key < $1.key }) { p.answer(.failure(.closed(reason))) }
+    for w in waiting { w.answer(.failure(.closed(reason))) }
+  }
+
+  /// Sets the timer for the oldest unanswered request.
+  private func arm() {
+    while let first = deadlines.first, pending[first.stream] == nil { deadlines.removeFirst() }
+    guard let first = deadlines.first, let context else {
+      timer = nil
+      return
+    }
+    timer = context.eventLoop.scheduleTask(deadline: first.deadline) { [self] in
+      timer = nil
+      while let f = deadlines.first, pending[f.stream] == nil { deadlines.removeFirst() }
+      if let f = deadlines.first, f.deadline <= .now() {
+        finish(f.stream, .failure(.timedOut))
+        onTimeout?()
+        return
+      }
+      arm()
+    }
   }
 
   /// `reason` of a JSON body `{"reason":"…"}`; nil for any other body.

@@ -117,8 +117,11 @@ public struct PushQueue: Sendable {
     return out
   }
 
-  /// When the next push may be due (nil: none waits). May be early, never late.
-  public var nextDue: Int64? { timers.top?.due }
+  /// When the next push may be due. May be early, never late. Nil when none waits, and
+  /// while ``maxInFlight`` requests are out: then nothing can be sent before an answer, and
+  /// the sender takes again after each answer (a timer for an instant already passed would
+  /// wake it over and over with nothing to send).
+  public var nextDue: Int64? { inFlight < maxInFlight ? timers.top?.due : nil }
 
   /// The answer to the push `seq` of `key`, taken at `now`; `random` (0…1) spreads retries.
   public mutating func answered(

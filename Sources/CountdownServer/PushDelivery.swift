@@ -16,8 +16,8 @@ import NIOPosix
 /// outbox through the writer; a token APNs no longer takes is removed from its activity by an
 /// update on the loop.
 final class PushDelivery: @unchecked Sendable {
-  // @unchecked Sendable: `queue`, `tokens`, `timer` and `stopped` are touched on `eventLoop`
-  // only; the rest is immutable.
+  // @unchecked Sendable: `queue`, `tokens`, `timer`, `stopped` and the rest that changes are
+  // touched on `eventLoop` only; the rest is immutable.
   let eventLoop: EventLoop
   private let group: MultiThreadedEventLoopGroup
   private let client: APNsClient
@@ -26,6 +26,7 @@ final class PushDelivery: @unchecked Sendable {
   private var timer: Scheduled<Void>?
   private var timerDue: Int64?
   private var stopped = false
+  private var pumpScheduled = false
   /// Answered pushes not yet handed to the writer: gathered for up to 10 ms, so that a
   /// stream of answers costs the state file one deletion commit per batch, not per push.
   private var answered: [Int64] = []
@@ -154,6 +155,18 @@ final class PushDelivery: @unchecked Sendable {
       metrics.answered(entry.item, outcome, latencyMs: now - entry.item.eventAt)
       forget(c.forget)
       if let key = c.removedToken { removeToken(key) }
+      pumpSoon()
+    }
+  }
+
+  /// One pump after the answers of this turn of the event loop: a burst of answers takes the
+  /// queue once, and an answer given at once (a request that could not be sent) never calls
+  /// back into the pump that sent it.
+  private func pumpSoon() {
+    guard !pumpScheduled else { return }
+    pumpScheduled = true
+    eventLoop.execute { [self] in
+      pumpScheduled = false
       pump()
     }
   }

@@ -116,7 +116,9 @@ struct PushQueueTests {
     for i in 0..<10 { q.add(seq: Int64(i), item("a\(i)", "t", ts: 1)) }
     let first = q.take(now: 0)
     #expect(first.count == 3 && q.take(now: 0).isEmpty)
+    #expect(q.nextDue == nil, "nothing can go before an answer: no instant to wake at")
     _ = q.answered(first[0], .delivered, now: 0, random: 0)
+    #expect(q.nextDue == 0)
     #expect(q.take(now: 0).count == 1)
   }
 

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.error
@@ -41,7 +42,7 @@ def free_port():
 class Server:
     """`countdown serve` with HTTP and --apns-* pointing at the stand-in."""
 
-    def __init__(self, dir, gateway, extra=()):
+    def __init__(self, dir, gateway, extra=(), url=None):
         self.dir = dir
         self.port = free_port()
         self.args = [COUNTDOWN, "serve", "--socket", os.path.join(dir, "c.sock"),
@@ -49,7 +50,7 @@ class Server:
                      "--http", "127.0.0.1:%d" % self.port,
                      "--apns-key", os.path.join(dir, "key.p8"), "--apns-key-id", KEY_ID,
                      "--apns-team-id", TEAM_ID, "--apns-topic", BUNDLE,
-                     "--apns-url", gateway.url, "--apns-ca", gateway.tls["ca.pem"],
+                     "--apns-url", url or gateway.url, "--apns-ca", gateway.tls["ca.pem"],
                      "--apns-timeout-ms", "1500", *extra]
         self.log = open(os.path.join(dir, "serve.log"), "a")
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
@@ -95,9 +96,27 @@ class PushTests(unittest.TestCase):
         if not os.environ.get("KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def serve(self, *extra):
-        self.server = Server(self.dir, self.gateway, extra)
+    def serve(self, *extra, url=None):
+        self.server = Server(self.dir, self.gateway, extra, url)
         return self.server
+
+    def pipeline(self, lines):
+        """Sends `lines` over the server's Unix socket from a thread while reading as many
+        replies here; returns the replies, parsed."""
+        with socket.socket(socket.AF_UNIX) as c:
+            c.connect(os.path.join(self.dir, "c.sock"))
+            data = "".join(line + "\n" for line in lines).encode()
+            writer = threading.Thread(target=c.sendall, args=(data,))
+            writer.start()
+            buf, replies = b"", []
+            while len(replies) < len(lines):
+                chunk = c.recv(1 << 16)
+                if not chunk:
+                    break
+                *complete, buf = (buf + chunk).split(b"\n")
+                replies += [json.loads(r) for r in complete]
+            writer.join()
+            return replies
 
     def start(self, body):
         status, obj = self.server.api("POST", "/v1/activities", body)
@@ -318,6 +337,67 @@ class PushTests(unittest.TestCase):
         # The connections given up are closed: at most the one in use now is new.
         time.sleep(0.5)
         self.assertLessEqual(len(os.listdir("/proc/%d/fd" % s.proc.pid)), descriptors + 1)
+
+    def test_a_gateway_that_refuses_every_connection(self):
+        """A gateway that closes every connection at once (before TLS), with thousands of
+        pushes waiting: every command is answered all the while, the descriptors stay put, and
+        the server restarted with a working gateway sends every push once."""
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(512)
+        listener.settimeout(0.1)
+        refused = [0]
+        stop = threading.Event()
+
+        def refuse():
+            while not stop.is_set():
+                try:
+                    c, _ = listener.accept()
+                    c.close()
+                    refused[0] += 1
+                except socket.timeout:
+                    pass
+        thread = threading.Thread(target=refuse, daemon=True)
+        thread.start()
+        n = 3000
+        try:
+            s = self.serve(url="https://127.0.0.1:%d" % listener.getsockname()[1])
+            end = int(time.time() * 1000) + 600_000
+            starts = self.pipeline([json.dumps({
+                "op": "start", "id": "r%d" % k, "kind": "countdown", "endDate": end,
+                "title": "x", "liveActivity": {"pushTokens": {"%064x" % (k + 1): True}}})
+                for k in range(n)])
+            self.assertEqual([r["ok"] for r in starts], [True] * n)
+            descriptors = len(os.listdir("/proc/%d/fd" % s.proc.pid))
+            t = time.time()
+            updates = self.pipeline(['{"op":"update","id":"r%d","subtitle":"u"}' % k
+                                     for k in range(n)])
+            self.assertEqual(len(updates), n, "the server closed the connection")
+            self.assertEqual([r["ok"] for r in updates], [True] * n)
+            self.assertLess(time.time() - t, 20)
+            deadline = time.time() + 5
+            while refused[0] == 0 and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertGreater(refused[0], 0, "no connection to the refusing gateway")
+            self.assertLessEqual(len(os.listdir("/proc/%d/fd" % s.proc.pid)), descriptors + 2)
+            s.stop()
+        finally:
+            stop.set()
+            thread.join()
+            listener.close()
+        # This stand-in checks a JWT signature per request, far slower than APNs: a longer
+        # request timeout, so that a thousand requests waiting in it are not given up.
+        self.serve("--apns-timeout-ms", "20000")
+        self.assertTrue(
+            self.gateway.wait_for(lambda g: len({p["token"] for p in g.pushes()}) == n, 60),
+            "%d of %d sent after the restart" % (len(self.gateway.pushes()), n))
+        time.sleep(0.5)
+        # At least once: a push sent again (its answer lost) is the same push, which the phone
+        # ignores by its timestamp.
+        first = {}
+        for p in self.gateway.pushes():
+            self.assertEqual(first.setdefault(p["token"], p["payload"]), p["payload"])
+        self.assertEqual(self.gateway.problems, [])
 
     def test_kill_with_pushes_pending_then_restart(self):
         """Pushes refused (503) when the server is killed with SIGKILL: the restarted server
