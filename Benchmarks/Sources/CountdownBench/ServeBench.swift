@@ -43,7 +43,10 @@ struct ServeChild: AsyncParsableCommand {
         keyPath: apnsKey, keyID: "BENCHKEY01", teamID: "BENCHTEAM1", bundleID: "bench.app",
         production: false, url: apnsUrl, caPath: apnsCa)
     }
-    let server = CountdownServer(options: options, logger: Logger(label: "bench"))
+    // Notices (a push retried) would drown the tables; warnings and errors still show.
+    var logger = Logger(label: "bench")
+    logger.logLevel = .warning
+    let server = CountdownServer(options: options, logger: logger)
     try server.start()
     print("ready")
     if let port = server.httpAddress?.port { print("port \(port)") }
