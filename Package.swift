@@ -133,7 +133,15 @@ let package = Package(
       dependencies: ["CountdownPush", "Countdown", "CountdownTestSupport"]),
     .testTarget(
       name: "CountdownAPNsTests",
-      dependencies: ["CountdownAPNs", .product(name: "Crypto", package: "swift-crypto")]),
+      dependencies: [
+        "CountdownAPNs", "CountdownTestSupport",
+        .product(name: "Crypto", package: "swift-crypto"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+        .product(name: "NIOHPACK", package: "swift-nio-http2"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
+      ]),
     .testTarget(name: "CountdownProtocolTests", dependencies: ["CountdownProtocol", "Countdown"]),
     .testTarget(
       name: "CountdownStoreTests",
@@ -146,7 +154,7 @@ let package = Package(
       name: "CountdownServerTests",
       dependencies: [
         "CountdownServer", "CountdownStore", "Countdown", "CountdownCLI", "CountdownClient",
-        .product(name: "GRDB", package: "GRDB.swift"),
+        "CountdownTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
       ]),
   ],
   swiftLanguageModes: [.v6]
