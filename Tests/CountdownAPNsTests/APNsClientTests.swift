@@ -69,7 +69,9 @@ struct APNsClientTests {
     "1,200 requests at once share one connection (200 wait for the gateway's limit of 1,000 streams), each answered on its own stream"
   )
   func manyOnOneConnection() async throws {
-    try await withClient { client, gateway in
+    // A generous request timeout: beside the whole suite in a debug build a request may wait
+    // seconds, and a timed-out request gives the connection up (the `timeout` test's case).
+    try await withClient(timeout: .seconds(120)) { client, gateway in
       let n = 1200
       let answers = try await withThrowingTaskGroup(
         of: (Int, Result<APNsResponse, APNsTransportError>).self
