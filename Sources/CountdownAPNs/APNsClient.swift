@@ -242,9 +242,16 @@ public final class APNsClient: @unchecked Sendable {
             drop(c, reason: "no HTTP/2 handler")
             return
           }
-          handler.onGoAway = { [weak self] in self?.retire(c) }
+          // The connection holds its handler: the handler's callbacks hold it weakly, so that
+          // a closed connection is freed.
+          handler.onGoAway = { [weak self, weak c] in
+            guard let c else { return }
+            self?.retire(c)
+          }
           // A gateway that does not answer in time is taken as gone: a new connection.
-          handler.onTimeout = { [weak self] in self?.drop(c, reason: "a request timed out") }
+          handler.onTimeout = { [weak self, weak c] in
+            self?.drop(c, reason: "a request timed out")
+          }
           channel.closeFuture.whenComplete { [weak self] _ in
             self?.drop(c, reason: "the connection closed")
           }
