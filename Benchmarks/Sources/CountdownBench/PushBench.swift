@@ -89,6 +89,16 @@ struct PushBench: ParsableCommand {
     control.sendWhileReading(batch, replies: n)
   }
 
+  /// One `update` of each of `p0`…`p(n-1)` (a new subtitle: each pushes once), as lines.
+  static func updates(_ n: Int) -> [UInt8] {
+    var batch = [UInt8]()
+    for k in 0..<n {
+      batch += Array(#"{"op":"update","id":"p\#(k)","subtitle":"u"}"#.utf8)
+      batch.append(0x0A)
+    }
+    return batch
+  }
+
   /// The sender alone: `burst` pushes waiting in the outbox when the server starts (written
   /// by a first child while the gateway refused every connection), sent over one connection:
   /// pushes per second from the first request at the gateway to the last.
@@ -101,26 +111,20 @@ struct PushBench: ParsableCommand {
       defer { child.stop() }
       Self.startWithTokens(child, burst)
       let client = try Client(child.socket)
-      var batch = [UInt8]()
-      for k in 0..<burst {
-        batch += Array(#"{"op":"update","id":"p\#(k)","subtitle":"u"}"#.utf8)
-        batch.append(0x0A)
-      }
-      client.sendWhileReading(batch, replies: burst)
+      client.sendWhileReading(Self.updates(burst), replies: burst)
     }
     gateway.refusing = false
     gateway.reset()
     let t0 = monotonicNanoseconds()
     let child = try Child(state: state, extra: apns)
     defer { child.stop() }
-    let deadline = monotonicNanoseconds() + 120_000_000_000
-    while gateway.count < burst, monotonicNanoseconds() < deadline { usleep(1000) }
-    let (count, first, last) = gateway.span()
-    guard count > 1, last > first else {
+    guard let span = gateway.waitFor(burst) else {
       print(
-        "| \(burst) pushes in the outbox at start | only \(count) answered within 120 s: stalled |")
+        "| \(burst) pushes in the outbox at start | only \(gateway.count) answered within 120 s: stalled |"
+      )
       return
     }
+    let (count, first, last) = span
     print(
       "| sender alone: \(burst) pushes in the outbox at start, \(count) answered, first within | \(String(format: "%.2f s", Double(monotonicNanoseconds() - t0) / 1e9 - Double(last - first) / 1e9)) |"
     )
@@ -139,21 +143,17 @@ struct PushBench: ParsableCommand {
     Self.startWithTokens(child, burst)
     gateway.reset()
     let client = try Client(child.socket)
-    var batch = [UInt8]()
-    for k in 0..<burst {
-      batch += Array(#"{"op":"update","id":"p\#(k)","subtitle":"u"}"#.utf8)
-      batch.append(0x0A)
-    }
+    let batch = Self.updates(burst)
     let t0 = wallNanoseconds()
     client.sendWhileReading(batch, replies: burst)
     let acknowledged = wallNanoseconds()
-    let deadline = monotonicNanoseconds() + 120_000_000_000
-    while gateway.count < burst, monotonicNanoseconds() < deadline { usleep(1000) }
-    let (count, first, last) = gateway.span()
-    guard count > 1, last > first else {
-      print("| \(burst) updates pipelined | only \(count) pushes answered within 120 s: stalled |")
+    guard let span = gateway.waitFor(burst) else {
+      print(
+        "| \(burst) updates pipelined | only \(gateway.count) pushes answered within 120 s: stalled |"
+      )
       return
     }
+    let (count, first, last) = span
     let wire = Double(count) / (Double(last - first) / 1e9)
     let whole = Double(count) / (Double(last - t0) / 1e9)
     print("| \(burst) updates pipelined, one push each | \(count) pushes answered |")
@@ -364,13 +364,21 @@ final class Gateway: @unchecked Sendable {
       $0.count = 0
       $0.first = 0
       $0.last = 0
+      $0.connections = 0
       $0.histogram.reset()
     }
   }
 
   var count: Int { state.withLockedValue { $0.count } }
   var connections: Int { state.withLockedValue { $0.connections } }
-  func span() -> (Int, Int64, Int64) { state.withLockedValue { ($0.count, $0.first, $0.last) } }
+  /// Waits up to 120 s for `n` requests: how many came, the first's and the last's arrival;
+  /// nil when fewer than two came in that time, or all at once (a stall).
+  func waitFor(_ n: Int) -> (count: Int, first: Int64, last: Int64)? {
+    let deadline = monotonicNanoseconds() + 120_000_000_000
+    while count < n, monotonicNanoseconds() < deadline { usleep(1000) }
+    let (count, first, last) = state.withLockedValue { ($0.count, $0.first, $0.last) }
+    return count > 1 && last > first ? (count, first, last) : nil
+  }
   func latencies() -> Histogram<UInt64> { state.withLockedValue { $0.histogram } }
 
   func received(_ body: ByteBuffer) {
