@@ -129,10 +129,10 @@ public final class APNsClient: @unchecked Sendable {
   // @unchecked Sendable: touched on the client's event loop only.
   private final class Connection: @unchecked Sendable {
     var channel: Channel?
-    var handler: APNsConnection?
-    /// Requests made before the connection was up.
-    var waiting: [(headers: HPACKHeaders, body: [UInt8], answer: Answer)] = []
+    /// Made before the connection, so that requests wait in its one queue from the start.
+    let handler: APNsConnection
     var usable = true
+    init(handler: APNsConnection) { self.handler = handler }
   }
 
   /// - Throws: ``APNsConfigurationError`` when the CA file cannot be read.
@@ -161,21 +161,14 @@ public final class APNsClient: @unchecked Sendable {
     if let expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
     headers.add(name: "content-type", value: "application/json")
     headers.add(name: "content-length", value: String(payload.count))
-    if let c = connection, c.handler?.isClosed == true {
+    if let c = connection, c.handler.isClosed {
       // Closed, and its closeFuture's callback has not run yet: a new connection.
       drop(c, reason: "the connection closed")
     }
-    if let c = connection, c.usable {
-      if let h = c.handler {
-        h.send(headers: headers, body: payload, answer)
-        // A connection whose stream ids run out takes no more: the next request opens another.
-        if h.isExhausted { retire(c) }
-      } else {
-        c.waiting.append((headers, payload, answer))
-      }
-      return
-    }
-    connect(first: (headers, payload, answer))
+    let c = connection ?? connect()
+    c.handler.send(headers: headers, body: payload, answer)
+    // A connection whose stream ids run out takes no more: the next request opens another.
+    if c.handler.isExhausted { retire(c) }
   }
 
   /// Closes the connection (shutdown).
@@ -184,16 +177,13 @@ public final class APNsClient: @unchecked Sendable {
     drop(connection, reason: "the sender stopped")
   }
 
-  /// Fails what waits for the connection and closes it (its requests in flight fail as it
-  /// closes).
+  /// Closes the connection and fails its requests (those still waiting for it with `reason`).
   private func drop(_ c: Connection?, reason: String) {
     guard let c else { return }
     c.usable = false
     if connection === c { connection = nil }
     c.channel?.close(promise: nil)
-    let waiting = c.waiting
-    c.waiting = []
-    for w in waiting { w.answer(.failure(.connectionFailed(reason))) }
+    c.handler.failAll(reason)
   }
 
   /// New requests take a new connection; this one ends when the gateway closes it, or after
@@ -206,10 +196,20 @@ public final class APNsClient: @unchecked Sendable {
     channel.eventLoop.scheduleTask(in: endpoint.requestTimeout) { channel.close(promise: nil) }
   }
 
-  private func connect(first: (headers: HPACKHeaders, body: [UInt8], answer: Answer)) {
-    let c = Connection()
-    c.waiting.append(first)
+  private func connect() -> Connection {
+    let handler = APNsConnection(requestTimeout: endpoint.requestTimeout, eventLoop: eventLoop)
+    let c = Connection(handler: handler)
     connection = c
+    // The connection holds its handler: the handler's callbacks hold it weakly, so that a
+    // closed connection is freed.
+    handler.onGoAway = { [weak self, weak c] in
+      guard let c else { return }
+      self?.retire(c)
+    }
+    // A gateway that does not answer in time is taken as gone: a new connection.
+    handler.onTimeout = { [weak self, weak c] in
+      self?.drop(c, reason: "a request timed out")
+    }
     connectionsMade += 1
     let endpoint = self.endpoint
     let tls = self.tls
@@ -222,9 +222,9 @@ public final class APNsClient: @unchecked Sendable {
             context: tls, serverHostname: Self.isAddress(endpoint.host) ? nil : endpoint.host)
           try channel.pipeline.syncOperations.addHandler(ssl)
           try channel.pipeline.syncOperations.addHandler(ALPNCheck())
+          try channel.pipeline.syncOperations.addHandler(FlushPerTurn())
           try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
-          try channel.pipeline.syncOperations.addHandler(
-            APNsConnection(requestTimeout: endpoint.requestTimeout))
+          try channel.pipeline.syncOperations.addHandler(handler)
         }
       }
       .connect(host: endpoint.host, port: endpoint.port)
@@ -236,34 +236,14 @@ public final class APNsClient: @unchecked Sendable {
             return
           }
           c.channel = channel
-          guard
-            let handler = try? channel.pipeline.syncOperations.handler(type: APNsConnection.self)
-          else {
-            drop(c, reason: "no HTTP/2 handler")
-            return
-          }
-          // The connection holds its handler: the handler's callbacks hold it weakly, so that
-          // a closed connection is freed.
-          handler.onGoAway = { [weak self, weak c] in
-            guard let c else { return }
-            self?.retire(c)
-          }
-          // A gateway that does not answer in time is taken as gone: a new connection.
-          handler.onTimeout = { [weak self, weak c] in
-            self?.drop(c, reason: "a request timed out")
-          }
           channel.closeFuture.whenComplete { [weak self] _ in
             self?.drop(c, reason: "the connection closed")
           }
-          c.handler = handler
-          let waiting = c.waiting
-          c.waiting = []
-          for w in waiting { handler.send(headers: w.headers, body: w.body, w.answer) }
-          if handler.isExhausted { retire(c) }
         case .failure(let error):
           drop(c, reason: "cannot connect to \(endpoint.host):\(endpoint.port): \(error)")
         }
       }
+    return c
   }
 
   static func isAddress(_ host: String) -> Bool {
@@ -288,17 +268,49 @@ private final class ALPNCheck: ChannelInboundHandler, RemovableChannelHandler {
   }
 }
 
+/// Passes on one flush per turn of the event loop, however many come from above: each request
+/// flushes NIOHTTP2's handler on its own (so that its DATA frame leaves in the order it was
+/// written; a flush of many streams' DATA sends them in a `Set`'s order, the gateway answers
+/// them out of order, and each answer then costs NIOHTTP2 a shift of its sorted table of open
+/// streams), while TLS and the socket still see one write for all the requests of a turn.
+private final class FlushPerTurn: ChannelOutboundHandler, RemovableChannelHandler {
+  typealias OutboundIn = ByteBuffer
+  private var scheduled = false
+
+  func flush(context: ChannelHandlerContext) {
+    guard !scheduled else { return }
+    scheduled = true
+    context.eventLoop.assumeIsolated().execute { [self] in
+      scheduled = false
+      context.flush()
+    }
+  }
+}
+
 /// The requests of one HTTP/2 connection, as frames behind NIOHTTP2's connection handler
-/// (which keeps the protocol's state: stream states, flow control, the gateway's limit of
-/// concurrent streams, HPACK): each request is a HEADERS and a DATA frame on a new stream id;
-/// its answer is the HEADERS (and DATA) that come back on that id. A stream that closes
-/// without an answer (RST_STREAM, refused after GOAWAY, the connection lost) fails its request.
-/// One timer watches the oldest request: unanswered after the timeout, the connection is given
-/// up (``onTimeout``).
+/// (which keeps the protocol's state: stream states, flow control, HPACK): each request is a
+/// HEADERS and a DATA frame on a new stream id; its answer is the HEADERS (and DATA) that come
+/// back on that id. A stream that closes without an answer (RST_STREAM, refused after GOAWAY,
+/// the connection lost) fails its request.
+///
+/// Requests wait in one queue, in order, until the connection is up and while the gateway's
+/// limit of concurrent streams is reached (its SETTINGS; 100 until they come, as NIOHTTP2
+/// assumes): a stream id is taken only when the request goes out, so ids rise in the order the
+/// requests were made and the gateway's answers close the oldest streams first. One timer
+/// watches the oldest request: unanswered (or not sent) after the timeout, the connection is
+/// given up (``onTimeout``).
 final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
-  // @unchecked Sendable: touched on its connection's event loop only.
+  // @unchecked Sendable: made on the client's event loop, then touched on its connection's
+  // event loop (the same) only.
   typealias InboundIn = HTTP2Frame
   typealias OutboundOut = HTTP2Frame
+
+  private struct Request {
+    var headers: HPACKHeaders
+    var body: [UInt8]
+    var answer: APNsClient.Answer
+    var deadline: NIODeadline
+  }
 
   private struct Pending {
     var answer: APNsClient.Answer
@@ -306,32 +318,45 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
     var body: [UInt8] = []
   }
 
+  private enum Phase {
+    /// Not connected yet (the handler is made before its channel).
+    case connecting
+    case active
+    /// GOAWAY came: what is in flight is answered, nothing new is sent.
+    case goingAway
+    case closed
+  }
+
   private let requestTimeout: TimeAmount
   private var context: ChannelHandlerContext?
-  /// Requests wait here until the connection is active for this handler: NIO completes a
-  /// connect before it fires channelActive, and NIOHTTP2 sends its preface on channelActive.
-  private var beforeActive: [(headers: HPACKHeaders, body: [UInt8], answer: APNsClient.Answer)] =
-    []
-  private var active = false
-  private var closed = false
+  private var phase = Phase.connecting
+  /// Requests not yet on a stream, oldest first.
+  private var queued = CircularBuffer<Request>()
+  /// The gateway's limit of concurrent streams.
+  private var maxStreams = 100
   private var nextStreamID: Int32 = 1
   private var pending: [HTTP2StreamID: Pending] = [:]
-  /// Requests in the order sent, with their deadlines (answered ones are skipped when met).
+  /// Requests on streams in the order sent, with their deadlines (answered ones are skipped
+  /// when met).
   private var deadlines = CircularBuffer<(stream: HTTP2StreamID, deadline: NIODeadline)>()
   private var timer: Scheduled<Void>?
-  private var flushScheduled = false
   /// Bytes of answers taken since the connection's window was last given back.
   private var unacknowledged = 0
   var onGoAway: (() -> Void)?
   var onTimeout: (() -> Void)?
 
-  init(requestTimeout: TimeAmount) { self.requestTimeout = requestTimeout }
+  private let eventLoop: EventLoop
 
-  /// No stream id left for another request (2^31 − 1 is the last).
-  var isExhausted: Bool { nextStreamID > Int32.max - 2 }
+  init(requestTimeout: TimeAmount, eventLoop: EventLoop) {
+    self.requestTimeout = requestTimeout
+    self.eventLoop = eventLoop
+  }
+
+  /// No stream id left for another request beside those queued (2^31 − 1 is the last).
+  var isExhausted: Bool { Int(nextStreamID) + 2 * queued.count > Int(Int32.max) - 2 }
 
   /// The connection has closed (or the handler left it).
-  var isClosed: Bool { closed || context == nil }
+  var isClosed: Bool { phase == .closed }
 
   func handlerAdded(context: ChannelHandlerContext) { self.context = context }
   func handlerRemoved(context: ChannelHandlerContext) {
@@ -340,38 +365,48 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
   }
 
   func send(headers: HPACKHeaders, body: [UInt8], _ answer: @escaping APNsClient.Answer) {
-    guard let context, !closed, !isExhausted else {
+    switch phase {
+    case .closed, .goingAway:
       answer(.failure(.closed("the connection closed")))
       return
+    case .connecting, .active:
+      guard !isExhausted else {
+        answer(.failure(.closed("the connection has no stream id left")))
+        return
+      }
     }
-    guard active else {
-      beforeActive.append((headers, body, answer))
-      return
+    queued.append(
+      Request(headers: headers, body: body, answer: answer, deadline: .now() + requestTimeout))
+    sendQueued()
+    if timer == nil { arm() }
+  }
+
+  /// Puts queued requests on streams while the gateway's limit allows.
+  private func sendQueued() {
+    guard phase == .active, let context else { return }
+    while pending.count < maxStreams, let r = queued.popFirst() {
+      write(r, context)
     }
+  }
+
+  private func write(_ r: Request, _ context: ChannelHandlerContext) {
     let stream = HTTP2StreamID(nextStreamID)
     nextStreamID += 2
-    pending[stream] = Pending(answer: answer)
-    deadlines.append((stream, .now() + requestTimeout))
+    pending[stream] = Pending(answer: r.answer)
+    deadlines.append((stream, r.deadline))
     context.write(
-      wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers)))),
+      wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: r.headers)))),
       promise: nil)
     let sent = context.eventLoop.makePromise(of: Void.self)
     sent.futureResult.whenFailure { [self] error in
       finish(stream, .failure(.closed("the request could not be sent: \(error)")))
     }
     let data = HTTP2Frame.FramePayload.Data(
-      data: .byteBuffer(context.channel.allocator.buffer(bytes: body)), endStream: true)
+      data: .byteBuffer(context.channel.allocator.buffer(bytes: r.body)), endStream: true)
     context.write(
       wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(data))), promise: sent)
-    // One flush for the requests of one turn of the event loop.
-    if !flushScheduled {
-      flushScheduled = true
-      context.eventLoop.execute { [self] in
-        flushScheduled = false
-        self.context?.flush()
-      }
-    }
-    if timer == nil { arm() }
+    // Each request flushed on its own (in order); `FlushPerTurn` below gives TLS one flush a turn.
+    context.flush()
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -399,9 +434,19 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
       if d.endStream { complete(stream) }
     case .rstStream(let code):
       finish(stream, .failure(.closed("the gateway reset the stream (\(code))")))
+    case .settings(.settings(let settings)):
+      for setting in settings where setting.parameter == .maxConcurrentStreams {
+        maxStreams = setting.value
+      }
+      sendQueued()
     case .goAway:
       // NIOHTTP2 closes the streams the gateway will not answer (each fails below, as its
-      // StreamClosedEvent comes); new requests go to a new connection.
+      // StreamClosedEvent comes); what was not sent fails now; new requests go to a new
+      // connection.
+      if phase == .active { phase = .goingAway }
+      let refused = queued
+      queued.removeAll()
+      for r in refused { r.answer(.failure(.closed("the gateway sent GOAWAY"))) }
       onGoAway?()
       onGoAway = nil
     default:
@@ -422,15 +467,12 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
   }
 
   func channelActive(context: ChannelHandlerContext) {
-    active = true
+    if phase == .connecting { phase = .active }
     context.fireChannelActive()
-    let waiting = beforeActive
-    beforeActive = []
-    for w in waiting { send(headers: w.headers, body: w.body, w.answer) }
+    sendQueued()
   }
 
   func channelInactive(context: ChannelHandlerContext) {
-    closed = true
     failAll("the connection closed")
     context.fireChannelInactive()
   }
@@ -470,32 +512,50 @@ final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
   private func finish(_ stream: HTTP2StreamID, _ result: Result<APNsResponse, APNsTransportError>) {
     guard let p = pending.removeValue(forKey: stream) else { return }
     p.answer(result)
+    sendQueued()
   }
 
-  private func failAll(_ reason: String) {
+  /// Fails every request, in the order made, and takes no more: those in flight as closed,
+  /// those never sent as `reason` (a connection that never came up: why).
+  func failAll(_ reason: String) {
+    let neverUp = phase == .connecting
+    phase = .closed
     timer?.cancel()
     timer = nil
     let all = pending
     pending = [:]
     deadlines.removeAll()
-    let waiting = beforeActive
-    beforeActive = []
+    let waiting = queued
+    queued.removeAll()
     for (_, p) in all.sorted(by: { $0.key < $1.key }) { p.answer(.failure(.closed(reason))) }
-    for w in waiting { w.answer(.failure(.closed(reason))) }
+    for r in waiting {
+      r.answer(.failure(neverUp ? .connectionFailed(reason) : .closed(reason)))
+    }
   }
 
-  /// Sets the timer for the oldest unanswered request.
+  /// Sets the timer for the oldest request: the oldest on a stream or, if older, the first
+  /// still queued.
   private func arm() {
     while let first = deadlines.first, pending[first.stream] == nil { deadlines.removeFirst() }
-    guard let first = deadlines.first, let context else {
+    let oldest: NIODeadline
+    switch (deadlines.first?.deadline, queued.first?.deadline) {
+    case (let a?, let b?): oldest = min(a, b)
+    case (let a?, nil), (nil, let a?): oldest = a
+    case (nil, nil):
       timer = nil
       return
     }
-    timer = context.eventLoop.scheduleTask(deadline: first.deadline) { [self] in
+    timer = eventLoop.scheduleTask(deadline: oldest) { [self] in
       timer = nil
       while let f = deadlines.first, pending[f.stream] == nil { deadlines.removeFirst() }
-      if let f = deadlines.first, f.deadline <= .now() {
+      let now = NIODeadline.now()
+      if let f = deadlines.first, f.deadline <= now {
         finish(f.stream, .failure(.timedOut))
+        onTimeout?()
+        return
+      }
+      if let q = queued.first, q.deadline <= now {
+        queued.removeFirst().answer(.failure(.timedOut))
         onTimeout?()
         return
       }

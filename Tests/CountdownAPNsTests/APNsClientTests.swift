@@ -66,7 +66,7 @@ struct APNsClientTests {
   }
 
   @Test(
-    "1,200 requests at once share one connection (200 wait for the gateway's limit of 1,000 streams), each answered on its own stream"
+    "1,200 requests at once share one connection (200 wait for the gateway's limit of 1,000 streams), reach it in order, each answered on its own stream"
   )
   func manyOnOneConnection() async throws {
     // A generous request timeout: beside the whole suite in a debug build a request may wait
@@ -94,6 +94,10 @@ struct APNsClientTests {
       }
       #expect(try await connections(client) == 1)
       #expect(gateway.state.withLockedValue { $0.requests } == n)
+      // The requests reach the gateway in the order they were made (stream ids rise), so its
+      // answers close the oldest streams first.
+      let ended = gateway.state.withLockedValue { $0.ended }
+      #expect(ended == ended.sorted())
     }
   }
 
@@ -116,29 +120,30 @@ struct APNsClientTests {
     }
   }
 
-  @Test("A reset stream fails its request only; the connection goes on")
-  func reset() async throws {
-    try await withClient { client, gateway in
-      gateway.script([.reset])
-      guard case .failure(.closed) = try await send(client, "01") else {
-        Issue.record("a reset stream must fail its request")
-        return
-      }
-      #expect(try await send(client, "02").get().status == 200)
-      #expect(try await connections(client) == 1)
-    }
+  /// A request the gateway does not answer with a status, and how many connections the client
+  /// has made once the next request is answered.
+  struct Fault: Sendable, CustomTestStringConvertible {
+    var answer: ScriptedGateway.Answer
+    var connections: Int
+    var testDescription: String
   }
 
-  @Test("GOAWAY: the refused request fails, the next takes a new connection")
-  func goAway() async throws {
+  @Test(
+    "A request the gateway resets, refuses with GOAWAY or drops with its connection fails; the next is answered (on the same connection after a reset, a new one otherwise)",
+    arguments: [
+      Fault(answer: .reset, connections: 1, testDescription: "RST_STREAM"),
+      Fault(answer: .goAway, connections: 2, testDescription: "GOAWAY"),
+      Fault(answer: .close, connections: 2, testDescription: "connection closed"),
+    ])
+  func fault(_ fault: Fault) async throws {
     try await withClient { client, gateway in
-      gateway.script([.goAway])
+      gateway.script([fault.answer])
       guard case .failure(.closed) = try await send(client, "01") else {
-        Issue.record("a request refused by GOAWAY must fail")
+        Issue.record("a request the gateway did not answer must fail as closed")
         return
       }
       #expect(try await send(client, "02").get().status == 200)
-      #expect(try await connections(client) == 2)
+      #expect(try await connections(client) == fault.connections)
     }
   }
 
@@ -155,19 +160,6 @@ struct APNsClientTests {
       #expect(second.status == 200)
       let made = try await connections(client)
       #expect(made == 2)
-    }
-  }
-
-  @Test("A dropped connection fails what was in flight; the next request reconnects")
-  func dropped() async throws {
-    try await withClient { client, gateway in
-      gateway.script([.close])
-      guard case .failure = try await send(client, "01") else {
-        Issue.record("a request on a dropped connection must fail")
-        return
-      }
-      #expect(try await send(client, "02").get().status == 200)
-      #expect(try await connections(client) == 2)
     }
   }
 }
@@ -187,6 +179,8 @@ final class ScriptedGateway: @unchecked Sendable {
   struct State {
     var script: [Answer] = []
     var requests = 0
+    /// The stream ids of the requests in the order their last frame arrived.
+    var ended: [Int] = []
   }
 
   let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -263,6 +257,7 @@ final class ScriptedGateway: @unchecked Sendable {
     private func answer(_ context: ChannelHandlerContext, _ stream: HTTP2StreamID) {
       let next = gateway.state.withLockedValue { s -> Answer? in
         s.requests += 1
+        s.ended.append(Int(stream))
         return s.script.isEmpty ? nil : s.script.removeFirst()
       }
       let token = tokens.removeValue(forKey: stream) ?? "none"
