@@ -79,6 +79,12 @@ package final class StoreWriter: @unchecked Sendable {
   private var plannerIsAhead = false
   /// Pushes answered, to delete from the outbox with the next commit (guarded by `condition`).
   private var answered: [Int64] = []
+  /// When the oldest of `answered` came: they wait at most ``forgetDelay`` for a commit of
+  /// changes to ride on, then get one of their own.
+  private var answeredSince: Date?
+  /// How long answered pushes wait for a commit of changes (a crash in that time sends them
+  /// again after the restart: delivery is at least once).
+  package static let forgetDelay: TimeInterval = 1
 
   /// Starts the writer thread on `store`. `reload` gets the last committed state after a
   /// failed write (nil when nothing was ever committed), with the epoch the rebuilt engine's wakes must carry; `onError` hears of
@@ -117,7 +123,11 @@ package final class StoreWriter: @unchecked Sendable {
     guard !seqs.isEmpty else { return }
     condition.lock()
     answered.append(contentsOf: seqs)
-    condition.signal()
+    // No commit of their own at once: a commit for them beside a stream of changes would make
+    // the changes' commits wait (a sync of the file each).
+    // The writer wakes to set its deadline (and to commit a full batch), not to commit at once.
+    if answeredSince == nil || answered.count >= 4096 { condition.signal() }
+    if answeredSince == nil { answeredSince = Date() }
     condition.unlock()
   }
 
@@ -144,11 +154,17 @@ package final class StoreWriter: @unchecked Sendable {
   private func run() {
     while true {
       condition.lock()
-      while queue.isEmpty && answered.isEmpty && !closing {
+      while queue.isEmpty && !closing {
         if needsReload {
           // Retry reading the committed state every second until it works.
           _ = condition.wait(until: Date().addingTimeInterval(1))
           break
+        }
+        if let since = answeredSince {
+          let due = since.addingTimeInterval(Self.forgetDelay)
+          if answered.count >= 4096 || due <= Date() { break }
+          _ = condition.wait(until: due)
+          continue
         }
         condition.wait()
       }
@@ -162,6 +178,7 @@ package final class StoreWriter: @unchecked Sendable {
       queue = []
       let forget = answered
       answered = []
+      answeredSince = nil
       busy = true
       let accepted = acceptedEpoch
       let reloading = needsReload
@@ -190,6 +207,7 @@ package final class StoreWriter: @unchecked Sendable {
           condition.lock()
           // Answered pushes stay answered: their deletion waits for the next commit.
           answered.insert(contentsOf: forget, at: 0)
+          if !forget.isEmpty, answeredSince == nil { answeredSince = Date() }
           acceptedEpoch = max(acceptedEpoch, units.map(\.epoch).max() ?? 0) + 1
           needsReload = true
           lastFailure = error
