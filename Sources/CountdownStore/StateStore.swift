@@ -86,6 +86,8 @@ package final class StateStore {
   static let applicationID: Int32 = 0x4344_574E
   let path: String
   private let queue: DatabaseQueue
+  /// Copies the WAL into the file off the commits' path.
+  private let checkpointer: Checkpointer
   /// Held open with an exclusive `flock` while the store is open: one server per file.
   private let lockDescriptor: Int32
 
@@ -104,10 +106,18 @@ package final class StateStore {
     config.journalMode = .wal
     config.label = "countdown.state"
     let level = sync == .full ? "FULL" : "NORMAL"
-    config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(level)") }
+    // Checkpoints are `Checkpointer`'s, on its own thread; one inside a commit only when the
+    // log has outgrown it (a stream of writes with no pause for its checkpoints to finish).
+    config.prepareDatabase { db in
+      try db.execute(
+        sql:
+          "PRAGMA synchronous = \(level); PRAGMA wal_autocheckpoint = \(Checkpointer.backstopPages)"
+      )
+    }
     do {
       queue = try DatabaseQueue(path: path, configuration: config)
       try Self.migrator.migrate(queue)
+      checkpointer = try Checkpointer(path: path)
     } catch {
       System.close(lockDescriptor)
       throw StoreError("cannot open the state file \(path): \(Self.describe(error))")
@@ -648,6 +658,7 @@ package final class StateStore {
 
   /// Closes the file (checkpointing the WAL into it).
   package func close() {
+    checkpointer.stop()
     try? queue.close()
     System.close(lockDescriptor)
   }
