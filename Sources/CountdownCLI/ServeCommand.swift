@@ -132,6 +132,13 @@ struct ServeCommand: AsyncParsableCommand {
   var slowConsumerMs: Int64 = 10_000
 
   @Option(
+    name: .customLong("board-controls"),
+    help: ArgumentHelp(
+      "The board page's buttons when its address does not say (?controls=0 or 1): none for screens facing the public.",
+      valueName: "all|none"))
+  var boardControls = "all"
+
+  @Option(
     name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
   var logLevel = "info"
 
@@ -169,6 +176,9 @@ struct ServeCommand: AsyncParsableCommand {
       throw ValidationError("--subscriber-buffer-bytes must be ≥ 1")
     }
     guard slowConsumerMs > 0 else { throw ValidationError("--slow-consumer-ms must be ≥ 1") }
+    guard BoardControls(rawValue: boardControls) != nil else {
+      throw ValidationError("--board-controls must be all or none, not \(boardControls)")
+    }
     guard StoreSync(rawValue: sync) != nil else {
       throw ValidationError("--sync must be normal or full, not \(sync)")
     }
@@ -198,6 +208,7 @@ struct ServeCommand: AsyncParsableCommand {
       maxConnections: maxConnections, subscriberBufferBytes: subscriberBufferBytes,
       slowConsumerMilliseconds: slowConsumerMs, statePath: state, sync: StoreSync(rawValue: sync)!)
     options.publicHosts = publicHosts
+    options.boardControls = BoardControls(rawValue: boardControls)!
     options.corsOrigins = corsOrigins
     options.allowPlainToken = allowPlainToken
     options.headerTimeoutMilliseconds = headerTimeoutMs

@@ -7,11 +7,18 @@ import Countdown
 /// lifecycle events, and redraws each tile at the instant its displayed second changes (a
 /// timeout per boundary, not a drifting interval), computing the value from the activity
 /// objects and the server's clock, so it shows the same second as the server without a tick
-/// from it. Styles are the server's `--style`.
+/// from it. Styles are the server's `--style`. Without `controls` (a screen facing the public)
+/// the tiles have no buttons and the page mentions no command.
 enum BoardPage {
-  /// The page, with the server's style written into it.
-  static func html(style: TimerStyle) -> [UInt8] {
-    Array(template.replacing("__STYLE__", with: config(style)).utf8)
+  /// The page, with the server's style and whether it has buttons written into it.
+  static func html(style: TimerStyle, controls: Bool = true) -> [UInt8] {
+    Array(
+      template.replacing("__STYLE__", with: config(style))
+        .replacing("__CONTROLS__", with: controls ? "true" : "false")
+        .replacing(
+          "__EMPTY__",
+          with: controls ? "No activities. Start one with POST /v1/activities." : "No activities."
+        ).utf8)
   }
 
   /// The style as the page's formatter takes it.
@@ -80,12 +87,13 @@ enum BoardPage {
     </head>
     <body>
     <header><h1>Countdown</h1><span id="status">connecting…</span></header>
-    <div id="empty" hidden>No activities. Start one with POST /v1/activities.</div>
+    <div id="empty" hidden>__EMPTY__</div>
     <main id="board"></main>
     <script>
     "use strict";
     (function () {
       const STYLE = __STYLE__;
+      const CONTROLS = __CONTROLS__;
       const params = new URLSearchParams(location.search);
       const token = params.get("token");
       const headers = token ? { "Authorization": "Bearer " + token } : {};
@@ -183,16 +191,21 @@ enum BoardPage {
         const bar = el("div", "bar"), fill = el("div");
         bar.append(fill);
         const milestone = el("div", "milestone");
-        const actions = el("div", "actions");
-        const toggle = el("button", "toggle", "Pause"), end = el("button", "end", "End");
-        actions.append(toggle, end);
-        const error = el("div", "error");
-        root.append(top, timerEl, bar, milestone, actions, error);
-        toggle.addEventListener("click", () => {
-          const a = acts.get(id);
-          command(id, a && a.phase === "paused" ? "resume" : "pause");
-        });
-        end.addEventListener("click", () => command(id, "end"));
+        root.append(top, timerEl, bar, milestone);
+        let toggle = null, end = null, error = null;
+        if (CONTROLS) {
+          const actions = el("div", "actions");
+          toggle = el("button", "toggle", "Pause");
+          end = el("button", "end", "End");
+          actions.append(toggle, end);
+          error = el("div", "error");
+          root.append(actions, error);
+          toggle.addEventListener("click", () => {
+            const a = acts.get(id);
+            command(id, a && a.phase === "paused" ? "resume" : "pause");
+          });
+          end.addEventListener("click", () => command(id, "end"));
+        }
         t = { root, title, subtitle, badges, timerEl, bar, fill, milestone, toggle, end, error, text: null };
         tiles.set(id, t);
         return t;
@@ -216,9 +229,11 @@ enum BoardPage {
           t.badges.replaceChildren(...badges.map((b) => el("span", "badge " + b, b)));
         }
         t.milestone.textContent = a.milestone ? "● " + a.milestone : "";
-        t.toggle.textContent = a.phase === "paused" ? "Resume" : "Pause";
-        t.toggle.disabled = a.phase === "ended" || t.root.classList.contains("pending");
-        t.end.disabled = a.phase === "ended" || t.root.classList.contains("pending");
+        if (t.toggle) {
+          t.toggle.textContent = a.phase === "paused" ? "Resume" : "Pause";
+          t.toggle.disabled = a.phase === "ended" || t.root.classList.contains("pending");
+          t.end.disabled = a.phase === "ended" || t.root.classList.contains("pending");
+        }
         tick(a, t, now);
       }
 

@@ -186,7 +186,7 @@ struct HTTPRoutes: HTTPResponder {
     switch path.count {
     case 0:
       guard method == .get || method == .head else { return notAllowed("GET", request) }
-      return page()
+      return page(query)
     case 1 where path[0] == "metrics":
       guard method == .get else { return notAllowed("GET", request) }
       let text = await core.metrics.render(loop: core.loop)
@@ -358,14 +358,31 @@ struct HTTPRoutes: HTTPResponder {
 
   // MARK: - Answers
 
-  private func page() -> Response {
-    Response(
+  /// The board; `?controls=0` or `1` (also `none`, `all`) says whether it has buttons, else
+  /// the server's `--board-controls`.
+  private func page(_ query: FlatDictionary<Substring, Substring>) -> Response {
+    var controls = core.options.boardControls
+    if let value = query["controls"] {
+      switch value {
+      case "1", "all": controls = .all
+      case "0", "none": controls = .none
+      default:
+        return failure(
+          CountdownError(
+            .invalidPayload,
+            "controls must be 0 (no buttons) or 1 (pause, resume and end), not \(value)"
+          ))
+      }
+    }
+    return Response(
       status: .ok,
       headers: [
         .contentType: "text/html; charset=utf-8", .cacheControl: "no-cache",
         .contentSecurityPolicy: Self.pagePolicy,
       ],
-      body: ResponseBody(byteBuffer: ByteBuffer(bytes: BoardPage.html(style: core.options.style))))
+      body: ResponseBody(
+        byteBuffer: ByteBuffer(
+          bytes: BoardPage.html(style: core.options.style, controls: controls == .all))))
   }
 
   private func json(_ status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response {

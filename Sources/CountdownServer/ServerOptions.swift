@@ -42,6 +42,11 @@ public struct ServerOptions: Sendable {
   public var tlsKeyPath: String?
   /// The text style of `text` in events and activity objects.
   public var style: TimerStyle
+  /// Whether the board page (`GET /`) shows pause, resume and end buttons when its address does
+  /// not say (`?controls=0` or `1`): `none` for screens facing the public
+  /// (`--board-controls`). The page's default, not an access rule: the API takes commands
+  /// either way (a token keeps them to those who have it).
+  public var boardControls = BoardControls.all
   /// The engine's limits (`maxActivities`, `maxActiveDurationMs`).
   public var engine: EngineOptions
   /// The loop's timer precision.
@@ -89,6 +94,14 @@ public struct ServerOptions: Sendable {
     self.maxLineBytes = maxLineBytes
     self.networkThreads = networkThreads
   }
+}
+
+/// The board page's buttons (``ServerOptions/boardControls``).
+public enum BoardControls: String, Sendable, CaseIterable {
+  /// Pause, resume and end on each tile.
+  case all
+  /// The same tiles without buttons.
+  case none
 }
 
 /// Why a server could not start: a message a person can act on.

@@ -792,4 +792,24 @@ struct HTTPTests {
       }
     }
   }
+
+  @Test(
+    "The board's buttons: ?controls=0 or 1 over the server's --board-controls; another value is refused"
+  )
+  func pageControls() async throws {
+    try await onThread {
+      let open = try HTTPServer()
+      #expect(try open("GET", "/").body.contains("const CONTROLS = true;"))
+      let bare = try open("GET", "/?controls=0")
+      #expect(bare.status == 200 && bare.body.contains("const CONTROLS = false;"))
+      #expect(!bare.body.contains("POST /v1/activities"))
+      let bad = try open("GET", "/?controls=maybe")
+      #expect(bad.status == 400 && bad.body.contains(#""code":"invalidPayload""#))
+      #expect(bad.body.contains("controls must be 0"))
+
+      let kiosk = try HTTPServer { $0.boardControls = .none }
+      #expect(try kiosk("GET", "/").body.contains("const CONTROLS = false;"))
+      #expect(try kiosk("GET", "/?controls=1").body.contains("const CONTROLS = true;"))
+    }
+  }
 }

@@ -47,6 +47,21 @@ struct ServerProcessTests {
     }
   }
 
+  @Test("--board-controls takes all or none; another value is a usage error (64) before listening")
+  func boardControlsFlag() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let bad = try ServerProcess(["--socket", "c.sock", "--board-controls", "some"], in: dir)
+      #expect(bad.exitStatus(within: 10) == 64)
+      #expect(bad.errorText.contains("--board-controls must be all or none, not some"))
+      #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("c.sock").path))
+      let good = try ServerProcess(
+        ["--socket", "c.sock", "--board-controls", "none", "--state", ":memory:"], in: dir)
+      #expect(good.startLine.contains("socket c.sock"))
+    }
+  }
+
   @Test("countdown send: arguments or stdin, replies in order, exit 1 on a refused request")
   func send() async throws {
     try await onThread {

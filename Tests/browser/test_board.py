@@ -46,11 +46,12 @@ def free_port():
 class Server:
     """`countdown serve` as a child process, with HTTP on `port` and its state in `dir`."""
 
-    def __init__(self, dir, port):
+    def __init__(self, dir, port, extra=()):
         self.dir, self.port = dir, port
         self.proc = subprocess.Popen(
             [COUNTDOWN, "serve", "--socket", os.path.join(dir, "c.sock"),
-             "--state", os.path.join(dir, "state.db"), "--http", "127.0.0.1:%d" % port],
+             "--state", os.path.join(dir, "state.db"), "--http", "127.0.0.1:%d" % port]
+            + list(extra),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.start_line = self.proc.stdout.readline()
         assert "http http://127.0.0.1:%d/" % port in self.start_line, self.start_line
@@ -81,13 +82,29 @@ def seconds_of(text):
     return total
 
 
+def chromium():
+    """Headless Chromium at 1280×800."""
+    options = Options()
+    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,800", "--hide-scrollbars", "--force-device-scale-factor=1"]:
+        options.add_argument(arg)
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+    return webdriver.Chrome(service=service, options=options)
+
+
+def serve(cls, prefix, extra=()):
+    """A server for a test class (`cls.dir`, `cls.port`, `cls.server`)."""
+    os.makedirs(SCRATCH, exist_ok=True)
+    cls.dir = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    cls.port = free_port()
+    cls.server = Server(cls.dir, cls.port, extra)
+
+
 class BoardTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        os.makedirs(SCRATCH, exist_ok=True)
-        cls.dir = tempfile.mkdtemp(prefix="cd-board-", dir="/tmp")
-        cls.port = free_port()
-        cls.server = Server(cls.dir, cls.port)
+        serve(cls, "cd-board-")
         t = now_ms()
         s = cls.server
         cls.created = {}
@@ -109,13 +126,7 @@ class BoardTest(unittest.TestCase):
             assert status == 201, (status, a)
             cls.created[a["id"]] = a
         assert s.api("POST", "/v1/activities/parking/pause")[0] == 200
-        options = Options()
-        for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--window-size=1280,800", "--hide-scrollbars", "--force-device-scale-factor=1"]:
-            options.add_argument(arg)
-        options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-        service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
-        cls.driver = webdriver.Chrome(service=service, options=options)
+        cls.driver = chromium()
         cls.viewport(1280, 800)
         cls.driver.get("http://127.0.0.1:%d/" % cls.port)
         cls.wait_for(lambda: len(cls.tiles()) == 5, 15, "five tiles")
@@ -365,6 +376,85 @@ class BoardTest(unittest.TestCase):
                 "return arguments[0].map(s => window.countdownBoard.format(s, arguments[1]))",
                 values, style)
             self.assertEqual(page, cli, style)
+
+    def test_9_controls_0(self):
+        """`?controls=0` on a server with buttons: the same tiles without them."""
+        status, listed = self.server.api("GET", "/v1/activities")
+        self.assertEqual(status, 200)
+        count = len(listed["activities"])
+        self.assertGreater(count, 0)
+        self.driver.get("http://127.0.0.1:%d/?controls=0" % self.port)
+        self.wait_for(lambda: len(self.tiles()) == count, 15, "%d tiles" % count)
+        self.assertEqual(self.driver.find_elements(By.TAG_NAME, "button"), [])
+        self.assertNotIn("Pause", self.driver.find_element(By.TAG_NAME, "body").text)
+
+
+class PublicBoardTest(unittest.TestCase):
+    """A board for a screen facing the public: `--board-controls none` (or `?controls=0`)."""
+
+    @classmethod
+    def setUpClass(cls):
+        serve(cls, "cd-board-public-", ["--board-controls", "none"])
+        t = now_ms()
+        for body in [
+            {"id": "gate", "kind": "countdown", "endDate": t + 95_500, "title": "Gate B12",
+             "subtitle": "Boarding · Lisbon", "color": "#1E88E5"},
+            {"id": "parking", "kind": "countdown", "endDate": t + 3_600_000,
+             "title": "Parking P2", "subtitle": "Bay 41"},
+        ]:
+            status, a = cls.server.api("POST", "/v1/activities", body)
+            assert status == 201, (status, a)
+        assert cls.server.api("POST", "/v1/activities/parking/pause")[0] == 200
+        cls.driver = chromium()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.server.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def open(self, path, tiles):
+        self.driver.get("http://127.0.0.1:%d%s" % (self.port, path))
+        BoardTest.wait_for(
+            lambda: len(self.driver.find_elements(By.CSS_SELECTOR, "section.tile")) == tiles,
+            15, "%d tiles at %s" % (tiles, path))
+
+    def page_text(self):
+        return self.driver.find_element(By.TAG_NAME, "body").text
+
+    def test_1_no_controls(self):
+        """The same tiles, ticking, with badges; no button, and no word of a command."""
+        self.open("/", 2)
+        self.assertEqual(self.driver.find_elements(By.TAG_NAME, "button"), [])
+        self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, ".actions, .error"), [])
+        text = self.page_text()
+        for word in ["Pause", "Resume", "End", "POST", "Refused"]:
+            self.assertNotIn(word, text)
+        self.assertIn("Gate B12", text)
+        tile = self.driver.find_element(By.CSS_SELECTOR, 'section.tile[data-id="parking"]')
+        self.assertEqual([b.text.lower() for b in tile.find_elements(By.CSS_SELECTOR, ".badge")],
+                         ["paused"])
+        timer = lambda: self.driver.find_element(
+            By.CSS_SELECTOR, 'section.tile[data-id="gate"] .timer').text
+        first = timer()
+        BoardTest.wait_for(lambda: timer() != first, 3, "the gate's next second")
+        self.driver.save_screenshot(os.path.join(SCRATCH, "board-public.png"))
+
+    def test_2_address_over_default(self):
+        """`?controls=1` brings the buttons back on this server (`?controls=0` on a server with
+        them: BoardTest.test_9)."""
+        self.open("/?controls=1", 2)
+        self.assertEqual(len(self.driver.find_elements(By.TAG_NAME, "button")), 4)
+
+    def test_3_empty(self):
+        """With nothing to show, the page says so, and nothing about starting one."""
+        for id in ["gate", "parking"]:
+            self.assertEqual(self.server.api("POST", "/v1/activities/%s/end" % id,
+                                             {"dismissal": "immediate"})[0], 200)
+        self.open("/", 0)
+        BoardTest.wait_for(lambda: self.driver.find_element(By.ID, "empty").is_displayed(), 10,
+                           "the empty board")
+        self.assertEqual(self.driver.find_element(By.ID, "empty").text, "No activities.")
 
 
 if __name__ == "__main__":
