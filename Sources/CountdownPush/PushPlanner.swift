@@ -68,9 +68,10 @@ public struct PushPlanner: Sendable {
   /// after the wake; its end push is built from this one, ended at the event's instant), and
   /// the alert message last pushed (an update alerts when it changes).
   private var known: [String: (row: StoredActivity, alert: String?)] = [:]
-  /// Per key: what the waiting push carries, so that one replacing it keeps its urgency
-  /// and its alert.
-  private var waiting: [PushBudget.Key: (urgent: Bool, alert: Bool, end: Bool)] = [:]
+  /// Per activity, then token: what the waiting push carries, so that one replacing it keeps
+  /// its urgency and its alert (by activity, so that a dismissal forgets its activity's in one
+  /// step, not a pass over every waiting push).
+  private var waiting: [String: [String: (urgent: Bool, alert: Bool, end: Bool)]] = [:]
   /// Per activity: what its last push showed (``shows(_:_:)``), so that an update that
   /// changes none of it pushes nothing.
   private var shown: [String: [UInt8]?] = [:]
@@ -88,7 +89,7 @@ public struct PushPlanner: Sendable {
         known[e.id] = nil
         shown[e.id] = nil
         budget.forget(activity: e.id)
-        waiting = waiting.filter { $0.key.activity != e.id }
+        waiting[e.id] = nil
         continue
       }
       guard var row = rows[e.id] ?? known[e.id]?.row, let live = row.liveActivity else {
@@ -141,13 +142,13 @@ public struct PushPlanner: Sendable {
         var finalEvent = event
         switch decision {
         case .new:
-          waiting[key] = (urgent, alert, event == .end)
+          waiting[e.id, default: [:]][token] = (urgent, alert, event == .end)
         case .replace:
-          let before = waiting[key] ?? (false, false, false)
+          let before = waiting[e.id]?[token] ?? (false, false, false)
           urgent = urgent || before.urgent
           alert = alert || before.alert
           if before.end { finalEvent = .end }
-          waiting[key] = (urgent, alert, finalEvent == .end)
+          waiting[e.id, default: [:]][token] = (urgent, alert, finalEvent == .end)
         }
         let (timestamp, notBefore) =
           switch decision {
