@@ -8,21 +8,19 @@ Run by `make browser` (part of `make test`). Environment:
 """
 
 import http.server
-import json
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
-import urllib.error
-import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from countdown_http import api, free_port, now_ms  # noqa: E402,F401 (test_web_safety imports them from here)
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -31,16 +29,6 @@ from selenium.webdriver.common.by import By
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COUNTDOWN = os.environ.get("COUNTDOWN", os.path.join(ROOT, ".build/debug/countdown"))
 SCRATCH = os.environ.get("SCRATCH", os.path.join(ROOT, ".build-browser"))
-
-
-def now_ms():
-    return int(time.time() * 1000)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
@@ -63,14 +51,7 @@ class Server:
         self.proc.stdout.close()
 
     def api(self, method, path, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), data=data,
-                                     method=method, headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status, json.loads(r.read() or b"{}")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+        return api(self.port, method, path, body)
 
 
 def seconds_of(text):

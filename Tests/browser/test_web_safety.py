@@ -8,7 +8,6 @@ Run by `make browser` (part of `make test`); the environment is test_board.py's.
 import base64
 import hashlib
 import http.server
-import json
 import os
 import shutil
 import signal
@@ -21,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_board import COUNTDOWN, Server, free_port, now_ms  # noqa: E402
+from test_board import COUNTDOWN, Server, api, free_port, now_ms  # noqa: E402
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.options import Options  # noqa: E402
@@ -209,16 +208,7 @@ class BoardOverHTTPSTest(unittest.TestCase):
 
     @classmethod
     def api(cls, method, path, body=None):
-        import urllib.error
-        import urllib.request
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request("https://127.0.0.1:%d%s" % (cls.port, path), data=data,
-                                     method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=10, context=cls.tls) as r:
-                return r.status, json.loads(r.read() or b"{}")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+        return api(cls.port, method, path, body, tls=cls.tls)
 
     def test_board_over_https(self):
         """Tiles, live seconds from the event stream and the pause button, all over HTTPS."""

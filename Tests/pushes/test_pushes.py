@@ -16,11 +16,11 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 from apns_standin import REFERENCE_EPOCH, StandIn, b64url_decode, make_key_p8  # noqa: E402
+from countdown_http import api, free_port  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,12 +31,6 @@ KEY_ID, TEAM_ID, BUNDLE = "ABC123DEFG", "TEAM456XYZ", "com.example.walk"
 T1 = "a1" * 32
 T2 = "b2" * 32
 S1 = "c3" * 32
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
@@ -65,15 +59,7 @@ class Server:
         self.log.close()
 
     def api(self, method, path, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), data=data,
-                                     method=method, headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                text = r.read()
-                return r.status, (json.loads(text) if path != "/metrics" else text.decode())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+        return api(self.port, method, path, body)
 
 
 def reference(ms):
