@@ -80,6 +80,9 @@ final class PushDelivery: @unchecked Sendable {
       throw ServerStartError(error.message)
     }
     tokens = ProviderTokens(token)
+    // The sender's thread gives way to the loop thread (ticks are due at their instants; a push
+    // a millisecond later is not late).
+    eventLoop.execute { System.yieldToOtherThreads(niceness: 5) }
     self.writer = writer
     self.loop = loop
     self.metrics = metrics

@@ -83,6 +83,16 @@ enum System {
   /// closed quietly, not logged.
   static func isPeerGone(_ code: Int32) -> Bool { code == ECONNRESET || code == EPIPE }
 
+  /// Lowers the calling thread's scheduling priority to nice `niceness`, so that on a box with
+  /// few cores the loop thread wins the CPU when both are ready. On Linux the nice value is a
+  /// thread's own, and `setpriority(PRIO_PROCESS, 0, …)` sets the calling thread's
+  /// (setpriority(2), NOTES). Best effort: a failure changes nothing.
+  static func yieldToOtherThreads(niceness: Int32) {
+    #if os(Linux)
+      _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
+    #endif
+  }
+
   // MARK: - Small files
 
   /// The bytes of the small file at `path` (a key, a certificate: at most 1 MiB), or why not.
