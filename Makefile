@@ -2,10 +2,6 @@
 # Both install libuv and SQLite (Debian libuv1-dev, libsqlite3-dev) first when missing.
 
 SWIFT ?= swift
-# Debug and sanitizer builds skip the index store (an editor's, not the tests'): less to do in
-# each of CI's three full builds. Every debug build of one scratch path takes the same flags,
-# or it would start again from nothing.
-DEBUG := --disable-index-store
 
 .PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots
 
@@ -41,8 +37,8 @@ plot:
 	python3 Benchmarks/plot_latency.py bench-results/hgrm docs/latency-100k.png 100000
 
 test: deps
-	$(SWIFT) build $(DEBUG) --build-tests
-	$(SWIFT) test $(DEBUG)
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
 	$(MAKE) ctest
 	$(MAKE) browser
 	$(MAKE) tui
@@ -64,7 +60,7 @@ pushdeps:
 # Live Activity pushes end to end: `countdown serve --apns-*` (the debug build) against the
 # APNs stand-in, real TLS and HTTP/2 on loopback (Tests/pushes; scratch in .build-pushes).
 pushes: deps pushdeps
-	$(SWIFT) build $(DEBUG) --product countdown
+	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-pushes python3 Tests/pushes/test_pushes.py
 
 tuideps:
@@ -76,25 +72,25 @@ tuideps:
 # `countdown serve --http` (the debug build); screenshots land in .build-browser. Then web
 # safety: a page on another origin, a rebound name and a frame against the same server.
 browser: deps browserdeps
-	$(SWIFT) build $(DEBUG) --product countdown
+	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-browser python3 Tests/browser/test_board.py
 	SCRATCH=$(CURDIR)/.build-browser python3 Tests/browser/test_web_safety.py
 
 # `countdown board` under tmux, read back with capture-pane.
 tui: deps tuideps
-	$(SWIFT) build $(DEBUG) --product countdown
+	$(SWIFT) build --product countdown
 	python3 Tests/terminal/test_board_tmux.py
 
 # The README's screenshots (docs/board-1280x800.png, docs/board-800x480.png).
 screenshots: deps browserdeps
-	$(SWIFT) build $(DEBUG) --product countdown
+	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-browser SCREENSHOTS=$(CURDIR)/docs python3 Tests/browser/test_board.py
 
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests Fuzz Examples/consumer Package.swift Benchmarks/Sources Benchmarks/Package.swift
 
 build: deps
-	$(SWIFT) build $(DEBUG)
+	$(SWIFT) build
 
 release: deps
 	$(SWIFT) build -c release
@@ -111,22 +107,22 @@ TSAN_SUPP := suppressions=$(CURDIR)/.ci/tsan.supp
 # run in this process, a stream joining mid-flow among them, and the web-safety tests served in
 # this process (limits, timeouts, the guard) (own scratch path, so the debug build stays).
 tsan: deps
-	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test $(DEBUG) --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests'
+	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests'
 	# The durable state: the state file in process, and servers run as children (built with
 	# ThreadSanitizer too), which stop at their first race. Not the disk-failure test: under
 	# its file-size limit the sanitizer's runtime cannot start (SIGBUS).
-	TSAN_OPTIONS=$(TSAN_SUPP):halt_on_error=1:exitcode=66 $(SWIFT) test $(DEBUG) --scratch-path .build-tsan --sanitize=thread --filter 'StateFileTests|DurabilityTests/(restartCases|badStates|crashRounds)'
+	TSAN_OPTIONS=$(TSAN_SUPP):halt_on_error=1:exitcode=66 $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'StateFileTests|DurabilityTests/(restartCases|badStates|crashRounds)'
 
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
 asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test $(DEBUG) --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests|APNsClientTests'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests|APNsClientTests'
 
 
 # A package that depends on Countdown as a service would, one executable per library product,
 # each linking that product alone; both are built and run (own scratch path).
 consumer: deps
-	cd Examples/consumer && $(SWIFT) build $(DEBUG) --scratch-path ../../.build-consumer
+	cd Examples/consumer && $(SWIFT) build --scratch-path ../../.build-consumer
 	.build-consumer/debug/CoreOnly
 	.build-consumer/debug/LoopOnly
 	.build-consumer/debug/ClientOnly
