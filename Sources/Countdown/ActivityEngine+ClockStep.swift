@@ -46,7 +46,7 @@ extension ActivityEngine {
     ticking.sort { slots[Int($0)].seq < slots[Int($1)].seq }
     for slot in ticking {
       let s = Int(slot)
-      guard slots[s].phase == .active, !slots[s].isExpired else { continue }
+      guard slots[s].phase == .active, !slots[s].isExpired || cold[s].overtime else { continue }
       let v = displayedSeconds(s, catchUpAt)
       let before = shown[s]
       if v != (before == .min ? 0 : before) { emit(.tick, slot, at: catchUpAt, value: v) }

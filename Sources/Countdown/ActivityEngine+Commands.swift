@@ -38,7 +38,8 @@ extension ActivityEngine {
     if let s = r.staleDate { _ = try s.validated("staleDate") }
     if let ts = r.timestamp { _ = try ts.validated("timestamp") }
     if case .after(let d)? = r.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
-    try Self.validateMilestones(r.milestones)
+    try Self.checkOvertime(r.overtime, kind: r.kind, endOnExpiry: r.endOnExpiry)
+    try Self.validateMilestones(r.milestones, overtime: r.overtime)
     if let live = r.liveActivity {
       try Self.checkPushSize(
         kind: r.kind, content: r.content, milestones: r.milestones,
@@ -92,7 +93,8 @@ extension ActivityEngine {
       countdownStart: r.kind == .countdown ? r.startDate?.milliseconds : nil,
       goalMs: r.goalMs, staleDate: r.staleDate?.milliseconds,
       milestones: Self.firingOrder(r.milestones, r.kind), endOnExpiry: r.endOnExpiry,
-      startedAt: now, lastTimestamp: r.timestamp?.milliseconds, liveActivity: r.liveActivity)
+      overtime: r.overtime, startedAt: now, lastTimestamp: r.timestamp?.milliseconds,
+      liveActivity: r.liveActivity)
     slotIndex.insert(slot, hash: h)
     emit(.started, slot, at: now)
     refresh(slot, skippingPassedMilestones: true)
@@ -120,7 +122,6 @@ extension ActivityEngine {
     if case .set(let d) = u.startDate { _ = try d.validated("startDate") }
     if case .set(let d) = u.staleDate { _ = try d.validated("staleDate") }
     if case .set(let g) = u.goalMs { _ = try validatedDuration("goalMs", g) }
-    if case .set(let m) = u.milestones { try Self.validateMilestones(m) }
     if case .set(.after(let d)) = u.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
 
     try moveClock(to: t)
@@ -145,6 +146,16 @@ extension ActivityEngine {
       }
     }
     try checkTimestamp(u.timestamp, slot: slot)
+    // Overtime, the end policy and the milestones are checked as they stand after the update.
+    let overtime = u.overtime ?? cold[s].overtime
+    try Self.checkOvertime(
+      overtime, kind: kind, endOnExpiry: u.endOnExpiry.applied(to: cold[s].endOnExpiry))
+    switch u.milestones {
+    case .set(let m): try Self.validateMilestones(m, overtime: overtime)
+    case .keep where !overtime && cold[s].overtime:
+      try Self.validateMilestones(cold[s].milestones, overtime: false)
+    default: break
+    }
     let content = try patchedContent(slot, u.content)
     // A Live Activity's payloads are checked against the state after the update.
     var live = cold[s].liveActivity
@@ -204,6 +215,7 @@ extension ActivityEngine {
     case .set(let p): cold[s].endOnExpiry = p
     case .remove: cold[s].endOnExpiry = nil
     }
+    if overtime != cold[s].overtime { cold[s].overtime = overtime }
     if let content { cold[s].content = content }
     if let ts = u.timestamp { cold[s].lastTimestamp = ts.milliseconds }
     if u.liveActivity != nil { cold[s].liveActivity = live }

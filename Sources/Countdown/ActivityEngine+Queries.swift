@@ -45,7 +45,8 @@ extension ActivityEngine {
       pausedAt: slots[s].phase == .paused ? Instant(milliseconds: slots[s].frozenAt) : nil,
       goalMs: slots[s].kind == .elapsed ? cold[s].goalMs : nil,
       lastMilestone: next > 0 ? milestones[next - 1].name : nil, nextMilestone: upcoming,
-      contentJSON: cold[s].content.canonical, liveActivity: cold[s].liveActivity)
+      contentJSON: cold[s].content.canonical, liveActivity: cold[s].liveActivity,
+      overtime: cold[s].overtime)
   }
 
   /// Every activity not yet dismissed, as seen at the engine's clock, in start order.

@@ -7,21 +7,26 @@ extension ActivityEngine {
     slots[s].phase == .active ? now : slots[s].frozenAt
   }
 
-  /// The exact displayed quantity in milliseconds (remaining or elapsed), at least 0.
+  /// The exact displayed quantity in milliseconds (remaining or elapsed), at least 0; below 0
+  /// only for an expired countdown with overtime (the time since its end, negated).
   @inline(__always)
   func exactMilliseconds(_ s: Int, _ now: Int64) -> Int64 {
-    // An expired countdown shows zero even if the clock is later stepped back before its end.
-    if slots[s].isExpired { return 0 }
+    // An expired countdown shows zero even if the clock is later stepped back before its end
+    // (with overtime: zero until the clock passes its end again).
+    if slots[s].isExpired {
+      return cold[s].overtime ? min(0, slots[s].anchor - effectiveNow(s, now)) : 0
+    }
     let t = effectiveNow(s, now)
     let v =
       slots[s].kind == .countdown ? slots[s].anchor - t : t - slots[s].anchor - slots[s].pausedTotal
     return max(0, v)
   }
 
-  /// The displayed whole seconds: ceil for a countdown, floor for an elapsed timer.
+  /// The displayed whole seconds: ceil for a countdown, floor for an elapsed timer. An overtime
+  /// countdown shows −n from n whole seconds past its end (ceil of a negative quantity).
   @inline(__always)
   func displayedSeconds(_ s: Int, _ now: Int64) -> Int64 {
-    slots[s].kind.rounding.seconds(milliseconds: exactMilliseconds(s, now))
+    slots[s].kind.rounding.signedSeconds(milliseconds: exactMilliseconds(s, now))
   }
 
   func progress(_ s: Int, _ now: Int64) -> Double? {
@@ -98,12 +103,20 @@ extension ActivityEngine {
   // MARK: - Scheduling
 
   /// Whether slot `s` ticks from the wheel now: it is active, a countdown not yet at its end
-  /// or an elapsed timer past its origin.
+  /// (or, with overtime, expired and past it) or an elapsed timer past its origin.
   @inline(__always)
   func ticksNow(_ s: Int, _ now: Int64) -> Bool {
     guard options.deliversTicks, slots[s].phase == .active else { return false }
-    return slots[s].kind == .countdown
-      ? slots[s].anchor > now : slots[s].anchor + slots[s].pausedTotal <= now
+    guard slots[s].kind == .countdown else { return slots[s].anchor + slots[s].pausedTotal <= now }
+    if slots[s].isExpired { return slots[s].anchor <= now && cold[s].overtime }
+    return slots[s].anchor > now
+  }
+
+  /// Where slot `s`'s ticks fall within the second: a countdown's end, an elapsed timer's
+  /// origin.
+  @inline(__always)
+  func tickPhase(_ s: Int) -> Int64 {
+    slots[s].kind == .countdown ? slots[s].anchor : slots[s].anchor + slots[s].pausedTotal
   }
 
   /// Puts slot `slot` back in the wheel and the heap after its dates or phase changed.
@@ -118,8 +131,7 @@ extension ActivityEngine {
     // back (``wheelCarriesExpiry(_:)``).
     var carried = false
     if ticksNow(s, now) {
-      let phase =
-        slots[s].kind == .countdown ? slots[s].anchor : slots[s].anchor + slots[s].pausedTotal
+      let phase = tickPhase(s)
       let firstTick = PhaseWheel.nextOccurrence(of: phase, after: now)
       let entry = wheelEntry(slot, firstTick: firstTick)
       if !wheel.holds(slot, bucket: PhaseWheel.bucket(of: phase), raw: entry.raw) {
@@ -197,8 +209,12 @@ extension ActivityEngine {
         if cold[s].nextMilestone < cold[s].milestones.count {
           consider(milestoneInstant(s, cold[s].nextMilestone), .milestone)
         }
-        if options.deliversTicks, slots[s].kind == .elapsed, !wheel.contains(slot) {
-          consider(slots[s].anchor + slots[s].pausedTotal, .armTicks)
+        // Ticks that begin later: an elapsed timer's at its origin, an expired overtime
+        // countdown's at its end (after a backward clock step).
+        if options.deliversTicks, !wheel.contains(slot),
+          slots[s].kind == .elapsed || (slots[s].isExpired && cold[s].overtime)
+        {
+          consider(tickPhase(s), .armTicks)
         }
       }
     }
@@ -406,7 +422,8 @@ extension ActivityEngine {
     let t = e.at
     switch Deadline(rawValue: e.order & 7)! {
     case .armTicks:
-      insertIntoWheel(slot, phase: t, firstTick: t + 1000)
+      let phase = tickPhase(s)
+      insertIntoWheel(slot, phase: phase, firstTick: PhaseWheel.nextOccurrence(of: phase, after: t))
     case .milestone:
       let k = cold[s].nextMilestone
       cold[s].nextMilestone += 1
@@ -420,6 +437,11 @@ extension ActivityEngine {
       emit(.expired, slot, at: t, value: 0)
       if let policy = cold[s].endOnExpiry {
         finish(slot, reason: .expired, dismissal: policy, at: t)
+        return
+      }
+      if cold[s].overtime {
+        // It ticks on past its end: -1 a second after it, from the wheel again.
+        refresh(slot, skippingPassedMilestones: false)
         return
       }
     case .maxDuration:

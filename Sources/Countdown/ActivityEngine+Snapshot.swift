@@ -26,6 +26,8 @@ public struct StoredActivity: Sendable, Hashable {
   public var milestones: [Milestone]
   public var nextMilestone: Int
   public var endOnExpiry: DismissalPolicy?
+  /// A countdown that runs on past its end.
+  public var overtime: Bool
   public var startedAt: Int64
   /// For an ended activity: when it ended, why, and when it is dismissed.
   public var endedAt: Int64
@@ -54,7 +56,7 @@ public struct StoredActivity: Sendable, Hashable {
     countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?, milestones: [Milestone],
     nextMilestone: Int, endOnExpiry: DismissalPolicy?, startedAt: Int64, endedAt: Int64,
     endReason: EndReason, dismissAt: Int64, lastTimestamp: Int64?,
-    liveActivity: LiveActivity? = nil
+    liveActivity: LiveActivity? = nil, overtime: Bool = false
   ) {
     self.id = id
     self.kind = kind
@@ -72,6 +74,7 @@ public struct StoredActivity: Sendable, Hashable {
     self.milestones = milestones
     self.nextMilestone = nextMilestone
     self.endOnExpiry = endOnExpiry
+    self.overtime = overtime
     self.startedAt = startedAt
     self.endedAt = endedAt
     self.endReason = endReason
@@ -149,7 +152,7 @@ extension ActivityEngine {
       staleDate: c.staleDate, milestones: c.milestones, nextMilestone: c.nextMilestone,
       endOnExpiry: c.endOnExpiry, startedAt: c.startedAt, endedAt: c.endedAt,
       endReason: c.endReason, dismissAt: c.dismissAt, lastTimestamp: c.lastTimestamp,
-      liveActivity: c.liveActivity)
+      liveActivity: c.liveActivity, overtime: c.overtime)
   }
 
   /// Rebuilds an engine from `snapshot` without emitting any event: the slots, their ticks and
@@ -202,8 +205,8 @@ extension ActivityEngine {
       cold[s].reset(
         content: StoredContent(canonical: a.content), countdownStart: a.countdownStart,
         goalMs: a.goalMs, staleDate: a.staleDate, milestones: a.milestones,
-        endOnExpiry: a.endOnExpiry, startedAt: a.startedAt, lastTimestamp: a.lastTimestamp,
-        liveActivity: a.liveActivity)
+        endOnExpiry: a.endOnExpiry, overtime: a.overtime, startedAt: a.startedAt,
+        lastTimestamp: a.lastTimestamp, liveActivity: a.liveActivity)
       cold[s].nextMilestone = a.nextMilestone
       cold[s].endedAt = a.endedAt
       cold[s].endReason = a.endReason
@@ -245,7 +248,12 @@ extension ActivityEngine {
       throw .payload(field("pausedTotal \(a.pausedTotal) is out of range"))
     }
     if let g = a.goalMs { _ = try validatedDuration(field("goalMs"), g) }
-    try validateMilestones(a.milestones)
+    do throws(CountdownError) {
+      try checkOvertime(a.overtime, kind: a.kind, endOnExpiry: a.endOnExpiry)
+      try validateMilestones(a.milestones, overtime: a.overtime)
+    } catch {
+      throw .payload(field(error.message))
+    }
     guard (0...a.milestones.count).contains(a.nextMilestone) else {
       throw .payload(field("nextMilestone \(a.nextMilestone) is not 0 to \(a.milestones.count)"))
     }

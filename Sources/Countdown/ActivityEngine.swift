@@ -135,7 +135,7 @@ public struct ActivityEngine {
     /// land.
     mutating func reset(
       content: StoredContent, countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?,
-      milestones: [Milestone], endOnExpiry: DismissalPolicy?, startedAt: Int64,
+      milestones: [Milestone], endOnExpiry: DismissalPolicy?, overtime: Bool, startedAt: Int64,
       lastTimestamp: Int64?, liveActivity: LiveActivity?
     ) {
       self.content = content
@@ -145,11 +145,12 @@ public struct ActivityEngine {
       dismissDelay = 0
       endReason = .requested
       if countdownStart != nil || goalMs != nil || !milestones.isEmpty || endOnExpiry != nil
-        || lastTimestamp != nil || liveActivity != nil
+        || overtime || lastTimestamp != nil || liveActivity != nil
       {
         box = ColdExtras(
           countdownStart: countdownStart, goalMs: goalMs, milestones: milestones,
-          endOnExpiry: endOnExpiry, lastTimestamp: lastTimestamp, liveActivity: liveActivity)
+          endOnExpiry: endOnExpiry, overtime: overtime, lastTimestamp: lastTimestamp,
+          liveActivity: liveActivity)
       } else {
         box = nil
       }
@@ -193,6 +194,11 @@ public struct ActivityEngine {
       get { box?.endOnExpiry }
       set { if newValue != nil || box != nil { extras { $0.endOnExpiry = newValue } } }
     }
+    /// A countdown that runs on past its end (its value negative once expired).
+    var overtime: Bool {
+      get { box?.overtime ?? false }
+      set { if newValue || box != nil { extras { $0.overtime = newValue } } }
+    }
     var lastTimestamp: Int64? {
       get { box?.lastTimestamp }
       set { if newValue != nil || box != nil { extras { $0.lastTimestamp = newValue } } }
@@ -211,18 +217,20 @@ public struct ActivityEngine {
     var milestones: [Milestone] = []
     var nextMilestone = 0
     var endOnExpiry: DismissalPolicy?
+    var overtime = false
     var lastTimestamp: Int64?
     var liveActivity: LiveActivity?
 
     init(
       countdownStart: Int64? = nil, goalMs: Int64? = nil, milestones: [Milestone] = [],
-      endOnExpiry: DismissalPolicy? = nil, lastTimestamp: Int64? = nil,
+      endOnExpiry: DismissalPolicy? = nil, overtime: Bool = false, lastTimestamp: Int64? = nil,
       liveActivity: LiveActivity? = nil
     ) {
       self.countdownStart = countdownStart
       self.goalMs = goalMs
       self.milestones = milestones
       self.endOnExpiry = endOnExpiry
+      self.overtime = overtime
       self.lastTimestamp = lastTimestamp
       self.liveActivity = liveActivity
     }
@@ -230,7 +238,8 @@ public struct ActivityEngine {
     func copy() -> ColdExtras {
       let c = ColdExtras(
         countdownStart: countdownStart, goalMs: goalMs, milestones: milestones,
-        endOnExpiry: endOnExpiry, lastTimestamp: lastTimestamp, liveActivity: liveActivity)
+        endOnExpiry: endOnExpiry, overtime: overtime, lastTimestamp: lastTimestamp,
+        liveActivity: liveActivity)
       c.nextMilestone = nextMilestone
       return c
     }
@@ -426,9 +435,30 @@ public struct ActivityEngine {
     }
   }
 
-  static func validateMilestones(_ m: [Milestone]) throws(CountdownError) {
+  /// Each milestone's `atMs` is a duration, or on an overtime countdown (`overtime`) as far
+  /// past the end as a duration goes.
+  static func validateMilestones(_ m: [Milestone], overtime: Bool) throws(CountdownError) {
     for (k, milestone) in m.enumerated() {
-      _ = try validatedDuration("milestones[\(k)].atMs", milestone.atMs)
+      if milestone.atMs < 0, !overtime {
+        throw .payload(
+          "milestones[\(k)].atMs \(milestone.atMs) is negative: only a countdown with overtime passes its end; set \"overtime\": true or give 0 or more milliseconds"
+        )
+      }
+      _ = try validatedOffset("milestones[\(k)].atMs", milestone.atMs)
+    }
+  }
+
+  /// Refuses `overtime` where it cannot apply: on an elapsed timer, or beside `endOnExpiry`
+  /// (a countdown either ends at zero or runs on past it).
+  static func checkOvertime(
+    _ overtime: Bool, kind: ActivityKind, endOnExpiry: DismissalPolicy?
+  ) throws(CountdownError) {
+    guard overtime else { return }
+    if kind == .elapsed { throw .payload("overtime applies to countdowns, not elapsed activities") }
+    if endOnExpiry != nil {
+      throw .payload(
+        "overtime and endOnExpiry exclude each other: a countdown either ends at zero (endOnExpiry) or runs on past it (overtime); remove one"
+      )
     }
   }
 

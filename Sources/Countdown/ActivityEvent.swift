@@ -15,7 +15,8 @@ public struct ActivityEvent: Sendable, Hashable {
   public var handle: ActivityHandle
   /// Whether the activity counts down or up.
   public var activityKind: ActivityKind
-  /// The whole seconds displayed after the event (for `tick`, `paused`, `ended`: the new value).
+  /// The whole seconds displayed after the event (for `tick`, `paused`, `ended`: the new value;
+  /// negative for a countdown in overtime).
   public var value: Int64
   /// For `ended`.
   public var reason: EndReason?
@@ -54,9 +55,11 @@ public struct ActivityState: Sendable, Hashable {
   public var id: String
   public var kind: ActivityKind
   public var phase: ActivityPhase
-  /// Whole seconds displayed (ceil for countdowns, floor for elapsed timers).
+  /// Whole seconds displayed (ceil for countdowns, floor for elapsed timers); negative for a
+  /// countdown in overtime (−n from n whole seconds past its end).
   public var value: Int64
-  /// The exact displayed quantity in milliseconds (remaining or elapsed).
+  /// The exact displayed quantity in milliseconds (remaining or elapsed; negative past the end
+  /// of a countdown in overtime).
   public var milliseconds: Int64
   /// 0…1, or nil when the activity has no start (countdown) or goal (elapsed).
   public var progress: Double?
@@ -84,6 +87,11 @@ public struct ActivityState: Sendable, Hashable {
   public var contentJSON: String
   /// The Live Activity it pushes to (docs/pushes.md), if any.
   public var liveActivity: LiveActivity? = nil
+  /// A countdown that runs on past its end (``ActivityRequest/overtime``).
+  public var overtime: Bool = false
+
+  /// Whether it shows time past its end now: an expired countdown with overtime.
+  public var isInOvertime: Bool { overtime && expired }
 
   /// A milestone still to come.
   public struct NextMilestone: Sendable, Hashable {

@@ -23,6 +23,9 @@ public struct ActivityRequest: Sendable, Hashable {
   public var milestones: [Milestone]
   /// A countdown that reaches zero ends with this dismissal policy; without it, it stays at zero.
   public var endOnExpiry: Optional<DismissalPolicy>
+  /// A countdown that goes on past its end, showing the time since as a negative value
+  /// (`-0:05`); not with ``endOnExpiry``. Its milestones may then have a negative `atMs`.
+  public var overtime: Bool
   /// The sender's clock; later updates older than it are rejected.
   public var timestamp: Optional<Instant>
   /// The iPhone Live Activity it pushes to (docs/pushes.md).
@@ -32,8 +35,8 @@ public struct ActivityRequest: Sendable, Hashable {
   public init(
     id: String? = nil, kind: ActivityKind, endDate: Instant? = nil, startDate: Instant? = nil,
     goalMs: Int64? = nil, content: ActivityContent, staleDate: Instant? = nil,
-    milestones: [Milestone] = [], endOnExpiry: DismissalPolicy? = nil, timestamp: Instant? = nil,
-    liveActivity: LiveActivity? = nil
+    milestones: [Milestone] = [], endOnExpiry: DismissalPolicy? = nil, overtime: Bool = false,
+    timestamp: Instant? = nil, liveActivity: LiveActivity? = nil
   ) {
     self.id = id
     self.kind = kind
@@ -44,6 +47,7 @@ public struct ActivityRequest: Sendable, Hashable {
     self.staleDate = staleDate
     self.milestones = milestones
     self.endOnExpiry = endOnExpiry
+    self.overtime = overtime
     self.timestamp = timestamp
     self.liveActivity = liveActivity
   }
@@ -74,6 +78,8 @@ public struct ActivityUpdate: Sendable, Hashable {
   public var goalMs: Change<Int64>
   public var milestones: Change<[Milestone]>
   public var endOnExpiry: Change<DismissalPolicy>
+  /// Turns overtime on or off (nil keeps it); see ``ActivityRequest/overtime``.
+  public var overtime: Optional<Bool>
   /// Rejected with `outOfOrder` when older than the last applied timestamp.
   public var timestamp: Optional<Instant>
   /// A merge patch of the `liveActivity` object (``LiveActivity/patched(_:with:)``): nil keeps
@@ -85,8 +91,8 @@ public struct ActivityUpdate: Sendable, Hashable {
     content: [String: JSONValue] = Dictionary(), endDate: Instant? = nil,
     startDate: Change<Instant> = .keep, staleDate: Change<Instant> = .keep,
     goalMs: Change<Int64> = .keep, milestones: Change<[Milestone]> = .keep,
-    endOnExpiry: Change<DismissalPolicy> = .keep, timestamp: Instant? = nil,
-    liveActivity: JSONValue? = nil
+    endOnExpiry: Change<DismissalPolicy> = .keep, overtime: Bool? = nil,
+    timestamp: Instant? = nil, liveActivity: JSONValue? = nil
   ) {
     self.content = content
     self.endDate = endDate
@@ -95,6 +101,7 @@ public struct ActivityUpdate: Sendable, Hashable {
     self.goalMs = goalMs
     self.milestones = milestones
     self.endOnExpiry = endOnExpiry
+    self.overtime = overtime
     self.timestamp = timestamp
     self.liveActivity = liveActivity
   }

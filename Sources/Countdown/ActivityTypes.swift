@@ -54,7 +54,8 @@ public enum DismissalPolicy: Hashable, Sendable {
 public struct Milestone: Hashable, Sendable {
   /// Reported in the `milestone` event.
   public var name: String
-  /// The displayed quantity, in milliseconds, at which it fires.
+  /// The displayed quantity, in milliseconds, at which it fires. Negative on an overtime
+  /// countdown: that long after its end.
   public var atMs: Int64
 
   public init(name: String, atMs: Int64) {

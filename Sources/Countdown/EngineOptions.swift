@@ -105,3 +105,15 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
     return String(decoding: out, as: UTF8.self)
   }
 }
+
+/// A milestone's `atMs`: a duration, or its negation (that long past an overtime countdown's
+/// end).
+func validatedOffset(_ field: @autoclosure () -> String, _ ms: Int64) throws(CountdownError)
+  -> Int64
+{
+  guard ms.magnitude <= UInt64(Instant.wireMaximum.milliseconds) else {
+    throw .payload(
+      "\(field()) \(ms) is further from 0 than \(Instant.wireMaximum.milliseconds) ms")
+  }
+  return ms
+}

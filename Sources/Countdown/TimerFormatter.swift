@@ -166,6 +166,48 @@ public struct TimerFormatter: Sendable, Hashable {
     }()
   #endif
 
+  // MARK: - Signed values (an overtime countdown)
+
+  /// Writes the text for `seconds` with its sign: a value of 0 or more as
+  /// ``write(seconds:into:)`` writes it, a negative one as `-` followed by the text for its
+  /// magnitude (`-0:05`, `-1m 2s`: a countdown in overtime). No allocation; `buffer` must hold
+  /// at least ``maximumLength`` bytes, which every signed text fits.
+  @inlinable @inline(__always)
+  public func write(signedSeconds seconds: Int64, into buffer: UnsafeMutableBufferPointer<UInt8>)
+    -> Int
+  {
+    seconds >= 0
+      ? write(seconds: seconds, into: buffer) : Self.writeNegative(style, seconds, buffer)
+  }
+
+  /// The text for `seconds` with its sign (see ``write(signedSeconds:into:)``).
+  @inlinable
+  public func string(signedSeconds seconds: Int64) -> String {
+    guard seconds < 0 else { return string(seconds: seconds) }
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.maximumLength) { tmp in
+      let n = Self.writeNegative(style, seconds, tmp)
+      return String(unsafeUninitializedCapacity: n) { out in
+        for k in 0..<n { out[k] = tmp[k] }
+        return n
+      }
+    }
+  }
+
+  /// `-` and the text for the magnitude of `seconds` < 0, through a scratch buffer on the stack
+  /// (the writers may use bytes past their text as scratch space).
+  @usableFromInline
+  static func writeNegative(
+    _ style: TimerStyle, _ seconds: Int64, _ buffer: UnsafeMutableBufferPointer<UInt8>
+  ) -> Int {
+    precondition(buffer.count >= maximumLength, "buffer smaller than maximumLength")
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 2 * maximumLength) { tmp in
+      let n = write(style, seconds.magnitude, tmp.baseAddress!)
+      buffer[0] = UInt8(ascii: "-")
+      for k in 0..<n { buffer[k + 1] = tmp[k] }
+      return n + 1
+    }
+  }
+
   /// The text for a duration in milliseconds, rounded to whole seconds as `rounding` says.
   @inlinable
   public func string(milliseconds: Int64, rounding: SecondsRounding) -> String {

@@ -54,6 +54,14 @@ public enum SecondsRounding: Sendable, Hashable {
     return self == .up && r != 0 ? q + 1 : q
   }
 
+  /// Whole seconds in `milliseconds`, sign kept: `up` rounds toward +infinity (−1500 ms is −1,
+  /// the value of a countdown 1.5 s into overtime), `down` toward −infinity.
+  @inlinable
+  public func signedSeconds(milliseconds ms: Int64) -> Int64 {
+    let (q, r) = ms.quotientAndRemainder(dividingBy: 1000)
+    return self == .up ? (r > 0 ? q + 1 : q) : (r < 0 ? q - 1 : q)
+  }
+
   /// Whole seconds in `nanoseconds`, negative clamped to zero.
   @inlinable
   public func seconds(nanoseconds ns: Int64) -> Int64 {

@@ -28,7 +28,7 @@ public struct WireEventWriter {
     out.raw(",\"text\":\"")
     let f = formatter
     withUnsafeTemporaryAllocation(of: UInt8.self, capacity: TimerFormatter.maximumLength) { buf in
-      let n = f.write(seconds: value, into: buf)
+      let n = f.write(signedSeconds: value, into: buf)
       out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[0..<n]))
     }
     out.raw("\"")

@@ -76,6 +76,15 @@ struct WireFields {
     return try validatedDuration(key, Self.integer(key, v))
   }
 
+  /// A boolean field (`null` or absent: nil).
+  mutating func optionalBool(_ key: String) throws(CountdownError) -> Bool? {
+    guard let v = value(key) else { return nil }
+    guard case .bool(let b) = v else {
+      throw .payload("\(key) must be true or false, not \(v.typeName)")
+    }
+    return b
+  }
+
   mutating func string(_ key: String) throws(CountdownError) -> String? {
     guard let v = value(key) else { return nil }
     guard case .string(let s) = v else {
@@ -123,7 +132,8 @@ struct WireFields {
       if let extra = m.keys.first(where: { $0 != "name" && $0 != "atMs" }) {
         throw .payload("milestones[\(k)].\(extra) is not a milestone field")
       }
-      let atMs = try validatedDuration(
+      // Negative: that long past the end of an overtime countdown (the engine checks which).
+      let atMs = try validatedOffset(
         "milestones[\(k)].atMs", integer("milestones[\(k)].atMs", at))
       out.append(Milestone(name: name, atMs: atMs))
     }
@@ -161,6 +171,7 @@ struct WireFields {
       endOnExpiry: try value("endOnExpiry").map { (v) throws(CountdownError) in
         try Self.dismissal("endOnExpiry", v)
       },
+      overtime: try optionalBool("overtime") ?? false,
       timestamp: try optionalInstant("timestamp"),
       liveActivity: try value("liveActivity").map { (v) throws(CountdownError) in
         try LiveActivity(json: v)
@@ -196,6 +207,7 @@ struct WireFields {
       endOnExpiry: try change("endOnExpiry") { (v) throws(CountdownError) in
         try Self.dismissal("endOnExpiry", v)
       },
+      overtime: try optionalBool("overtime"),
       timestamp: try optionalInstant("timestamp"), liveActivity: raw("liveActivity"))
   }
 

@@ -104,7 +104,7 @@ struct EventSink: @unchecked Sendable {
     guard let formatter else { return call(&event, e) }
     withUnsafeTemporaryAllocation(of: UInt8.self, capacity: TimerFormatter.maximumLength) {
       text in
-      event.text_length = formatter.write(seconds: e.value, into: text)
+      event.text_length = formatter.write(signedSeconds: e.value, into: text)
       event.text = chars(UnsafeBufferPointer(text))
       call(&event, e)
     }

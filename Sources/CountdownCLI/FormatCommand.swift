@@ -18,6 +18,12 @@ struct FormatCommand: ParsableCommand {
   @Option(help: "countdown rounds up to whole seconds; elapsed (default) rounds down.")
   var mode: Mode = .elapsed
 
+  @Flag(
+    help: """
+      Keep the sign of negative durations: `-` and the text of the rest (-0:05), as an overtime       countdown shows the time past its end. Without it a negative duration shows as 0.
+      """)
+  var signed = false
+
   @Argument(
     parsing: .allUnrecognized,
     help: "Durations in milliseconds (default: standard input); -- ends the options.")
@@ -46,12 +52,14 @@ struct FormatCommand: ParsableCommand {
     func handle(_ line: UnsafeBufferPointer<UInt8>) {
       number += 1
       if let ms = parseMilliseconds(line) {
-        let seconds = rounding.seconds(milliseconds: ms)
+        let seconds =
+          signed
+          ? rounding.signedSeconds(milliseconds: ms) : rounding.seconds(milliseconds: ms)
         out.bytes.append(contentsOf: repeatElement(0, count: TimerFormatter.maximumLength))
         let base = out.bytes.count - TimerFormatter.maximumLength
         let n = out.bytes.withUnsafeMutableBufferPointer {
           formatter.write(
-            seconds: seconds, into: UnsafeMutableBufferPointer(rebasing: $0[base...]))
+            signedSeconds: seconds, into: UnsafeMutableBufferPointer(rebasing: $0[base...]))
         }
         out.bytes.removeLast(TimerFormatter.maximumLength - n)
       } else {

@@ -83,8 +83,9 @@ package struct ReplyWriter {
     out.raw("]")
   }
 
-  /// An activity object (docs/protocol.md): id, kind, phase, value, text, progress, stale, content,
-  /// endDate, startDate, pausedAt, goalMs, milestone, nextMilestone.
+  /// An activity object (docs/protocol.md): id, kind, phase, value, text, progress, stale,
+  /// overtime (countdowns), content, endDate, startDate, pausedAt, goalMs, milestone,
+  /// nextMilestone, liveActivity.
   package mutating func activity(_ s: ActivityState) {
     out.raw("{\"id\":")
     out.write(string: s.id)
@@ -96,12 +97,15 @@ package struct ReplyWriter {
     out.write(int: s.value)
     out.raw(",\"text\":\"")
     withUnsafeTemporaryAllocation(of: UInt8.self, capacity: TimerFormatter.maximumLength) { buf in
-      let n = formatter.write(seconds: s.value, into: buf)
+      let n = formatter.write(signedSeconds: s.value, into: buf)
       out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[0..<n]))
     }
     out.raw("\",\"progress\":")
     if let p = s.progress { out.write(double: p) } else { out.raw("null") }
-    out.raw(s.stale ? ",\"stale\":true,\"content\":" : ",\"stale\":false,\"content\":")
+    out.raw(s.stale ? ",\"stale\":true," : ",\"stale\":false,")
+    // A countdown says whether it runs on past its end; an elapsed timer has no end.
+    if s.kind == .countdown { out.raw(s.overtime ? "\"overtime\":true," : "\"overtime\":false,") }
+    out.raw("\"content\":")
     out.bytes.append(contentsOf: s.contentJSON.utf8)
     instant("endDate", s.endDate)
     instant("startDate", s.startDate)

@@ -13,6 +13,8 @@ enum ActivityColumn: Int32, CaseIterable {
   case startedAt, endedAt, endReason, dismissAt, lastTimestamp
   /// The Live Activity the activity pushes to: its `liveActivity` object as canonical JSON.
   case liveActivity
+  /// 1 for a countdown that runs on past its end (overtime), else 0.
+  case overtime
 
   /// The column's name in SQL.
   var name: String { "\(self)" }
@@ -22,7 +24,13 @@ enum ActivityColumn: Int32, CaseIterable {
   var bind: Int32 { rawValue + 1 }
 
   /// The migration that added the column.
-  var addedIn: StateSchema { self == .liveActivity ? .v3 : .v2 }
+  var addedIn: StateSchema {
+    switch self {
+    case .liveActivity: .v3
+    case .overtime: .v5
+    default: .v2
+    }
+  }
 
   /// Its SQL type and constraints. Kinds, phases and end reasons are stored by name.
   var declaration: String {
@@ -35,6 +43,8 @@ enum ActivityColumn: Int32, CaseIterable {
     case .content: "TEXT NOT NULL"
     case .milestones, .liveActivity: "TEXT"
     case .countdownStart, .goalMs, .staleDate, .endOnExpiry, .lastTimestamp: "INTEGER"
+    // Added to files that have rows: the default is what they were.
+    case .overtime: "INTEGER NOT NULL DEFAULT 0"
     case .ord, .stale, .expired, .anchor, .pausedTotal, .frozenAt, .nextMilestone, .startedAt,
       .endedAt, .dismissAt:
       "INTEGER NOT NULL"
@@ -144,6 +154,8 @@ enum StateSchema: String, CaseIterable, Comparable {
   case v3
   /// Adds the tables `push_outbox` and `push_budget` (docs/pushes.md).
   case v4
+  /// Adds `overtime`.
+  case v5
 
   static func < (a: Self, b: Self) -> Bool {
     allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!

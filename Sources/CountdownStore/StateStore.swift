@@ -389,7 +389,7 @@ package final class StateStore {
       nextMilestone: Int(int(.nextMilestone)), endOnExpiry: endOnExpiry,
       startedAt: int(.startedAt), endedAt: int(.endedAt), endReason: reason,
       dismissAt: int(.dismissAt), lastTimestamp: optional(.lastTimestamp),
-      liveActivity: liveActivity)
+      liveActivity: liveActivity, overtime: int(.overtime) != 0)
   }
 
   /// Milestones as JSON: `[["name", atMs], …]` in firing order.
@@ -652,6 +652,7 @@ package final class StateStore {
         } else {
           sqlite3_bind_null(s, i)
         }
+      case .overtime: bind(s, i, a.overtime ? 1 : 0)
       }
     }
   }

@@ -124,7 +124,9 @@ struct ServerProcessTests {
       setsockopt(stalled.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
       stalled.send(#"{"op":"subscribe","ticks":true}"# + "\n")
       let active = try TestClient(unix: socket)
-      _ = try active.request(#"{"op":"subscribe","ticks":true}"#)
+      // Its snapshot of 5000 activities is encoded after the stalled one's: seconds in a debug
+      // build beside other suites (a CI run once waited more than 5 s here).
+      _ = try active.request(#"{"op":"subscribe","ticks":true}"#, timeout: 30)
       // Past the first 1.5 s (the two 5000-activity snapshots are encoded on the network
       // thread meanwhile, in this debug build), the active subscriber receives every tick on
       // time while the other one stalls.

@@ -61,9 +61,9 @@ final class TestClient {
   }
 
   /// Sends `request` and returns its reply.
-  func request(_ request: String) throws -> [String: Any] {
+  func request(_ request: String, timeout: Double = 5) throws -> [String: Any] {
     send(request + "\n")
-    return try json()
+    return try json(timeout: timeout)
   }
 
   /// Starts countdowns `a0`…`a{n-1}`, the k-th ending `endingAfter + k` ms from now (so that
@@ -77,7 +77,8 @@ final class TestClient {
         + "\n"
     }
     send(batch)
-    for _ in 0..<n { _ = try json() }
+    // Generous: a debug build beside other suites on two cores takes seconds for thousands.
+    for _ in 0..<n { _ = try json(timeout: 30) }
   }
 
   /// Whether the server closed the connection within `timeout`.

@@ -109,6 +109,11 @@ package struct RandomRun {
   package mutating func milestones() -> [Milestone] {
     (0..<rand(0...3)).map { k in Milestone(name: "m\(k)", atMs: onGrid(rand(0...12_000))) }
   }
+
+  /// Milestones for an overtime countdown: some of them past its end (negative `atMs`).
+  package mutating func overtimeMilestones() -> [Milestone] {
+    (0..<rand(0...3)).map { k in Milestone(name: "o\(k)", atMs: onGrid(rand(-6_000...8_000))) }
+  }
 }
 
 /// An engine at t0 + 12 s holding an activity in each stored state, with every field set:

@@ -240,6 +240,51 @@ struct FormatterTests {
     }
   }
 
+  @Test(
+    "Signed: a negative value is - and the text of its magnitude, within maximumLength",
+    arguments: allStyles)
+  func signed(_ style: TimerStyle) {
+    let f = TimerFormatter(style: style)
+    var buf = [UInt8](repeating: 0xAA, count: TimerFormatter.maximumLength + 16)
+    for s: Int64 in [
+      0, 1, 61, 3725, 90061, -1, -5, -61, -3725, -90061, -253_402_300_800, .min + 1, .min, .max,
+    ] {
+      let n = buf.withUnsafeMutableBufferPointer {
+        f.write(
+          signedSeconds: s,
+          into: UnsafeMutableBufferPointer(rebasing: $0[0..<TimerFormatter.maximumLength]))
+      }
+      let text = String(decoding: buf[0..<n], as: UTF8.self)
+      #expect(f.string(signedSeconds: s) == text)
+      if s == .min {
+        // Its magnitude is past Int64 (the reference's type): the sign, then digits.
+        #expect(text.hasPrefix("-") && text.count > 10)
+      } else {
+        let magnitude = referenceText(style, abs(s))
+        #expect(text == (s < 0 ? "-" + magnitude : magnitude), "\(s)")
+      }
+      #expect(n <= TimerFormatter.maximumLength)
+      #expect(buf[TimerFormatter.maximumLength...].allSatisfy { $0 == 0xAA })
+    }
+    // The texts of the issue: "-0:05", "-1m 2s".
+    #expect(TimerFormatter(style: .timer).string(signedSeconds: -5) == "-0:05")
+    #expect(TimerFormatter(style: .compact).string(signedSeconds: -62) == "-1m 2s")
+    // The unsigned API still clamps (docs/activities.md, "Formatting").
+    #expect(f.string(seconds: -5) == f.string(seconds: 0))
+  }
+
+  @Test("Signed rounding: up toward +infinity, down toward -infinity")
+  func signedRounding() {
+    let cases: [(Int64, Int64, Int64)] = [
+      (0, 0, 0), (1, 1, 0), (999, 1, 0), (1000, 1, 1), (-1, 0, -1), (-999, 0, -1),
+      (-1000, -1, -1), (-1001, -1, -2), (-1500, -1, -2), (.min, .min / 1000, .min / 1000 - 1),
+    ]
+    for (ms, up, down) in cases {
+      #expect(SecondsRounding.up.signedSeconds(milliseconds: ms) == up, "\(ms)")
+      #expect(SecondsRounding.down.signedSeconds(milliseconds: ms) == down, "\(ms)")
+    }
+  }
+
   @Test("Style names parse as the command line spells them")
   func names() {
     #expect(TimerStyle(name: "minute-second") == .minuteSecond)

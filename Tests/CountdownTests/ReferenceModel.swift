@@ -22,6 +22,8 @@ final class ReferenceModel {
     var milestones: [Milestone] = []
     var nextMilestone = 0
     var endOnExpiry: DismissalPolicy?
+    /// Runs on past its end: once expired, its value is the time since the end, negated.
+    var overtime = false
     let startedAt: Int64
     var endedAt: Int64 = 0
     var dismissAt: Int64 = 0
@@ -37,10 +39,19 @@ final class ReferenceModel {
 
     func exact(_ t: Int64) -> Int64 {
       let n = phase == .active ? t : frozenAt
+      if kind == .countdown, expired { return overtime ? min(0, anchor - n) : 0 }
       return max(0, kind == .countdown ? anchor - n : n - anchor - paused)
     }
 
-    func value(_ t: Int64) -> Int64 { kind.rounding.seconds(milliseconds: exact(t)) }
+    /// Whole seconds shown: the quantity rounded toward +infinity for a countdown (so −n from
+    /// n whole seconds past an overtime countdown's end), toward −infinity for an elapsed one.
+    func value(_ t: Int64) -> Int64 {
+      let ms = exact(t)
+      let q = ms / 1000
+      let r = ms % 1000
+      if kind == .countdown { return r > 0 ? q + 1 : q }
+      return q
+    }
 
     func milestoneInstant(_ k: Int) -> Int64 {
       kind == .countdown ? anchor - milestones[k].atMs : anchor + paused + milestones[k].atMs
@@ -146,6 +157,7 @@ final class ReferenceModel {
         : $0.offset < $1.offset
     }.map(\.element)
     a.endOnExpiry = r.endOnExpiry
+    a.overtime = r.overtime
     a.lastTimestamp = r.timestamp?.milliseconds
     activities.append(a)
     log(t, "started", a)
@@ -170,6 +182,14 @@ final class ReferenceModel {
     let (found, error) = running(id)
     guard let a = found else { return error }
     guard timestampOK(a, u.timestamp) else { return .outOfOrder }
+    // Overtime excludes endOnExpiry, and only overtime allows negative milestones, as they
+    // stand after the update.
+    let overtime = u.overtime ?? a.overtime
+    if overtime, u.endOnExpiry.applied(to: a.endOnExpiry) != nil { return .invalidPayload }
+    if !overtime, u.milestones.applied(to: a.milestones)?.contains(where: { $0.atMs < 0 }) == true {
+      return .invalidPayload
+    }
+    a.overtime = overtime
     var moves = u.endDate != nil
     if case .set = u.startDate, a.kind == .elapsed { moves = true }
     if a.phase == .paused, moves { a.frozenAt = t }

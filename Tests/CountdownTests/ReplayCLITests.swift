@@ -37,6 +37,37 @@ struct ReplayCLITests {
     #expect(a.stdout == expected && b.stdout == expected)
   }
 
+  @Test("An overtime countdown replays past its end with negative values and texts")
+  func overtime() async throws {
+    let input = """
+      {"at":1795248000000,"op":"start","id":"talk","kind":"countdown","endDate":1795248002000,"title":"Talk","overtime":true,"milestones":[{"name":"over-2","atMs":-2000}]}
+      {"at":1795248005500,"op":"get","id":"talk"}
+      {"at":1795248006000,"op":"start","id":"bad","kind":"countdown","endDate":1795248009000,"title":"B","overtime":true,"endOnExpiry":"immediate"}
+      {"at":1795248006000,"op":"start","id":"bad","kind":"elapsed","title":"B","milestones":[{"name":"m","atMs":-1}]}
+      {"at":1795248006000,"op":"start","id":"bad","kind":"countdown","endDate":1795248009000,"title":"B","overtime":"yes"}
+
+      """
+    let r = try await CLI.run(["replay", "--ticks", "--style", "compact"], input: Data(input.utf8))
+    let lines = r.stdout.split(separator: "\n").map(String.init)
+    #expect(
+      Array(lines.prefix(9)) == [
+        #"{"at":1795248000000,"event":"started","id":"talk"}"#,
+        #"{"at":1795248001000,"event":"tick","id":"talk","value":1,"text":"0m 1s"}"#,
+        #"{"at":1795248002000,"event":"tick","id":"talk","value":0,"text":"0m 0s"}"#,
+        #"{"at":1795248002000,"event":"expired","id":"talk"}"#,
+        #"{"at":1795248003000,"event":"tick","id":"talk","value":-1,"text":"-0m 1s"}"#,
+        #"{"at":1795248004000,"event":"tick","id":"talk","value":-2,"text":"-0m 2s"}"#,
+        #"{"at":1795248004000,"event":"milestone","id":"talk","name":"over-2"}"#,
+        #"{"at":1795248005000,"event":"tick","id":"talk","value":-3,"text":"-0m 3s"}"#,
+        #"{"at":1795248005500,"event":"state","id":"talk","phase":"active","value":-3,"text":"-0m 3s","progress":null,"stale":false}"#,
+      ])
+    let errors = lines.filter { $0.contains(#""event":"error""#) }
+    #expect(errors.count == 3)
+    #expect(errors[0].contains("overtime and endOnExpiry") && errors[0].contains(#""line":3"#))
+    #expect(errors[1].contains("milestones[0].atMs -1 is negative"))
+    #expect(errors[2].contains("overtime must be true or false"))
+  }
+
   @Test("Every event line is a JSON object with at, event and id")
   func eventShape() async throws {
     let r = try await CLI.run([
@@ -107,6 +138,18 @@ struct FormatCLITests {
       "format", "--style", "timer", "--mode", "countdown", "1", "1000", "1001",
     ])
     #expect(up.stdout == "0:01\n0:01\n0:02\n")
+  }
+
+  @Test("--signed keeps a negative duration's sign, rounded as an overtime countdown's value")
+  func signed() async throws {
+    let up = try await CLI.run([
+      "format", "--signed", "--style", "timer", "--mode", "countdown", "-999", "-1000", "-1500",
+      "-62000", "5",
+    ])
+    #expect(up.status == 0)
+    #expect(up.stdout == "0:00\n-0:01\n-0:01\n-1:02\n0:01\n")
+    let units = try await CLI.run(["format", "--signed", "--style", "units", "-3725000"])
+    #expect(units.stdout == "-1h 2m\n")
   }
 
   @Test("Values on standard input, with --max-units and --no-hours")

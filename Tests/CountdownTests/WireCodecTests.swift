@@ -70,7 +70,7 @@ struct WireCodecTests {
         == .invalidPayload)
     #expect(
       decodeError(
-        #"{"at":1795248000000,"op":"start","kind":"elapsed","title":"x","milestones":[{"name":"m","atMs":-1}]}"#
+        #"{"at":1795248000000,"op":"start","kind":"elapsed","title":"x","milestones":[{"name":"m","atMs":"soon"}]}"#
       )?
       .code == .invalidPayload)
     #expect(
