@@ -110,6 +110,13 @@ cd_format_options cd_format_options_default(cd_style style);
 cd_status cd_format(const cd_format_options *options, int64_t milliseconds,
                     cd_rounding rounding, char *buf, size_t capacity, size_t *length);
 
+/* cd_format keeping the sign: a negative duration is '-' and the text of the rest, as an
+ * overtime countdown shows the time past its end ("-0:05"). CD_ROUND_UP rounds toward +infinity
+ * (-1500 ms is -1 s, a countdown's value 1.5 s past its end), CD_ROUND_DOWN toward -infinity.
+ * The text fits CD_FORMAT_MAX bytes. */
+cd_status cd_format_signed(const cd_format_options *options, int64_t milliseconds,
+                           cd_rounding rounding, char *buf, size_t capacity, size_t *length);
+
 /* ---------------------------------------------------------------------------------------- */
 /* The loop                                                                                 */
 /* ---------------------------------------------------------------------------------------- */
@@ -147,7 +154,8 @@ typedef struct cd_event {
   cd_kind activity_kind;
   const char *id;            /* the activity's id, UTF-8 */
   size_t id_length;
-  int64_t value;             /* whole seconds shown: remaining or elapsed */
+  int64_t value;             /* whole seconds shown: remaining or elapsed; negative past the
+                                end of a countdown with overtime (text "-0:05") */
   const char *text;          /* value in the loop's style, ASCII (NULL if event_text is 0) */
   size_t text_length;
   const char *milestone;     /* the milestone's name for CD_EVENT_MILESTONE, else NULL */
@@ -226,6 +234,8 @@ typedef struct cd_start {
   int64_t start_date;         /* 0: none (elapsed: the loop's now) */
   int64_t goal_ms;            /* elapsed only: 0 none */
   int64_t stale_date;         /* 0: none */
+  int32_t overtime;           /* countdown only: nonzero runs on past the end, its value
+                                 negative from a second after it (-1, -2 …) */
 } cd_start;
 
 /* Starts a countdown (cd_start.end_date required) or an elapsed timer. On CD_OK the id (given

@@ -43,7 +43,7 @@ extension ActivityEngine {
     if let live = r.liveActivity {
       try Self.checkPushSize(
         kind: r.kind, content: r.content, milestones: r.milestones,
-        staleDate: r.staleDate?.milliseconds, live)
+        staleDate: r.staleDate?.milliseconds, overtime: r.overtime, live)
     }
 
     try moveClock(to: t)
@@ -166,7 +166,7 @@ extension ActivityEngine {
         kind: kind,
         content: content.map(\.content) ?? self.content(ofSlot: slot),
         milestones: u.milestones.applied(to: cold[s].milestones) ?? [],
-        staleDate: stale?.milliseconds, live)
+        staleDate: stale?.milliseconds, overtime: overtime, live)
     }
 
     // Everything is checked: apply.
@@ -303,7 +303,7 @@ extension ActivityEngine {
     if let content, let live = cold[s].liveActivity {
       try Self.checkPushSize(
         kind: slots[s].kind, content: content.content, milestones: cold[s].milestones,
-        staleDate: cold[s].staleDate, live)
+        staleDate: cold[s].staleDate, overtime: cold[s].overtime, live)
     }
     if let content { cold[s].content = content }
     if let ts = e.timestamp { cold[s].lastTimestamp = ts.milliseconds }
@@ -384,11 +384,12 @@ extension ActivityEngine {
   /// is sent.
   static func checkPushSize(
     kind: ActivityKind, content: ActivityContent, milestones: [Milestone], staleDate: Int64?,
-    _ live: LiveActivity
+    overtime: Bool, _ live: LiveActivity
   ) throws(CountdownError) {
     guard case .object(let members) = content.json else { return }
     let size = LiveActivityPush.largestPayload(
-      kind: kind, content: members, milestones: milestones, staleDate: staleDate, live)
+      kind: kind, content: members, milestones: milestones, staleDate: staleDate,
+      overtime: overtime, live)
     guard size > LiveActivityPush.maximumPayloadSize else { return }
     throw CountdownError(
       .attributesTooLarge,

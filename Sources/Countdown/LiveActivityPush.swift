@@ -28,11 +28,13 @@ public enum LiveActivityPush {
     /// The last milestone passed.
     public var milestone: String?
     public var staleDate: Int64?
+    /// A countdown that runs on past its end (the content-state says so: `"overtime": true`).
+    public var overtime: Bool
 
     public init(
       kind: ActivityKind, phase: ActivityPhase, content: [String: JSONValue],
       endDate: Int64? = nil, startDate: Int64? = nil, pausedAt: Int64? = nil,
-      milestone: String? = nil, staleDate: Int64? = nil
+      milestone: String? = nil, staleDate: Int64? = nil, overtime: Bool = false
     ) {
       self.kind = kind
       self.phase = phase
@@ -42,6 +44,7 @@ public enum LiveActivityPush {
       self.pausedAt = pausedAt
       self.milestone = milestone
       self.staleDate = staleDate
+      self.overtime = overtime
     }
 
     /// The activity a stored row describes (as the state file and a snapshot keep it). Nil
@@ -51,7 +54,7 @@ public enum LiveActivityPush {
       self.init(
         kind: row.kind, phase: row.phase, content: content, endDate: row.currentEndDate,
         startDate: row.elapsedOrigin, pausedAt: row.pausedAt, milestone: row.lastMilestone,
-        staleDate: row.staleDate)
+        staleDate: row.staleDate, overtime: row.overtime)
     }
   }
 
@@ -64,7 +67,8 @@ public enum LiveActivityPush {
   /// The content-state (docs/pushes.md): the content's `fields`, then `title`, `subtitle`,
   /// `color`, `alertMessage` where set, then `endDate` (a countdown), `startDate` (an elapsed
   /// timer), `pausedAt` (null while running), `isPaused`, `phase` and `milestone` (null when
-  /// none passed), dates in the activity's encoding; later keys win; then `keys` renames.
+  /// none passed), `overtime` (true, only for a countdown with overtime), dates in the
+  /// activity's encoding; later keys win; then `keys` renames.
   public static func contentState(_ s: Subject, _ config: LiveActivity) -> [String: JSONValue] {
     var state: [String: JSONValue] = [:]
     if case .object(let fields)? = s.content["fields"] { state = fields }
@@ -77,6 +81,7 @@ public enum LiveActivityPush {
     state["isPaused"] = .bool(s.phase == .paused)
     state["phase"] = .string(s.phase.rawValue)
     state["milestone"] = s.milestone.map(JSONValue.string) ?? .null
+    if s.overtime { state["overtime"] = .bool(true) }
     guard !config.keys.isEmpty else { return state }
     var renamed = state
     // Every rename reads the state before renaming, so that swaps work.
@@ -133,7 +138,7 @@ public enum LiveActivityPush {
   /// refused for its size later.
   public static func largestPayload(
     kind: ActivityKind, content: [String: JSONValue], milestones: [Milestone],
-    staleDate: Int64?, _ config: LiveActivity
+    staleDate: Int64?, overtime: Bool = false, _ config: LiveActivity
   ) -> Int {
     // The widest instants: 13 digits of milliseconds with a fraction of a second.
     let wide: Int64 = 253_402_300_799_999
@@ -141,7 +146,7 @@ public enum LiveActivityPush {
     let s = Subject(
       kind: kind, phase: .paused, content: content, endDate: kind == .countdown ? wide : nil,
       startDate: kind == .elapsed ? wide : nil, pausedAt: wide, milestone: longest,
-      staleDate: staleDate.map { _ in wide })
+      staleDate: staleDate.map { _ in wide }, overtime: overtime)
     var largest = payload(.update, s, config, at: wide, alert: true).count
     largest = max(largest, payload(.end, s, config, at: wide, dismissal: wide).count)
     if !config.startTokens.isEmpty {

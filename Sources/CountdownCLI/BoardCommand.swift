@@ -252,10 +252,12 @@ struct TerminalBoard {
     ) { buf in
       String(
         decoding: UnsafeBufferPointer(
-          rebasing: buf[0..<formatter.write(seconds: t.clock.value(at: now), into: buf)]),
+          rebasing: buf[0..<formatter.write(signedSeconds: t.clock.value(at: now), into: buf)]),
         as: UTF8.self)
     }
     var badges: [String] = []
+    let over = t.clock.isInOvertime(at: now)
+    if over { badges.append("OVERTIME") }
     if t.clock.phase == .paused { badges.append("PAUSED") }
     if t.stale { badges.append("STALE") }
     if t.clock.phase == .ended { badges.append("ENDED") }
@@ -267,7 +269,8 @@ struct TerminalBoard {
     let nameWidth = max(8, (width - fixed) * 3 / 5)
     line.nameColumn(t.title, t.subtitle, width: nameWidth, dimmed: t.clock.phase == .ended)
     line.plain("  ")
-    line.timer(String(repeating: " ", count: timerWidth - timerText.count) + timerText)
+    line.timer(
+      String(repeating: " ", count: timerWidth - timerText.count) + timerText, overtime: over)
     line.plain("  ")
     if barWidth > 0 {
       if let p = t.clock.progress(at: now) {
@@ -334,7 +337,13 @@ struct Line {
     text(s)
     sgr("0")
   }
-  mutating func timer(_ s: String) { bold(s) }
+  /// The timer's text: bold, and red past the end of an overtime countdown.
+  mutating func timer(_ s: String, overtime: Bool = false) {
+    guard overtime else { return bold(s) }
+    sgr("1;31")
+    text(s)
+    sgr("0")
+  }
   mutating func badge(_ s: String) {
     sgr("1;33")
     text(s)

@@ -4,8 +4,8 @@ import Countdown
 /// enough to compute the value shown at any instant, the instant it next changes, the
 /// progress and the order of tiles, from the server's clock rather than its own. The terminal
 /// board uses it; the web board's script computes the same (BoardPage.swift), and both are
-/// held to the rules of docs/activities.md: ceil of the remaining time for a countdown, floor
-/// of the elapsed time.
+/// held to the rules of docs/activities.md: ceil of the remaining time for a countdown (negative
+/// past the end of one with overtime), floor of the elapsed time.
 public struct ActivityClock: Sendable, Hashable {
   public var kind: ActivityKind
   public var phase: ActivityPhase
@@ -19,10 +19,12 @@ public struct ActivityClock: Sendable, Hashable {
   public var startDate: Int64?
   /// An elapsed timer's goal (ms), for its progress.
   public var goalMs: Int64?
+  /// A countdown that runs on past its end: −n from n whole seconds after it.
+  public var overtime: Bool
 
   public init(
     kind: ActivityKind, phase: ActivityPhase, value: Int64, progress: Double? = nil,
-    endDate: Int64? = nil, startDate: Int64? = nil, goalMs: Int64? = nil
+    endDate: Int64? = nil, startDate: Int64? = nil, goalMs: Int64? = nil, overtime: Bool = false
   ) {
     self.kind = kind
     self.phase = phase
@@ -31,6 +33,7 @@ public struct ActivityClock: Sendable, Hashable {
     self.endDate = endDate
     self.startDate = startDate
     self.goalMs = goalMs
+    self.overtime = overtime
   }
 
   /// The whole seconds shown at `now` (ms since 1970, by the server's clock).
@@ -38,20 +41,32 @@ public struct ActivityClock: Sendable, Hashable {
     guard phase == .active else { return value }
     if kind == .countdown, let end = endDate {
       let ms = end - now
-      return ms <= 0 ? 0 : (ms + 999) / 1000
+      if ms > 0 { return (ms + 999) / 1000 }
+      return overtime ? ms / 1000 : 0
     }
     if let start = startDate { return max(0, now - start) / 1000 }
     return value
   }
 
   /// The next instant after `now` at which the value shown changes; nil when it never does
-  /// (paused, ended, a countdown at zero).
+  /// (paused, ended, a countdown at zero without overtime).
   public func nextChange(after now: Int64) -> Int64? {
     guard phase == .active else { return nil }
     let v = value(at: now)
-    if kind == .countdown, let end = endDate { return v > 0 ? end - (v - 1) * 1000 : nil }
+    if kind == .countdown, let end = endDate {
+      if v > 0 { return end - (v - 1) * 1000 }
+      return overtime ? end + (1 - v) * 1000 : nil
+    }
     if let start = startDate { return start + (v + 1) * 1000 }
     return nil
+  }
+
+  /// Whether it shows time past its end at `now`: an overtime countdown, running past its end or
+  /// paused there. (An ended one keeps its frozen value; boards show it as ended.)
+  public func isInOvertime(at now: Int64) -> Bool {
+    guard overtime, kind == .countdown, phase != .ended else { return false }
+    if value(at: now) < 0 { return true }
+    return phase == .active && endDate.map { now >= $0 } == true
   }
 
   /// The progress (0…1) at `now`: a countdown with a start, an elapsed timer with a goal;

@@ -145,6 +145,8 @@ public struct ActivityObject: Sendable, Equatable {
   /// 0…1, or nil.
   public var progress: Double?
   public var stale: Bool
+  /// A countdown that runs on past its end (absent from elapsed timers: false).
+  public var overtime: Bool
   /// The content: `title`, `subtitle`, `alertMessage`, `color`, `fields`, `relevance`.
   public var content: [String: JSONValue]
   /// A countdown's current end (moved later by pauses).
@@ -177,7 +179,7 @@ public struct ActivityObject: Sendable, Equatable {
   public var clock: ActivityClock {
     ActivityClock(
       kind: kind, phase: phase, value: value, progress: progress, endDate: endDate,
-      startDate: startDate, goalMs: goalMs)
+      startDate: startDate, goalMs: goalMs, overtime: overtime)
   }
 
   init(_ v: JSONValue, _ path: String) throws(ServiceMessageError) {
@@ -200,6 +202,7 @@ public struct ActivityObject: Sendable, Equatable {
     text = try m.string("text")
     progress = try m.optionalDouble("progress")
     stale = try m.bool("stale")
+    overtime = try m.optional("overtime") == nil ? false : try m.bool("overtime")
     content =
       try m.optional("content").map { (c) throws(ServiceMessageError) in
         guard let o = c.objectValue else {
@@ -225,6 +228,7 @@ public struct ActivityObject: Sendable, Equatable {
   public static func == (a: Self, b: Self) -> Bool {
     a.id == b.id && a.kind == b.kind && a.phase == b.phase && a.value == b.value
       && a.text == b.text && a.progress == b.progress && a.stale == b.stale
+      && a.overtime == b.overtime
       && a.content == b.content && a.endDate == b.endDate && a.startDate == b.startDate
       && a.pausedAt == b.pausedAt && a.goalMs == b.goalMs && a.milestone == b.milestone
       && a.nextMilestoneName == b.nextMilestoneName && a.nextMilestoneAt == b.nextMilestoneAt

@@ -63,6 +63,9 @@ enum BoardPage {
     .badge { font-size: 12px; font-weight: 700; text-transform: uppercase; letter-spacing: .06em;
       padding: 3px 8px; border-radius: 999px; background: #2a3040; color: var(--text); }
     .badge.paused { background: #8a6d00; } .badge.stale { background: #6b3fa0; } .badge.ended { background: #7a2d2d; }
+    .badge.overtime { background: #c62828; }
+    .tile.overtime { border-left-color: #ff5252; }
+    .tile.overtime .timer { color: #ff5252; }
     .timer { font-size: 64px; line-height: 1.05; font-weight: 700; font-variant-numeric: tabular-nums;
       letter-spacing: .01em; white-space: nowrap; overflow: hidden; }
     .bar { height: 8px; border-radius: 4px; background: #2a3040; overflow: hidden; }
@@ -107,8 +110,10 @@ enum BoardPage {
 
       const pad2 = (n) => (n < 10 ? "0" : "") + n;
       // docs/activities.md, "Formatting", the same rules as the server's formatter.
+      // A negative value (a countdown in overtime) is "-" and the text of its magnitude.
       function format(s, style) {
         style = style || STYLE;
+        if (s < 0) return "-" + format(-s, style);
         s = Math.max(0, Math.floor(s));
         const d = Math.floor(s / 86400), h = Math.floor(s / 3600) % 24, m = Math.floor(s / 60) % 60, sec = s % 60;
         const H = Math.floor(s / 3600), M = Math.floor(s / 60);
@@ -133,18 +138,31 @@ enum BoardPage {
 
       const serverNow = () => Date.now() + offset;
 
-      // The displayed whole seconds now (docs/activities.md): ceil of the remaining time for a countdown,
-      // floor of the elapsed time for an elapsed timer; frozen while paused and once ended.
+      // The displayed whole seconds now (docs/activities.md): ceil of the remaining time for a countdown
+      // (past its end, -n from n whole seconds after it with overtime, else 0), floor of the elapsed
+      // time for an elapsed timer; frozen while paused and once ended.
       function valueAt(a, now) {
         if (a.phase !== "active") return a.value;
-        if (a.kind === "countdown") return Math.max(0, Math.ceil((a.endDate - now) / 1000));
+        if (a.kind === "countdown") {
+          const ms = a.endDate - now;
+          if (ms > 0) return Math.ceil(ms / 1000);
+          return a.overtime ? -Math.floor(-ms / 1000) || 0 : 0;
+        }
         return Math.max(0, Math.floor((now - a.startDate) / 1000));
+      }
+      // Past the end of a countdown with overtime (running, or paused there); an ended one is ended.
+      function inOvertime(a, now) {
+        if (!a.overtime || a.kind !== "countdown" || a.phase === "ended") return false;
+        return valueAt(a, now) < 0 || (a.phase === "active" && now >= a.endDate);
       }
       // When the displayed second next changes, by the server's clock (null: it does not).
       function nextChange(a, now) {
         if (a.phase !== "active") return null;
         const v = valueAt(a, now);
-        if (a.kind === "countdown") return v > 0 ? a.endDate - (v - 1) * 1000 : null;
+        if (a.kind === "countdown") {
+          if (v > 0) return a.endDate - (v - 1) * 1000;
+          return a.overtime ? a.endDate + (1 - v) * 1000 : null;
+        }
         return a.startDate + (v + 1) * 1000;
       }
       function progressAt(a, now) {
@@ -219,15 +237,6 @@ enum BoardPage {
         else t.root.style.removeProperty("--c");
         t.root.classList.toggle("ended", a.phase === "ended");
         t.root.dataset.phase = a.phase;
-        const badges = [];
-        if (a.phase === "paused") badges.push("paused");
-        if (a.stale) badges.push("stale");
-        if (a.phase === "ended") badges.push("ended");
-        const key = badges.join(",");
-        if (t.badges.dataset.key !== key) {
-          t.badges.dataset.key = key;
-          t.badges.replaceChildren(...badges.map((b) => el("span", "badge " + b, b)));
-        }
         t.milestone.textContent = a.milestone ? "● " + a.milestone : "";
         if (t.toggle) {
           t.toggle.textContent = a.phase === "paused" ? "Resume" : "Pause";
@@ -237,7 +246,24 @@ enum BoardPage {
         tick(a, t, now);
       }
 
+      // Badges follow the clock too: a countdown with overtime gets its own at its end.
+      function badges(a, t, now) {
+        const over = inOvertime(a, now);
+        t.root.classList.toggle("overtime", over);
+        const list = [];
+        if (over) list.push("overtime");
+        if (a.phase === "paused") list.push("paused");
+        if (a.stale) list.push("stale");
+        if (a.phase === "ended") list.push("ended");
+        const key = list.join(",");
+        if (t.badges.dataset.key !== key) {
+          t.badges.dataset.key = key;
+          t.badges.replaceChildren(...list.map((b) => el("span", "badge " + b, b)));
+        }
+      }
+
       function tick(a, t, now) {
+        badges(a, t, now);
         const text = format(valueAt(a, now));
         if (t.text !== text) { t.timerEl.textContent = text; t.text = text; }
         const p = progressAt(a, now);

@@ -20,6 +20,17 @@ struct ActivityClockTests {
     #expect(c.value(at: t + 99_000) == 0)
   }
 
+  @Test("An overtime countdown goes on past its end: -n from n whole seconds after it")
+  func overtime() {
+    let c = ActivityClock(
+      kind: .countdown, phase: .active, value: 2, endDate: t + 2_000, overtime: true)
+    #expect(c.value(at: t + 2_000) == 0 && c.nextChange(after: t + 2_000) == t + 3_000)
+    #expect(c.value(at: t + 2_999) == 0)
+    #expect(c.value(at: t + 3_000) == -1 && c.nextChange(after: t + 3_000) == t + 4_000)
+    #expect(c.value(at: t + 64_500) == -62 && c.nextChange(after: t + 64_500) == t + 65_000)
+    #expect(c.nextChange(after: t + 1_500) == t + 2_000)
+  }
+
   @Test("An elapsed timer shows the floor of the time since its origin; progress by its goal")
   func elapsed() {
     let e = ActivityClock(

@@ -29,7 +29,11 @@ package enum RandomCommands {
         if g.chance(0.6) {
           r = .countdown(id: given, to: g.instant(-2_000...20_000), title: id)
           if g.chance(0.4) { r.startDate = g.instant(-10_000...0) }
-          if g.chance(0.5) { r.endOnExpiry = g.policy() }
+          if g.chance(0.5) {
+            r.endOnExpiry = g.policy()
+          } else if g.chance(0.4) {
+            r.overtime = true
+          }
         } else {
           r = .elapsed(id: given, from: g.chance(0.5) ? g.instant(-5_000...5_000) : nil, title: id)
           if g.chance(0.3) { r.goalMs = g.rand(0...20_000) }
@@ -37,7 +41,7 @@ package enum RandomCommands {
         if g.chance(0.4) { r.staleDate = g.instant(-2_000...20_000) }
         if g.chance(0.3) { r.content.subtitle = "sub \(g.rand(0...9))" }
         if g.chance(0.2) { r.content.fields = ["gate": .string("B\(g.rand(1...20))")] }
-        r.milestones = g.milestones()
+        r.milestones = r.overtime ? g.overtimeMilestones() : g.milestones()
         if g.chance(0.3) { r.timestamp = g.instant(-5_000...5_000) }
         command = .start(r)
       case 32..<52:

@@ -56,6 +56,31 @@ struct LiveActivityPushTests {
     #expect(cs["isPaused"] as? Bool == false && cs["pausedAt"] is NSNull)
   }
 
+  @Test("An overtime countdown says so in its content-state, and still decodes into the app's")
+  func overtimeState() throws {
+    let s = LiveActivityPush.Subject(
+      kind: .countdown, phase: .active, content: ["title": .string("Keynote")],
+      endDate: t + 60_000, overtime: true)
+    let payload = LiveActivityPush.payload(.update, s, LiveActivity(), at: t)
+    let state = try contentState(payload, as: CountdownState.self)
+    #expect(state.endDate == Date(timeIntervalSince1970: Double(t + 60_000) / 1000))
+    let o = try #require(JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+    let cs = try #require((o["aps"] as? [String: Any])?["content-state"] as? [String: Any])
+    #expect(cs["overtime"] as? Bool == true)
+    // Without overtime the key is absent (payloads of other activities are as they were).
+    var plain = s
+    plain.overtime = false
+    let other = LiveActivityPush.contentState(plain, LiveActivity())
+    #expect(other["overtime"] == nil)
+    // The size check counts it.
+    let withIt = LiveActivityPush.largestPayload(
+      kind: .countdown, content: s.content, milestones: [], staleDate: nil, overtime: true,
+      LiveActivity())
+    let without = LiveActivityPush.largestPayload(
+      kind: .countdown, content: s.content, milestones: [], staleDate: nil, LiveActivity())
+    #expect(withIt == without + #","overtime":true"#.utf8.count)
+  }
+
   @Test("Unix seconds there would show a date 31 years late: the reference encoding does not")
   func referenceNotUnix() throws {
     let s = LiveActivityPush.Subject(

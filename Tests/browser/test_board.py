@@ -357,6 +357,15 @@ class BoardTest(unittest.TestCase):
                 "return arguments[0].map(s => window.countdownBoard.format(s, arguments[1]))",
                 values, style)
             self.assertEqual(page, cli, style)
+            # Negative values (a countdown in overtime), as `countdown format --signed` writes.
+            negative = [-1, -61, -3725, -90061]
+            cli = subprocess.run(
+                [COUNTDOWN, "format", "--signed"] + args + ["--"] + [str(v * 1000) for v in negative],
+                capture_output=True, text=True, check=True).stdout.split("\n")[:-1]
+            page = self.driver.execute_script(
+                "return arguments[0].map(s => window.countdownBoard.format(s, arguments[1]))",
+                negative, style)
+            self.assertEqual(page, cli, style)
 
     def test_9_controls_0(self):
         """`?controls=0` on a server with buttons: the same tiles without them."""
@@ -436,6 +445,31 @@ class PublicBoardTest(unittest.TestCase):
         BoardTest.wait_for(lambda: self.driver.find_element(By.ID, "empty").is_displayed(), 10,
                            "the empty board")
         self.assertEqual(self.driver.find_element(By.ID, "empty").text, "No activities.")
+
+    def test_4_overtime(self):
+        """A stage timer with overtime goes on past its end: -0:01, -0:02 … in red, a badge."""
+        status, a = self.server.api("POST", "/v1/activities", {
+            "id": "talk", "kind": "countdown", "endDate": now_ms() + 1_500, "title": "Keynote",
+            "overtime": True})
+        self.assertEqual(status, 201, a)
+        self.assertTrue(a["overtime"])
+        self.open("/", 1)
+        timer = lambda: self.driver.find_element(
+            By.CSS_SELECTOR, 'section.tile[data-id="talk"] .timer').text
+        BoardTest.wait_for(lambda: timer() == "-0:01", 5, "one second over")
+        tile = self.driver.find_element(By.CSS_SELECTOR, 'section.tile[data-id="talk"]')
+        self.assertEqual([b.text.lower() for b in tile.find_elements(By.CSS_SELECTOR, ".badge")],
+                         ["overtime"])
+        self.assertIn("overtime", tile.get_attribute("class"))
+        color = self.driver.execute_script(
+            "return getComputedStyle(arguments[0].querySelector('.timer')).color", tile)
+        self.assertEqual(color, "rgb(255, 82, 82)")
+        BoardTest.wait_for(lambda: timer() == "-0:02", 3, "two seconds over")
+        # The page's value agrees with the server's.
+        status, got = self.server.api("GET", "/v1/activities/talk")
+        self.assertEqual(status, 200)
+        self.assertTrue(got["value"] < 0 and got["text"].startswith("-0:0"), got)
+        self.driver.save_screenshot(os.path.join(SCRATCH, "board-overtime.png"))
 
 
 if __name__ == "__main__":

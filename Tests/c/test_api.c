@@ -103,6 +103,19 @@ static void test_format(void) {
   CHECK(contains(cd_last_error_message(), "max_units 7"));
   o = cd_format_options_default(CD_STYLE_TIMER);
   CHECK_STATUS(cd_format(&o, 0, (cd_rounding)9, buf, sizeof buf, &n), CD_ERR_INVALID_ARGUMENT);
+  /* Signed: an overtime countdown's text. */
+  CHECK_STATUS(cd_format_signed(&o, -1500, CD_ROUND_UP, buf, sizeof buf, &n), CD_OK);
+  CHECK(n == 5 && strcmp(buf, "-0:01") == 0);
+  CHECK_STATUS(cd_format_signed(&o, -62000, CD_ROUND_UP, buf, sizeof buf, &n), CD_OK);
+  CHECK(strcmp(buf, "-1:02") == 0);
+  CHECK_STATUS(cd_format_signed(&o, -999, CD_ROUND_UP, buf, sizeof buf, &n), CD_OK);
+  CHECK(strcmp(buf, "0:00") == 0);
+  CHECK_STATUS(cd_format_signed(&o, 1500, CD_ROUND_UP, buf, sizeof buf, &n), CD_OK);
+  CHECK(strcmp(buf, "0:02") == 0);
+  CHECK_STATUS(cd_format_signed(&o, INT64_MIN, CD_ROUND_DOWN, buf, sizeof buf, &n), CD_OK);
+  CHECK(n <= CD_FORMAT_MAX && buf[0] == '-');
+  CHECK_STATUS(cd_format_signed(NULL, 0, CD_ROUND_UP, buf, sizeof buf, &n), CD_ERR_INVALID_ARGUMENT);
+  CHECK(contains(cd_last_error_message(), "cd_format_signed"));
   /* Extremes never trap. */
   CHECK_STATUS(cd_format(&o, INT64_MAX, CD_ROUND_UP, buf, sizeof buf, &n), CD_OK);
   CHECK_STATUS(cd_format(&o, INT64_MIN, CD_ROUND_UP, buf, sizeof buf, &n), CD_OK);
@@ -267,6 +280,44 @@ static void test_no_text(void) {
   usleep(1300000);
   CHECK_STATUS(cd_loop_destroy(loop), CD_OK);
   CHECK(seen == 1);
+}
+
+/* Overtime: a countdown started with cd_start.overtime ticks 0 at its end, then -1 ("-0:01"). */
+typedef struct overtime_seen {
+  int expired, negative, text_ok;
+} overtime_seen;
+
+static void on_event_overtime(void *context, const cd_event *e) {
+  overtime_seen *seen = context;
+  if (e->kind == CD_EVENT_EXPIRED) seen->expired++;
+  if (e->kind == CD_EVENT_TICK && e->value == -1) {
+    seen->negative++;
+    seen->text_ok = e->text_length == 5 && memcmp(e->text, "-0:01", 5) == 0;
+  }
+}
+
+static void test_overtime(void) {
+  overtime_seen seen = {0, 0, 0}; /* written by the loop thread, read after destroy joined it */
+  cd_loop *loop = NULL;
+  CHECK_STATUS(cd_loop_create(NULL, on_event_overtime, &seen, &loop), CD_OK);
+  cd_start s = {0};
+  s.title = "Talk";
+  s.title_length = 4;
+  s.end_date = now_ms() + 300;
+  s.overtime = 1;
+  CHECK_STATUS(cd_loop_start_countdown(loop, &s, NULL, 0, NULL), CD_OK);
+  /* An elapsed timer has no end to run past. */
+  cd_start e = s;
+  e.end_date = 0;
+  CHECK_STATUS(cd_loop_start_elapsed(loop, &e, NULL, 0, NULL), CD_ERR_INVALID_PAYLOAD);
+  CHECK(contains(cd_last_error_message(), "overtime applies to countdowns"));
+  usleep(1600000);
+  char reply[1024];
+  size_t n = 0;
+  CHECK_STATUS(cd_loop_request(loop, LIT("{\"op\":\"list\"}"), reply, sizeof reply, &n), CD_OK);
+  CHECK(contains(reply, "\"overtime\":true") && contains(reply, "\"value\":-1"));
+  CHECK_STATUS(cd_loop_destroy(loop), CD_OK);
+  CHECK(seen.expired == 1 && seen.negative == 1 && seen.text_ok);
 }
 
 /* Every queued request is answered exactly once, with CD_ERR_SHUTDOWN if destroy came first. */
@@ -618,6 +669,7 @@ int main(void) {
   test_create_errors();
   test_null_loop();
   test_no_text();
+  test_overtime();
   test_async_shutdown();
   test_loop();
   if (failures) {

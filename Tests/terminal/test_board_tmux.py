@@ -144,6 +144,21 @@ class TerminalBoardTest(unittest.TestCase):
         self.assertRegex(after, r"(^|\s)icanon(\s|$)")
         self.assertRegex(after, r"(^|\s)echo(\s|$)")
 
+    def test_overtime(self):
+        # A countdown with overtime goes on past its end: a negative value in red, a badge.
+        wait_for(lambda s: len(self.rows(s)) == 4 and " live" in s, 10, "four rows, live")
+        self.server.send(
+            {"op": "start", "id": "talk", "kind": "countdown", "endDate": now_ms() + 1_200,
+             "title": "Keynote", "overtime": True})
+        text = wait_for(lambda s: any("Keynote" in r and "-0:02" in r for r in self.rows(s)), 6,
+                        "the keynote two seconds over")
+        row = next(r for r in self.rows(text) if "Keynote" in r)
+        self.assertIn("[OVERTIME]", row)
+        # Its timer text is drawn in red (SGR 1;31), the others are not.
+        colored = next(line for line in screen(escapes=True).splitlines() if "Keynote" in line)
+        self.assertRegex(colored, r"\x1b\[1;31m\s*-0:0\d")
+        self.assertNotIn("[OVERTIME]", "".join(r for r in self.rows(text) if "Keynote" not in r))
+
     def test_reconnects(self):
         wait_for(lambda s: len(self.rows(s)) == 4 and " live" in s, 10, "four rows")
         self.server.stop()
