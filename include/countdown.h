@@ -158,7 +158,9 @@ typedef struct cd_event {
                                 end of a countdown with overtime (text "-0:05") */
   const char *text;          /* value in the loop's style, ASCII (NULL if event_text is 0) */
   size_t text_length;
-  const char *milestone;     /* the milestone's name for CD_EVENT_MILESTONE, else NULL */
+  const char *milestone;     /* the milestone's name for CD_EVENT_MILESTONE, else NULL (a
+                                milestone's content patch is applied before its event: a
+                                "get" request returns the new content) */
   size_t milestone_length;
   cd_end_reason reason;      /* for CD_EVENT_ENDED, else CD_END_NONE */
 } cd_event;

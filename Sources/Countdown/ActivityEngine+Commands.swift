@@ -40,9 +40,10 @@ extension ActivityEngine {
     if case .after(let d)? = r.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
     try Self.checkOvertime(r.overtime, kind: r.kind, endOnExpiry: r.endOnExpiry)
     try Self.validateMilestones(r.milestones, overtime: r.overtime)
+    let phases = try Self.milestoneContents(r.milestones, kind: r.kind, over: content, given: true)
     if let live = r.liveActivity {
       try Self.checkPushSize(
-        kind: r.kind, content: r.content, milestones: r.milestones,
+        kind: r.kind, contents: [r.content] + phases, milestones: r.milestones,
         staleDate: r.staleDate?.milliseconds, overtime: r.overtime, live)
     }
 
@@ -157,14 +158,25 @@ extension ActivityEngine {
     default: break
     }
     let content = try patchedContent(slot, u.content)
+    // The milestones' content patches still to apply, over the content after the update: new
+    // milestones all, else those not yet passed.
+    let after = content ?? cold[s].content
+    let phases: [ActivityContent]
+    if case .set(let m) = u.milestones {
+      phases = try Self.milestoneContents(m, kind: kind, over: after, given: true)
+    } else if case .keep = u.milestones {
+      let pending = Array(cold[s].milestones.dropFirst(cold[s].nextMilestone))
+      phases = try Self.milestoneContents(pending, kind: kind, over: after, given: false)
+    } else {
+      phases = []
+    }
     // A Live Activity's payloads are checked against the state after the update.
     var live = cold[s].liveActivity
     if let patch = u.liveActivity { live = try LiveActivity.patched(live, with: patch) }
     if let live {
       let stale = u.staleDate.applied(to: cold[s].staleDate.map(Instant.init(milliseconds:)))
       try Self.checkPushSize(
-        kind: kind,
-        content: content.map(\.content) ?? self.content(ofSlot: slot),
+        kind: kind, contents: [after.content] + phases,
         milestones: u.milestones.applied(to: cold[s].milestones) ?? [],
         staleDate: stale?.milliseconds, overtime: overtime, live)
     }
@@ -302,7 +314,7 @@ extension ActivityEngine {
     let s = Int(slot)
     if let content, let live = cold[s].liveActivity {
       try Self.checkPushSize(
-        kind: slots[s].kind, content: content.content, milestones: cold[s].milestones,
+        kind: slots[s].kind, contents: [content.content], milestones: cold[s].milestones,
         staleDate: cold[s].staleDate, overtime: cold[s].overtime, live)
     }
     if let content { cold[s].content = content }
@@ -382,14 +394,21 @@ extension ActivityEngine {
   /// Refuses a command after which some Live Activity push of the activity would be over
   /// APNs's 4096 bytes (docs/pushes.md): refused when the command is made, not when the push
   /// is sent.
+  /// `contents`: every content the activity can show until the next command (now's, then each
+  /// one a milestone's patch makes).
   static func checkPushSize(
-    kind: ActivityKind, content: ActivityContent, milestones: [Milestone], staleDate: Int64?,
-    overtime: Bool, _ live: LiveActivity
+    kind: ActivityKind, contents: [ActivityContent], milestones: [Milestone],
+    staleDate: Int64?, overtime: Bool, _ live: LiveActivity
   ) throws(CountdownError) {
-    guard case .object(let members) = content.json else { return }
-    let size = LiveActivityPush.largestPayload(
-      kind: kind, content: members, milestones: milestones, staleDate: staleDate,
-      overtime: overtime, live)
+    var size = 0
+    for content in contents {
+      guard case .object(let members) = content.json else { continue }
+      size = max(
+        size,
+        LiveActivityPush.largestPayload(
+          kind: kind, content: members, milestones: milestones, staleDate: staleDate,
+          overtime: overtime, live))
+    }
     guard size > LiveActivityPush.maximumPayloadSize else { return }
     throw CountdownError(
       .attributesTooLarge,

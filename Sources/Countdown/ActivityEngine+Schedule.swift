@@ -53,13 +53,13 @@ extension ActivityEngine {
   @inline(__always)
   mutating func emit(
     _ kind: ActivityEvent.Kind, _ slot: UInt32, at t: Int64, value: Int64? = nil,
-    reason: EndReason? = nil, milestone: String? = nil
+    reason: EndReason? = nil, milestone: String? = nil, content: String? = nil
   ) {
     let s = Int(slot)
     hand(
       kind, id: slotID(s), handle: ActivityHandle(slot: slot, generation: slots[s].generation),
       activityKind: slots[s].kind, value: value ?? displayedSeconds(s, t), at: t, reason: reason,
-      milestone: milestone)
+      milestone: milestone, content: content)
   }
 
   /// Hands on the event just emitted for `slot` again as `kind`, with no reason: `dismissed`
@@ -87,7 +87,8 @@ extension ActivityEngine {
   @inline(__always)
   mutating func hand(
     _ kind: ActivityEvent.Kind, id: String, handle: ActivityHandle, activityKind: ActivityKind,
-    value: Int64, at t: Int64, reason: EndReason? = nil, milestone: String? = nil
+    value: Int64, at t: Int64, reason: EndReason? = nil, milestone: String? = nil,
+    content: String? = nil
   ) {
     scratchEvent.at = Instant(milliseconds: t)
     scratchEvent.kind = kind
@@ -97,6 +98,7 @@ extension ActivityEngine {
     scratchEvent.value = value
     scratchEvent.reason = reason
     scratchEvent.milestone = milestone
+    scratchEvent.content = content
     onEvent(scratchEvent)
   }
 
@@ -427,7 +429,16 @@ extension ActivityEngine {
     case .milestone:
       let k = cold[s].nextMilestone
       cold[s].nextMilestone += 1
-      emit(.milestone, slot, at: t, milestone: cold[s].milestones[k].name)
+      let m = cold[s].milestones[k]
+      var applied: String?
+      // Its content patch, checked to fit when the milestone was given (and at every change of
+      // the content since): a failure here would be a bug, and leaves the content as it was.
+      if !m.content.isEmpty, let c = try? ActivityContent.patching(cold[s].content, with: m.content)
+      {
+        cold[s].content = c
+        applied = c.canonical
+      }
+      emit(.milestone, slot, at: t, milestone: m.name, content: applied)
     case .stale:
       slots[s].isStale = true
       emit(.stale, slot, at: t)

@@ -251,6 +251,10 @@ extension ActivityEngine {
     do throws(CountdownError) {
       try checkOvertime(a.overtime, kind: a.kind, endOnExpiry: a.endOnExpiry)
       try validateMilestones(a.milestones, overtime: a.overtime)
+      // The patches still to apply must apply (over the stored content, in firing order).
+      _ = try milestoneContents(
+        Array(a.milestones.dropFirst(max(0, min(a.nextMilestone, a.milestones.count)))),
+        kind: a.kind, over: StoredContent(canonical: a.content), given: false)
     } catch {
       throw .payload(field(error.message))
     }

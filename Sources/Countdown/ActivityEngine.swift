@@ -466,14 +466,42 @@ public struct ActivityEngine {
   /// time up for an elapsed timer; equal ones in the order given.
   static func firingOrder(_ m: [Milestone], _ kind: ActivityKind) -> [Milestone] {
     if m.count < 2 { return m }
-    let indexed = m.enumerated().sorted { a, b in
-      if a.element.atMs != b.element.atMs {
-        return kind == .countdown
-          ? a.element.atMs > b.element.atMs : a.element.atMs < b.element.atMs
+    return firingIndices(m, kind).map { m[$0] }
+  }
+
+  /// The positions of `m` in the order they fire (``firingOrder(_:_:)``).
+  static func firingIndices(_ m: [Milestone], _ kind: ActivityKind) -> [Int] {
+    m.indices.sorted { a, b in
+      if m[a].atMs != m[b].atMs {
+        return kind == .countdown ? m[a].atMs > m[b].atMs : m[a].atMs < m[b].atMs
       }
-      return a.offset < b.offset
+      return a < b
     }
-    return indexed.map(\.element)
+  }
+
+  /// The contents milestones' patches make, applied in firing order over `content` as they
+  /// will be at their instants (empty when none has a patch). Each patch must be valid and each
+  /// content it makes must fit the 4096-byte limit now, so that none fails when it fires: else
+  /// `invalidPayload` or `attributesTooLarge` naming the milestone (`given`: the request's
+  /// order, named by position; else stored milestones in firing order, named by name).
+  static func milestoneContents(
+    _ m: [Milestone], kind: ActivityKind, over content: StoredContent, given: Bool
+  ) throws(CountdownError) -> [ActivityContent] {
+    guard m.contains(where: { !$0.content.isEmpty }) else { return [] }
+    var current = content
+    var made: [ActivityContent] = []
+    for k in given ? firingIndices(m, kind) : Array(m.indices) where !m[k].content.isEmpty {
+      do throws(CountdownError) {
+        current = try ActivityContent.patching(current, with: m[k].content)
+      } catch {
+        let name =
+          given
+          ? "milestones[\(k)].content" : "the content of milestone \(JSONValue.string(m[k].name))"
+        throw CountdownError(error.code, "\(name), applied when it fires: \(error.message)")
+      }
+      made.append(current.content)
+    }
+    return made
   }
 }
 

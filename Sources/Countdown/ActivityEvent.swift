@@ -22,10 +22,13 @@ public struct ActivityEvent: Sendable, Hashable {
   public var reason: EndReason?
   /// For `milestone`.
   public var milestone: String?
+  /// For a `milestone` that changed the content: the content after its patch, as canonical
+  /// JSON (compact, keys sorted). Nil for every other event.
+  public var content: String?
 
   public init(
     at: Instant, kind: Kind, id: String, handle: ActivityHandle, activityKind: ActivityKind,
-    value: Int64, reason: EndReason? = nil, milestone: String? = nil
+    value: Int64, reason: EndReason? = nil, milestone: String? = nil, content: String? = nil
   ) {
     self.at = at
     self.kind = kind
@@ -35,6 +38,7 @@ public struct ActivityEvent: Sendable, Hashable {
     self.value = value
     self.reason = reason
     self.milestone = milestone
+    self.content = content
   }
 }
 

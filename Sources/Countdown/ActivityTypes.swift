@@ -57,10 +57,14 @@ public struct Milestone: Hashable, Sendable {
   /// The displayed quantity, in milliseconds, at which it fires. Negative on an overtime
   /// countdown: that long after its end.
   public var atMs: Int64
+  /// A merge patch (RFC 7396) of the activity's content, applied at the instant it fires
+  /// (`["fields": ["phase": "peaking"]]`); empty: the content does not change.
+  public var content: [String: JSONValue]
 
-  public init(name: String, atMs: Int64) {
+  public init(name: String, atMs: Int64, content: [String: JSONValue] = Dictionary()) {
     self.name = name
     self.atMs = atMs
+    self.content = content
   }
 }
 

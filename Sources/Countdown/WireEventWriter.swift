@@ -48,6 +48,11 @@ public struct WireEventWriter {
       head(e.at, "milestone", e.id)
       out.raw(",\"name\":")
       out.write(string: e.milestone ?? "")
+      // The content it applied (canonical JSON already), when it changed it.
+      if let content = e.content {
+        out.raw(",\"content\":")
+        out.bytes.append(contentsOf: content.utf8)
+      }
     case .ended:
       head(e.at, "ended", e.id)
       out.raw(",\"reason\":\"")

@@ -123,19 +123,28 @@ struct WireFields {
     var out: [Milestone] = []
     for (k, item) in items.enumerated() {
       guard case .object(let m) = item else {
-        throw .payload("milestones[\(k)] must be an object {\"name\", \"atMs\"}")
+        throw .payload("milestones[\(k)] must be an object {\"name\", \"atMs\", \"content\"}")
       }
       guard case .string(let name)? = m["name"] else {
         throw .payload("milestones[\(k)].name must be a string")
       }
       guard let at = m["atMs"] else { throw .payload("milestones[\(k)].atMs is required") }
-      if let extra = m.keys.first(where: { $0 != "name" && $0 != "atMs" }) {
+      if let extra = m.keys.first(where: { $0 != "name" && $0 != "atMs" && $0 != "content" }) {
         throw .payload("milestones[\(k)].\(extra) is not a milestone field")
+      }
+      var content: [String: JSONValue] = [:]
+      switch m["content"] {
+      case nil, .null?: break
+      case .object(let patch)?: content = patch
+      case let v?:
+        throw .payload(
+          "milestones[\(k)].content must be an object (a merge patch of the content), not \(v.typeName)"
+        )
       }
       // Negative: that long past the end of an overtime countdown (the engine checks which).
       let atMs = try validatedOffset(
         "milestones[\(k)].atMs", integer("milestones[\(k)].atMs", at))
-      out.append(Milestone(name: name, atMs: atMs))
+      out.append(Milestone(name: name, atMs: atMs, content: content))
     }
     return out
   }

@@ -145,7 +145,8 @@ public struct ActivityObject: Sendable, Equatable {
   /// 0…1, or nil.
   public var progress: Double?
   public var stale: Bool
-  /// A countdown that runs on past its end (absent from elapsed timers: false).
+  /// A countdown that runs on past its end (false for elapsed timers; absent, from an older
+  /// server, is false).
   public var overtime: Bool
   /// The content: `title`, `subtitle`, `alertMessage`, `color`, `fields`, `relevance`.
   public var content: [String: JSONValue]

@@ -84,7 +84,7 @@ package struct ReplyWriter {
   }
 
   /// An activity object (docs/protocol.md): id, kind, phase, value, text, progress, stale,
-  /// overtime (countdowns), content, endDate, startDate, pausedAt, goalMs, milestone,
+  /// overtime, content, endDate, startDate, pausedAt, goalMs, milestone,
   /// nextMilestone, liveActivity.
   package mutating func activity(_ s: ActivityState) {
     out.raw("{\"id\":")
@@ -103,9 +103,8 @@ package struct ReplyWriter {
     out.raw("\",\"progress\":")
     if let p = s.progress { out.write(double: p) } else { out.raw("null") }
     out.raw(s.stale ? ",\"stale\":true," : ",\"stale\":false,")
-    // A countdown says whether it runs on past its end; an elapsed timer has no end.
-    if s.kind == .countdown { out.raw(s.overtime ? "\"overtime\":true," : "\"overtime\":false,") }
-    out.raw("\"content\":")
+    // Every object has the same keys: an elapsed timer (no end to run past) says false.
+    out.raw(s.overtime ? "\"overtime\":true,\"content\":" : "\"overtime\":false,\"content\":")
     out.bytes.append(contentsOf: s.contentJSON.utf8)
     instant("endDate", s.endDate)
     instant("startDate", s.startDate)

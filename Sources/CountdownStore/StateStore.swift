@@ -392,19 +392,31 @@ package final class StateStore {
       liveActivity: liveActivity, overtime: int(.overtime) != 0)
   }
 
-  /// Milestones as JSON: `[["name", atMs], …]` in firing order.
+  /// Milestones as JSON: `[["name", atMs], …]` in firing order, a third member with the
+  /// content patch of those that have one (`["peaking", 2700000, {"fields": {…}}]`).
   static func encodeMilestones(_ m: [Milestone]) -> String {
-    JSONValue.array(m.map { .array([.string($0.name), .int($0.atMs)]) }).canonicalText
+    JSONValue.array(
+      m.map {
+        $0.content.isEmpty
+          ? .array([.string($0.name), .int($0.atMs)])
+          : .array([.string($0.name), .int($0.atMs), .object($0.content)])
+      }
+    ).canonicalText
   }
 
   static func decodeMilestones(_ text: String) -> [Milestone]? {
     guard case .array(let items)? = try? JSONParser.parse(text) else { return nil }
     var out: [Milestone] = []
     for item in items {
-      guard case .array(let pair) = item, pair.count == 2, case .string(let name) = pair[0],
-        case .int(let at) = pair[1]
+      guard case .array(let tuple) = item, tuple.count == 2 || tuple.count == 3,
+        case .string(let name) = tuple[0], case .int(let at) = tuple[1]
       else { return nil }
-      out.append(Milestone(name: name, atMs: at))
+      var content: [String: JSONValue] = [:]
+      if tuple.count == 3 {
+        guard case .object(let patch) = tuple[2], !patch.isEmpty else { return nil }
+        content = patch
+      }
+      out.append(Milestone(name: name, atMs: at, content: content))
     }
     return out
   }

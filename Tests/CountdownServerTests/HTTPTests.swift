@@ -148,7 +148,7 @@ final class EventStream {
 @Suite("HTTP on real sockets", .serialized, .timeLimit(.minutes(3)))
 struct HTTPTests {
   static let objectKeys: Set<String> = [
-    "id", "kind", "phase", "value", "text", "progress", "stale", "content", "endDate",
+    "id", "kind", "phase", "value", "text", "progress", "stale", "overtime", "content", "endDate",
     "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone", "liveActivity",
   ]
 

@@ -62,7 +62,8 @@ struct ServerProtocolTests {
       #expect(r[1]["rid"] as? Int == 7 && r[1]["ok"] as? Bool == true)
       let a = r[1]["activity"] as! [String: Any]
       let keys: Set<String> = [
-        "id", "kind", "phase", "value", "text", "progress", "stale", "content", "endDate",
+        "id", "kind", "phase", "value", "text", "progress", "stale", "overtime", "content",
+        "endDate",
         "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone", "liveActivity",
       ]
       #expect(Set(a.keys) == keys)

@@ -19,7 +19,7 @@ package final class Recorder {
     switch e.kind {
     case .tick, .paused: s += " \(e.value)"
     case .ended: s += " \(e.value) \(e.reason!.rawValue)"
-    case .milestone: s += " \(e.milestone!)"
+    case .milestone: s += " \(e.milestone!)" + (e.content.map { " " + $0 } ?? "")
     default: break
     }
     return s
@@ -107,12 +107,21 @@ package struct RandomRun {
   }
 
   package mutating func milestones() -> [Milestone] {
-    (0..<rand(0...3)).map { k in Milestone(name: "m\(k)", atMs: onGrid(rand(0...12_000))) }
+    (0..<rand(0...3)).map { k in
+      Milestone(name: "m\(k)", atMs: onGrid(rand(0...12_000)), content: phase("m\(k)"))
+    }
   }
 
   /// Milestones for an overtime countdown: some of them past its end (negative `atMs`).
   package mutating func overtimeMilestones() -> [Milestone] {
-    (0..<rand(0...3)).map { k in Milestone(name: "o\(k)", atMs: onGrid(rand(-6_000...8_000))) }
+    (0..<rand(0...3)).map { k in
+      Milestone(name: "o\(k)", atMs: onGrid(rand(-6_000...8_000)), content: phase("o\(k)"))
+    }
+  }
+
+  /// Half the time, a milestone's content patch: `{"fields": {"phase": name}}`.
+  mutating func phase(_ name: String) -> [String: JSONValue] {
+    chance(0.5) ? ["fields": .object(["phase": .string(name)])] : [:]
   }
 }
 

@@ -24,6 +24,9 @@ final class ReferenceModel {
     var endOnExpiry: DismissalPolicy?
     /// Runs on past its end: once expired, its value is the time since the end, negated.
     var overtime = false
+    /// The content's `fields.phase`, set by milestones' patches (the content is otherwise its
+    /// title, the id).
+    var phaseField: String?
     let startedAt: Int64
     var endedAt: Int64 = 0
     var dismissAt: Int64 = 0
@@ -96,7 +99,13 @@ final class ReferenceModel {
   private func deadlines(_ a: Activity, _ t: Int64) {
     if a.phase == .active {
       while a.nextMilestone < a.milestones.count, a.milestoneInstant(a.nextMilestone) == t {
-        log(t, "milestone", a, a.milestones[a.nextMilestone].name)
+        let m = a.milestones[a.nextMilestone]
+        var line = m.name
+        if case .object(let f)? = m.content["fields"], case .string(let p)? = f["phase"] {
+          a.phaseField = p
+          line += #" {"fields":{"phase":"\#(p)"},"title":"\#(a.id)"}"#
+        }
+        log(t, "milestone", a, line)
         a.nextMilestone += 1
       }
     }

@@ -68,6 +68,23 @@ struct ReplayCLITests {
     #expect(errors[2].contains("overtime must be true or false"))
   }
 
+  @Test(
+    "The README's examples replay as it shows them",
+    arguments: [("stage-timer", ["--ticks"]), ("medication", [])])
+  func readmeExample(_ name: String, _ flags: [String]) async throws {
+    let root = CLI.fixtures.deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let r = try await CLI.run(
+      ["replay"] + flags + [root.appendingPathComponent("Examples/\(name).jsonl").path])
+    let expected = try String(
+      contentsOf: CLI.fixtures.appendingPathComponent("\(name).expected.jsonl"), encoding: .utf8)
+    #expect(r.status == 0 && r.stdout == expected)
+    let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    for line in expected.split(separator: "\n") {
+      #expect(readme.contains(line), "README lacks \(line)")
+    }
+  }
+
   @Test("Every event line is a JSON object with at, event and id")
   func eventShape() async throws {
     let r = try await CLI.run([

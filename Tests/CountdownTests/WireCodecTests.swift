@@ -75,6 +75,11 @@ struct WireCodecTests {
       .code == .invalidPayload)
     #expect(
       decodeError(
+        #"{"at":1795248000000,"op":"start","kind":"elapsed","title":"x","milestones":[{"name":"m","atMs":1,"content":"peak"}]}"#
+      )?.message
+        == "milestones[0].content must be an object (a merge patch of the content), not string")
+    #expect(
+      decodeError(
         #"{"at":1795248000000,"op":"start","kind":"elapsed","title":"x","fields":{"a":[1]}}"#)?.code
         == .invalidPayload)
   }

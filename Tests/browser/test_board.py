@@ -97,7 +97,8 @@ class BoardTest(unittest.TestCase):
              "milestones": [{"name": "last-call", "atMs": 31_000}]},
             {"id": "dose", "kind": "elapsed", "startDate": t - 65_000, "goalMs": 600_000,
              "title": "Medication", "subtitle": "Ward 4, bed 2", "color": "#43A047",
-             "milestones": [{"name": "second dose", "atMs": 67_000}]},
+             "milestones": [{"name": "second dose", "atMs": 67_000,
+                             "content": {"subtitle": "Second dose due"}}]},
             {"id": "parking", "kind": "countdown", "endDate": t + 3_600_000, "title": "Parking P2",
              "subtitle": "Bay 41", "color": "#FB8C00"},
             {"id": "shuttle", "kind": "countdown", "endDate": t + 600_000, "title": "Shuttle",
@@ -186,6 +187,9 @@ class BoardTest(unittest.TestCase):
         # Milestones passed while the page is open: last-call at 4.5 s, second dose at 2 s.
         self.wait_for(lambda: self.text("auction", "milestone") == "● last-call", 10, "last-call")
         self.wait_for(lambda: self.text("dose", "milestone") == "● second dose", 10, "second dose")
+        # Its content patch shows at once (no command: the milestone changed the subtitle).
+        self.wait_for(lambda: self.text("dose", "subtitle") == "Second dose due", 2,
+                      "the milestone's subtitle")
         self.screenshot("board-1280x800.png")
 
     def test_2_seconds(self):

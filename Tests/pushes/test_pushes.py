@@ -214,6 +214,56 @@ class PushTests(unittest.TestCase):
         self.assertEqual(cs["isPaused"], True)
         self.assertGreaterEqual(cs["pausedAt"], cs["startedAt"])
 
+    def test_a_medication_timeline_pushes_each_phase_at_its_instant(self):
+        """Milestones that change the content: each phase reaches the phone at its instant
+        (priority 10), with the phase in the content-state; nothing else is pushed."""
+        s = self.serve()
+        start_ms = int(time.time() * 1000)
+        self.start({
+            "id": "dose", "kind": "elapsed", "startDate": start_ms, "title": "Ibuprofen",
+            "fields": {"stage": "taken"},
+            "milestones": [
+                {"name": "kicking-in", "atMs": 1500, "content": {"fields": {"stage": "kicking in"}}},
+                {"name": "peaking", "atMs": 3500,
+                 "content": {"subtitle": "Peak", "fields": {"stage": "peaking"}}}],
+            "liveActivity": {"pushTokens": {T1: True}, "keys": {"startDate": "startedAt"}}})
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) == 2, 8), "two phases")
+        time.sleep(1.2)
+        pushes = self.gateway.pushes(T1)
+        self.assertEqual(len(pushes), 2, [p["payload"] for p in pushes])
+        phases = [("kicking in", "kicking-in", 1500), ("peaking", "peaking", 3500)]
+        for push, (phase, name, at_ms) in zip(pushes, phases):
+            self.assertEqual(push["headers"]["apns-priority"], "10")
+            cs = push["payload"]["aps"]["content-state"]
+            # The content's fields are members of the content-state.
+            self.assertEqual(cs["stage"], phase)
+            self.assertEqual(cs["milestone"], name)
+            self.assertEqual(cs["isPaused"], False)
+            self.assertEqual(push["payload"]["aps"]["timestamp"], (start_ms + at_ms) // 1000)
+            # On the wire within a second of its instant.
+            self.assertLess(push["at"] - (start_ms + at_ms) / 1000, 1.0)
+        self.assertEqual(pushes[1]["payload"]["aps"]["content-state"]["subtitle"], "Peak")
+        status, obj = s.api("GET", "/v1/activities/dose")
+        self.assertEqual(obj["content"]["fields"]["stage"], "peaking")
+        self.assertEqual(self.gateway.problems, [])
+
+    def test_overtime_pushes_nothing_per_second(self):
+        """A countdown with overtime: its content-state says so; past its end no push is made
+        per second (the phone has endDate); a milestone past the end pushes at its instant."""
+        self.serve()
+        end_ms = int(time.time() * 1000) + 1500
+        self.start({"id": "talk", "kind": "countdown", "endDate": end_ms, "title": "Keynote",
+                    "overtime": True, "milestones": [{"name": "over-2", "atMs": -2000}],
+                    "liveActivity": {"pushTokens": {T1: True}}})
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) == 1, 8), "over-2")
+        time.sleep(2.5)
+        pushes = self.gateway.pushes(T1)
+        self.assertEqual(len(pushes), 1, [p["payload"] for p in pushes])
+        cs = pushes[0]["payload"]["aps"]["content-state"]
+        self.assertEqual((cs["milestone"], cs["overtime"]), ("over-2", True))
+        self.assertAlmostEqual(cs["endDate"], reference(end_ms), delta=0.001)
+        self.assertEqual(pushes[0]["payload"]["aps"]["timestamp"], (end_ms + 2000) // 1000)
+
     def test_budget_one_push_per_second_with_the_latest_state(self):
         """Five updates in one second: the first goes at once, the rest as one push at the
         next second with the last title; timestamps rise strictly."""

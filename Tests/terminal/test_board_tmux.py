@@ -79,7 +79,8 @@ class TerminalBoardTest(unittest.TestCase):
             {"op": "start", "id": "auction", "kind": "countdown", "endDate": t + 35_500,
              "title": "Auction #3", "color": "#E53935"},
             {"op": "start", "id": "dose", "kind": "elapsed", "startDate": t - 5_000,
-             "title": "Medication", "milestones": [{"name": "second dose", "atMs": 6_000}]},
+             "title": "Medication", "milestones": [{"name": "second dose", "atMs": 6_000,
+                                                 "content": {"subtitle": "Second dose due"}}]},
             {"op": "start", "id": "parking", "kind": "countdown", "endDate": t + 3_600_000,
              "title": "Parking P2"},
             {"op": "pause", "id": "parking"})
@@ -115,6 +116,8 @@ class TerminalBoardTest(unittest.TestCase):
         text = wait_for(lambda s: re.search(r"(\d+:\d\d)", self.rows(s)[1]).group(1) != gate, 3,
                         "the gate's value to change")
         wait_for(lambda s: "● second dose" in s, 5, "the milestone")
+        # Its content patch is drawn at once: the subtitle it set.
+        wait_for(lambda s: "Medication · Second dose due" in s, 2, "the milestone's subtitle")
         # Colors (the content's color, in the 256-color palette) with TERM=xterm-256color.
         self.assertIn("\x1b[38;5;", screen(escapes=True))
         # A lifecycle event redraws the row: end the auction, it goes last with its badge.
@@ -154,9 +157,11 @@ class TerminalBoardTest(unittest.TestCase):
                         "the keynote two seconds over")
         row = next(r for r in self.rows(text) if "Keynote" in r)
         self.assertIn("[OVERTIME]", row)
-        # Its timer text is drawn in red (SGR 1;31), the others are not.
+        # Its timer text is drawn in red (SGR 31; tmux writes bold and red as two sequences).
         colored = next(line for line in screen(escapes=True).splitlines() if "Keynote" in line)
-        self.assertRegex(colored, r"\x1b\[1;31m\s*-0:0\d")
+        self.assertRegex(colored, r"\x1b\[(1;)?31m\s*-0:0\d")
+        gate = next(line for line in screen(escapes=True).splitlines() if "Gate B12" in line)
+        self.assertNotIn("\x1b[31m", gate)
         self.assertNotIn("[OVERTIME]", "".join(r for r in self.rows(text) if "Keynote" not in r))
 
     def test_reconnects(self):
