@@ -142,7 +142,7 @@ FUZZ_SOURCES := $(wildcard Sources/Countdown/*.swift) Fuzz/FuzzWire.swift
 fuzz: .build-fuzz/fuzz-wire
 	mkdir -p .build-fuzz/corpus
 	cp Tests/CountdownTests/Fixtures/*.jsonl .build-fuzz/corpus/
-	cp Examples/kiosk.jsonl .build-fuzz/corpus/example-kiosk.jsonl
+	for f in Examples/*.jsonl; do cp $$f .build-fuzz/corpus/example-$$(basename $$f); done
 	.build-fuzz/fuzz-wire -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
 	  -dict=Fuzz/wire.dict -artifact_prefix=.build-fuzz/ -print_final_stats=1 .build-fuzz/corpus
 

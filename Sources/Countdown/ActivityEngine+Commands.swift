@@ -147,38 +147,49 @@ extension ActivityEngine {
       }
     }
     try checkTimestamp(u.timestamp, slot: slot)
-    // Overtime, the end policy and the milestones are checked as they stand after the update.
-    let overtime = u.overtime ?? cold[s].overtime
-    try Self.checkOvertime(
-      overtime, kind: kind, endOnExpiry: u.endOnExpiry.applied(to: cold[s].endOnExpiry))
-    switch u.milestones {
-    case .set(let m): try Self.validateMilestones(m, overtime: overtime)
-    case .keep where !overtime && cold[s].overtime:
-      try Self.validateMilestones(cold[s].milestones, overtime: false)
-    default: break
+    // Overtime, the end policy and the milestones are checked as they stand after the update,
+    // when it touches one of them (an update of dates or content alone reads none of it).
+    let touchesEnd: Bool
+    switch (u.endOnExpiry, u.milestones) {
+    case (.keep, .keep): touchesEnd = u.overtime != nil
+    default: touchesEnd = true
+    }
+    if touchesEnd {
+      let overtime = u.overtime ?? cold[s].overtime
+      try Self.checkOvertime(
+        overtime, kind: kind, endOnExpiry: u.endOnExpiry.applied(to: cold[s].endOnExpiry))
+      switch u.milestones {
+      case .set(let m): try Self.validateMilestones(m, overtime: overtime)
+      case .keep where !overtime && cold[s].overtime:
+        try Self.validateMilestones(cold[s].milestones, overtime: false)
+      default: break
+      }
     }
     let content = try patchedContent(slot, u.content)
-    // The milestones' content patches still to apply, over the content after the update: new
-    // milestones all, else those not yet passed.
-    let after = content ?? cold[s].content
-    let phases: [ActivityContent]
-    if case .set(let m) = u.milestones {
-      phases = try Self.milestoneContents(m, kind: kind, over: after, given: true)
-    } else if case .keep = u.milestones {
-      let pending = Array(cold[s].milestones.dropFirst(cold[s].nextMilestone))
-      phases = try Self.milestoneContents(pending, kind: kind, over: after, given: false)
-    } else {
-      phases = []
-    }
     // A Live Activity's payloads are checked against the state after the update.
     var live = cold[s].liveActivity
     if let patch = u.liveActivity { live = try LiveActivity.patched(live, with: patch) }
+    // The milestones' content patches still to apply, over the content after the update: new
+    // milestones all, else (when the content changes, or for the pushes' size) those not yet
+    // passed.
+    var phases: [ActivityContent] = []
+    if case .set(let m) = u.milestones {
+      phases = try Self.milestoneContents(
+        m, kind: kind, over: content ?? cold[s].content, given: true)
+    } else if case .keep = u.milestones, content != nil || live != nil {
+      let milestones = cold[s].milestones
+      let next = cold[s].nextMilestone
+      if next < milestones.count {
+        phases = try Self.milestoneContents(
+          Array(milestones[next...]), kind: kind, over: content ?? cold[s].content, given: false)
+      }
+    }
     if let live {
       let stale = u.staleDate.applied(to: cold[s].staleDate.map(Instant.init(milliseconds:)))
       try Self.checkPushSize(
-        kind: kind, contents: [after.content] + phases,
+        kind: kind, contents: [(content ?? cold[s].content).content] + phases,
         milestones: u.milestones.applied(to: cold[s].milestones) ?? [],
-        staleDate: stale?.milliseconds, overtime: overtime, live)
+        staleDate: stale?.milliseconds, overtime: u.overtime ?? cold[s].overtime, live)
     }
 
     // Everything is checked: apply.
@@ -227,7 +238,7 @@ extension ActivityEngine {
     case .set(let p): cold[s].endOnExpiry = p
     case .remove: cold[s].endOnExpiry = nil
     }
-    if overtime != cold[s].overtime { cold[s].overtime = overtime }
+    if let overtime = u.overtime, overtime != cold[s].overtime { cold[s].overtime = overtime }
     if let content { cold[s].content = content }
     if let ts = u.timestamp { cold[s].lastTimestamp = ts.milliseconds }
     if u.liveActivity != nil { cold[s].liveActivity = live }
