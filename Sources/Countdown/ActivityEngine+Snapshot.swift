@@ -248,18 +248,18 @@ extension ActivityEngine {
       throw .payload(field("pausedTotal \(a.pausedTotal) is out of range"))
     }
     if let g = a.goalMs { _ = try validatedDuration(field("goalMs"), g) }
+    guard (0...a.milestones.count).contains(a.nextMilestone) else {
+      throw .payload(field("nextMilestone \(a.nextMilestone) is not 0 to \(a.milestones.count)"))
+    }
     do throws(CountdownError) {
       try checkOvertime(a.overtime, kind: a.kind, endOnExpiry: a.endOnExpiry)
       try validateMilestones(a.milestones, overtime: a.overtime)
       // The patches still to apply must apply (over the stored content, in firing order).
       _ = try milestoneContents(
-        Array(a.milestones.dropFirst(max(0, min(a.nextMilestone, a.milestones.count)))),
-        kind: a.kind, over: StoredContent(canonical: a.content), given: false)
+        Array(a.milestones[a.nextMilestone...]), kind: a.kind,
+        over: StoredContent(canonical: a.content), given: false)
     } catch {
       throw .payload(field(error.message))
-    }
-    guard (0...a.milestones.count).contains(a.nextMilestone) else {
-      throw .payload(field("nextMilestone \(a.nextMilestone) is not 0 to \(a.milestones.count)"))
     }
     // Read as members (no dictionary per row): a restore checks every row's content.
     var text = a.content

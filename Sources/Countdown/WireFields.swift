@@ -80,7 +80,7 @@ struct WireFields {
   mutating func optionalBool(_ key: String) throws(CountdownError) -> Bool? {
     guard let v = value(key) else { return nil }
     guard case .bool(let b) = v else {
-      throw .payload("\(key) must be true or false, not \(v.typeName)")
+      throw .payload("\(key) must be a boolean, not \(v.typeName)")
     }
     return b
   }
@@ -230,13 +230,7 @@ struct WireFields {
   }
 
   mutating func configure() throws(CountdownError) -> WireCommand.Operation {
-    var enabled: Bool?
-    if let v = value("enabled") {
-      guard case .bool(let b) = v else {
-        throw .payload("enabled must be a boolean, not \(v.typeName)")
-      }
-      enabled = b
-    }
+    let enabled = try optionalBool("enabled")
     let maxActivities = try change("maxActivities") { (v) throws(CountdownError) -> Int in
       let n = try Self.integer("maxActivities", v)
       guard (0...Int64(Int32.max)).contains(n) else {

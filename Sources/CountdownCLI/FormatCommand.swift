@@ -20,7 +20,8 @@ struct FormatCommand: ParsableCommand {
 
   @Flag(
     help: """
-      Keep the sign of negative durations: `-` and the text of the rest (-0:05), as an overtime       countdown shows the time past its end. Without it a negative duration shows as 0.
+      Keep the sign of negative durations: `-` and the text of the rest (-0:05), as an overtime \
+      countdown shows the time past its end. Without it a negative duration shows as 0.
       """)
   var signed = false
 

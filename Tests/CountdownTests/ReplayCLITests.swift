@@ -65,7 +65,7 @@ struct ReplayCLITests {
     #expect(errors.count == 3)
     #expect(errors[0].contains("overtime and endOnExpiry") && errors[0].contains(#""line":3"#))
     #expect(errors[1].contains("milestones[0].atMs -1 is negative"))
-    #expect(errors[2].contains("overtime must be true or false"))
+    #expect(errors[2].contains("overtime must be a boolean, not string"))
   }
 
   @Test(
