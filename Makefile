@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots
+.PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -43,6 +43,7 @@ test: deps
 	$(MAKE) browser
 	$(MAKE) tui
 	$(MAKE) pushes
+	$(MAKE) webhooks
 
 # The board's browser tests need Debian's chromium and chromium-driver and PyPI's selenium;
 # the terminal board's, tmux.
@@ -62,6 +63,10 @@ pushdeps:
 pushes: deps pushdeps
 	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-pushes python3 Tests/pushes/test_pushes.py
+
+webhooks: deps
+	$(SWIFT) build --product countdown
+	SCRATCH=$(CURDIR)/.build-webhooks python3 Tests/webhooks/test_webhooks.py
 
 tuideps:
 	@command -v tmux >/dev/null || { \

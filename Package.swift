@@ -40,6 +40,8 @@ let package = Package(
     // Live Activity pushes (docs/pushes.md): HTTP/2 to APNs, and the ES256 provider token.
     .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
     .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+    // Webhooks (docs/webhooks.md): HTTP/1.1 (or HTTP/2 over TLS) with keep-alive connections.
+    .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
   ],
   targets: [
     .systemLibrary(
@@ -104,6 +106,8 @@ let package = Package(
         .product(name: "NIOSSL", package: "swift-nio-ssl"),
         .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "Prometheus", package: "swift-prometheus"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "Crypto", package: "swift-crypto"),
       ]
     ),
     .executableTarget(
@@ -155,6 +159,7 @@ let package = Package(
       dependencies: [
         "CountdownServer", "CountdownStore", "Countdown", "CountdownCLI", "CountdownClient",
         "CountdownTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+        .product(name: "Crypto", package: "swift-crypto"),
       ]),
   ],
   swiftLanguageModes: [.v6]

@@ -144,6 +144,8 @@ struct ServeCommand: AsyncParsableCommand {
 
   @OptionGroup(title: "Live Activity pushes (docs/pushes.md)") var apns: APNsFlags
 
+  @OptionGroup(title: "Webhooks (docs/webhooks.md)") var webhooks: WebhookFlags
+
   func validate() throws {
     guard Logger.Level(rawValue: logLevel) != nil else {
       throw ValidationError(
@@ -218,6 +220,12 @@ struct ServeCommand: AsyncParsableCommand {
     options.tlsCertificatePath = tlsCert
     options.tlsKeyPath = tlsKey
     options.apns = try apns.options()
+    do {
+      options.webhooks = try webhooks.options()
+    } catch {
+      printError("countdown serve: \(error)")
+      throw ExitCode.failure
+    }
     // A write past a file-size limit (ulimit -f) is an error to report, not a signal to die of.
     System.ignoreFileSizeSignal()
     let server = CountdownServer(options: options, logger: logger)
@@ -275,23 +283,28 @@ extension ServeCommand {
       return token
     }
     if let tokenFile {
-      let fd = try System.openInput(tokenFile)
-      defer { System.close(fd) }
-      var reader = LineReader(fd: fd)
-      var first: [UInt8]?
-      try reader.forEachLine { line in if first == nil { first = Array(line) } }
-      var bytes = first ?? []
-      if bytes.last == 0x0D { bytes.removeLast() }
-      guard !bytes.isEmpty, let token = String(validating: bytes, as: UTF8.self) else {
-        throw IOFailure(
-          message: "the token file \(tokenFile) has no token: its first line is the token (UTF-8)")
-      }
-      return token
+      return try Self.firstLine(of: tokenFile, "the token file", "token")
     }
     if let token = System.environment("COUNTDOWN_TOKEN") {
       return token.isEmpty ? nil : token
     }
     return nil
+  }
+
+  /// The first line of the file at `path` (a secret kept out of the process list), not empty.
+  static func firstLine(of path: String, _ what: String, _ name: String) throws -> String {
+    let fd = try System.openInput(path)
+    defer { System.close(fd) }
+    var reader = LineReader(fd: fd)
+    var first: [UInt8]?
+    try reader.forEachLine { line in if first == nil { first = Array(line) } }
+    var bytes = first ?? []
+    if bytes.last == 0x0D { bytes.removeLast() }
+    guard !bytes.isEmpty, let text = String(validating: bytes, as: UTF8.self) else {
+      throw IOFailure(
+        message: "\(what) \(path) has no \(name): its first line is the \(name) (UTF-8)")
+    }
+    return text
   }
 
   /// `127.0.0.1:8080` or `[::1]:8080`.
@@ -313,6 +326,68 @@ struct Announce: Service {
     System.flushStandardOutput()
     logger.info("serving", metadata: ["socket": "\(socket)", "pid": "\(System.processID)"])
     try? await gracefulShutdown()
+  }
+}
+
+/// `--webhook*`: where to post lifecycle events (SPEC §10).
+struct WebhookFlags: ParsableArguments {
+  @Option(
+    name: .customLong("webhook"),
+    help: ArgumentHelp(
+      "Post every lifecycle event (never ticks) to URL as JSON, at least once and in order per activity; repeat for more receivers.",
+      valueName: "URL"))
+  var urls: [String] = []
+
+  @Option(
+    name: .customLong("webhook-secret"),
+    help: "Sign each delivery: Countdown-Signature: t=UNIX,v1=hex HMAC-SHA256 of \"t.body\".")
+  var secret: String?
+
+  @Option(
+    name: .customLong("webhook-secret-file"),
+    help: "Read the secret from FILE (its first line), so that it is not seen in the process list.")
+  var secretFile: String?
+
+  @Option(
+    name: .customLong("webhook-timeout-ms"),
+    help: "How long a delivery may wait for its answer before it is tried again.")
+  var timeoutMs: Int64 = 10_000
+
+  /// The flags' own checks (before anything is read). Its errors end `countdown serve` with
+  /// status 1 and the message (SPEC §10), not a usage error.
+  func check() throws {
+    for url in urls {
+      if let problem = WebhookOptions.problem(with: url) {
+        throw ValidationError("--webhook \(url) \(problem)")
+      }
+    }
+    if let dup = Dictionary(grouping: urls, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+      throw ValidationError("--webhook \(dup) is given twice: each URL once")
+    }
+    guard secret == nil || secretFile == nil else {
+      throw ValidationError(
+        "give the webhook secret once: --webhook-secret or --webhook-secret-file, not both")
+    }
+    if secret != nil || secretFile != nil, urls.isEmpty {
+      throw ValidationError(
+        "\(secret != nil ? "--webhook-secret" : "--webhook-secret-file") is given without a --webhook to sign for"
+      )
+    }
+    if secret == "" { throw ValidationError("--webhook-secret is empty") }
+    guard timeoutMs > 0 else { throw ValidationError("--webhook-timeout-ms must be ≥ 1") }
+  }
+
+  /// The settings, nil without `--webhook`; the secret file is read here.
+  func options() throws -> WebhookOptions? {
+    try check()
+    guard !urls.isEmpty else { return nil }
+    var text = secret
+    if let secretFile {
+      text = try ServeCommand.firstLine(of: secretFile, "the webhook secret file", "secret")
+    }
+    var o = WebhookOptions(urls: urls, secret: text.map { Array($0.utf8) })
+    o.requestTimeoutMilliseconds = timeoutMs
+    return o
   }
 }
 

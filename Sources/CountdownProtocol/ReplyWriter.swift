@@ -128,6 +128,20 @@ package struct ReplyWriter {
     out.raw("}")
   }
 
+  /// A webhook's body (docs/webhooks.md): `{"event": <the event object>, "activity": <the
+  /// activity object after it, or null once it is gone>}`.
+  package mutating func webhook(_ e: ActivityEvent, _ s: ActivityState?) {
+    out.raw("{\"event\":")
+    var events = WireEventWriter(formatter: formatter)
+    events.write(e)
+    var line = events.take()
+    if line.last == UInt8(ascii: "\n") { line.removeLast() }
+    out.bytes.append(contentsOf: line)
+    out.raw(",\"activity\":")
+    if let s { activity(s) } else { out.raw("null") }
+    out.raw("}")
+  }
+
   private mutating func instant(_ key: StaticString, _ t: Instant?) {
     out.raw(",\"")
     out.raw(key)

@@ -200,3 +200,8 @@ public struct PushPlanner: Sendable {
     return row.dismissAt
   }
 }
+
+extension PushItem: OutboxItem {
+  /// Pushes of one activity to one token go in order, one at a time.
+  public var lane: PushBudget.Key { PushBudget.Key(activity: activity, token: token) }
+}

@@ -176,6 +176,18 @@ public final class CountdownServer: Service, @unchecked Sendable {
       }
       return try PushDelivery.prepare(o)
     }
+    if let w = options.webhooks {
+      guard options.statePath != ":memory:" else {
+        throw ServerStartError(
+          "webhooks need a state file (--state FILE, not :memory:): each delivery is written with the change that made it, and sent after a restart"
+        )
+      }
+      for url in w.urls {
+        if let problem = WebhookOptions.problem(with: url) {
+          throw ServerStartError("--webhook \(url) \(problem)")
+        }
+      }
+    }
     for (address, option) in [(tcp, "--listen"), (http, "--http")] {
       if let address, !System.isLoopback(address.host), options.token != nil,
         !options.allowPlainToken, identity == nil
@@ -218,13 +230,17 @@ public final class CountdownServer: Service, @unchecked Sendable {
         throw error
       }
       let journal = Journal(
-        storedOptions: StoredOptions(snapshot?.options ?? options.engine), pushes: apns != nil)
+        storedOptions: StoredOptions(snapshot?.options ?? options.engine), pushes: apns != nil,
+        webhooks: options.webhooks != nil)
       let logger = self.logger
       let options = self.options
       let loopBox = NIOLockedValueBox<CountdownLoop?>(nil)
       let deliveryBox = NIOLockedValueBox<PushDelivery?>(nil)
+      let webhookBox = NIOLockedValueBox<WebhookDelivery?>(nil)
       var pushHooks: PushHooks?
+      var webhookHooks: WebhookHooks?
       var pending: [(seq: Int64, item: PushItem)] = []
+      var pendingWebhooks: [(seq: Int64, item: WebhookItem)] = []
       if apns != nil {
         do throws(StoreError) {
           let outbox = try store.loadPushes()
@@ -240,6 +256,24 @@ public final class CountdownServer: Service, @unchecked Sendable {
           throw ServerStartError(error.message)
         }
       }
+      if let w = options.webhooks {
+        do throws(StoreError) {
+          pendingWebhooks = try store.loadWebhooks()
+        } catch {
+          store.close()
+          try? group.syncShutdownGracefully()
+          throw ServerStartError(error.message)
+        }
+        let formatter = TimerFormatter(style: options.style)
+        webhookHooks = WebhookHooks(
+          urls: w.urls,
+          body: { event, state in
+            var out = ReplyWriter(formatter: formatter)
+            out.webhook(event, state)
+            return out.take()
+          },
+          committed: { deliveries in webhookBox.withLockedValue { $0 }?.committed(deliveries) })
+      }
       let writer = StoreWriter(
         store: store,
         reload: { snapshot, epoch in
@@ -249,7 +283,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
         },
         onError: { error in
           logger.error("storageFailed: \(error.message); the changes of this commit were not made")
-        }, pushes: pushHooks)
+        }, pushes: pushHooks, webhooks: webhookHooks)
       var delivery: PushDelivery?
       if let (endpoint, token) = apns {
         do {
@@ -266,6 +300,13 @@ public final class CountdownServer: Service, @unchecked Sendable {
         // while the server was down) pushes after what was pending.
         delivery?.restore(pending)
       }
+      var webhooks: WebhookDelivery?
+      if let w = options.webhooks {
+        webhooks = WebhookDelivery(
+          options: w, writer: writer, metrics: metrics.webhooks, logger: logger)
+        webhookBox.withLockedValue { $0 = webhooks }
+        webhooks?.restore(pendingWebhooks)
+      }
       do {
         loop = try CountdownLoop(
           options: loopOptions, restoring: snapshot,
@@ -274,12 +315,14 @@ public final class CountdownServer: Service, @unchecked Sendable {
           })
       } catch {
         delivery?.stop()
+        webhooks?.stop()
         writer.close()
         try? group.syncShutdownGracefully()
         throw ServerStartError("cannot restore the state in \(options.statePath): \(error)")
       }
       loopBox.withLockedValue { $0 = loop }
-      durable = Durable(writer: writer, journal: journal, delivery: delivery)
+      durable = Durable(
+        writer: writer, journal: journal, delivery: delivery, webhooks: webhooks)
       restoredCount = snapshot?.activities.count ?? 0
     }
     let core = ServerCore(
@@ -418,6 +461,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
       core.loop.shutdown()
       // Pushes not answered yet stay in the outbox for the next start.
       core.durable?.delivery?.stop()
+      core.durable?.webhooks?.stop()
       // The wakes after the last command (time-driven changes) are written before closing.
       core.durable?.writer.close()
     }

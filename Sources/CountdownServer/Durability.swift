@@ -20,10 +20,13 @@ final class Journal: @unchecked Sendable {
 
   /// Whether the wakes' events are planned into Live Activity pushes (`--apns-*`).
   let pushes: Bool
+  /// Whether the wakes' lifecycle events go to webhooks (`--webhook`).
+  let webhooks: Bool
 
-  init(storedOptions: StoredOptions, pushes: Bool = false) {
+  init(storedOptions: StoredOptions, pushes: Bool = false, webhooks: Bool = false) {
     self.storedOptions = storedOptions
     self.pushes = pushes
+    self.webhooks = webhooks
   }
   /// Numbers the wakes sent to the writer, for the hub's held events.
   var nextToken: UInt64 = 0
@@ -55,6 +58,12 @@ final class Journal: @unchecked Sendable {
         changes!.pushEvents.append(PushPlanner.Event(kind: e.kind, at: e.at.milliseconds, id: e.id))
       }
     }
+    if webhooks, changes != nil {
+      // The activity as the wake left it (no JSON here: the writer encodes the bodies).
+      for e in events where e.kind != .tick {
+        changes!.webhookEvents.append((e, engine.state(of: e.handle)))
+      }
+    }
     let releases = self.releases
     self.releases = []
     seen.removeAll(keepingCapacity: true)
@@ -69,11 +78,13 @@ final class Journal: @unchecked Sendable {
 }
 
 /// The durable side of a server: the state file's writer and the loop's journal, and the
-/// sender of the pushes its outbox holds (nil without `--apns-*`).
+/// senders of what its outbox holds: pushes (nil without `--apns-*`) and webhook deliveries
+/// (nil without `--webhook`).
 struct Durable {
   let writer: StoreWriter
   let journal: Journal
   let delivery: PushDelivery?
+  let webhooks: WebhookDelivery?
 }
 
 extension CountdownServer {

@@ -27,11 +27,8 @@ final class PushDelivery: @unchecked Sendable {
   private var timerDue: Int64?
   private var stopped = false
   private var pumpScheduled = false
-  /// Answered pushes not yet handed to the writer: gathered for up to 10 ms, so that a
-  /// stream of answers costs the state file one deletion commit per batch, not per push.
-  private var answered: [Int64] = []
-  private var forgetScheduled = false
-  private let writer: StoreWriter
+  /// Answered pushes, on their way to the writer.
+  private let answered: AnsweredBatch
   private let loop: NIOLockedValueBox<CountdownLoop?>
   private let metrics: PushMetrics
   private let logger: Logger
@@ -83,7 +80,7 @@ final class PushDelivery: @unchecked Sendable {
     // The sender's thread gives way to the loop thread (ticks are due at their instants; a push
     // a millisecond later is not late).
     eventLoop.execute { System.yieldToOtherThreads(niceness: 5) }
-    self.writer = writer
+    answered = AnsweredBatch(writer: writer, eventLoop: eventLoop)
     self.loop = loop
     self.metrics = metrics
     self.logger = logger
@@ -139,10 +136,10 @@ final class PushDelivery: @unchecked Sendable {
       deviceToken: entry.item.token, priority: entry.item.priority, payload: entry.item.payload,
       jwt: jwt, expiration: nil
     ) { [self] result in
-      let outcome: APNsOutcome
+      let outcome: DeliveryOutcome
       switch result {
       case .success(let r):
-        outcome = APNsOutcome(status: r.status, reason: r.reason)
+        outcome = DeliveryOutcome(status: r.status, reason: r.reason)
         if outcome != .delivered {
           logger.notice(
             "APNs answered \(r.status) \(r.reason ?? "") to a push of \(entry.item.activity): \(outcome.metricName)"
@@ -156,7 +153,7 @@ final class PushDelivery: @unchecked Sendable {
       let now = SystemWallClock.now().milliseconds
       let c = queue.answered(entry, outcome, now: now, random: Double.random(in: 0...1))
       metrics.answered(entry.item, outcome, latencyMs: now - entry.item.eventAt)
-      forget(c.forget)
+      answered.add(c.forget)
       if let key = c.removedToken { removeToken(key) }
       pumpSoon()
     }
@@ -172,22 +169,6 @@ final class PushDelivery: @unchecked Sendable {
       pumpScheduled = false
       pump()
     }
-  }
-
-  private func forget(_ seqs: [Int64]) {
-    guard !seqs.isEmpty else { return }
-    answered += seqs
-    if answered.count >= 4096 { return flushForgotten() }
-    guard !forgetScheduled else { return }
-    forgetScheduled = true
-    eventLoop.scheduleTask(in: .milliseconds(10)) { [self] in flushForgotten() }
-  }
-
-  private func flushForgotten() {
-    forgetScheduled = false
-    guard !answered.isEmpty else { return }
-    writer.forget(pushes: answered)
-    answered = []
   }
 
   /// Removes a token APNs no longer takes from its activity (an update on the loop, written
@@ -215,7 +196,7 @@ final class PushDelivery: @unchecked Sendable {
       stopped = true
       timer?.cancel()
       client.close()
-      flushForgotten()
+      answered.flush()
     }.wait()
     try? group.syncShutdownGracefully()
   }

@@ -33,6 +33,8 @@ final class ServerMetrics: Sendable {
   private let wakeupsSeen = NIOLockedValueBox<UInt64>(0)
   /// Live Activity pushes (docs/pushes.md).
   let pushes: PushMetrics
+  /// Webhook deliveries (docs/webhooks.md).
+  let webhooks: WebhookMetrics
 
   init() {
     var factory = PrometheusMetricsFactory(registry: registry)
@@ -46,7 +48,10 @@ final class ServerMetrics: Sendable {
       .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2),
       .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(300),
     ]
+    factory.durationHistogramBuckets["countdown_webhook_latency_seconds"] =
+      factory.durationHistogramBuckets["countdown_push_latency_seconds"]
     pushes = PushMetrics(factory: factory)
+    webhooks = WebhookMetrics(factory: factory)
     ticks = CoreMetrics.Counter(label: "countdown_ticks_total", factory: factory)
     lateness = Metrics.Timer(label: "countdown_tick_lateness_seconds", factory: factory)
     subscribers = CoreMetrics.Gauge(label: "countdown_subscribers", factory: factory)
@@ -130,7 +135,9 @@ final class PushMetrics: Sendable {
     queue = CoreMetrics.Gauge(label: "countdown_push_queue", factory: factory)
     latency = Metrics.Timer(label: "countdown_push_latency_seconds", factory: factory)
     var answers: [String: CoreMetrics.Counter] = [:]
-    let outcomes: [APNsOutcome] = [.delivered, .removeToken, .renewProviderToken, .retry, .drop]
+    let outcomes: [DeliveryOutcome] = [
+      .delivered, .removeToken, .renewProviderToken, .retry, .drop,
+    ]
     for event in LiveActivityPush.Event.allCases {
       for outcome in outcomes {
         answers[event.rawValue + "/" + outcome.metricName] = CoreMetrics.Counter(
@@ -144,8 +151,36 @@ final class PushMetrics: Sendable {
   }
 
   /// One answer (or failure to answer) to `item`.
-  func answered(_ item: PushItem, _ outcome: APNsOutcome, latencyMs: Int64) {
+  func answered(_ item: PushItem, _ outcome: DeliveryOutcome, latencyMs: Int64) {
     answers[item.event.rawValue + "/" + outcome.metricName]?.increment()
+    latency.recordNanoseconds(max(0, latencyMs) * 1_000_000)
+  }
+}
+
+/// `countdown_webhooks_total{result}` (delivered, retried, dropped), `countdown_webhook_queue`
+/// (deliveries held, in flight included, every URL) and `countdown_webhook_latency_seconds`
+/// (from the event's instant to each answer).
+final class WebhookMetrics: Sendable {
+  let queue: CoreMetrics.Gauge
+  private let latency: Metrics.Timer
+  private let answers: [String: CoreMetrics.Counter]
+
+  init(factory: PrometheusMetricsFactory) {
+    queue = CoreMetrics.Gauge(label: "countdown_webhook_queue", factory: factory)
+    latency = Metrics.Timer(label: "countdown_webhook_latency_seconds", factory: factory)
+    var answers: [String: CoreMetrics.Counter] = [:]
+    for outcome in [DeliveryOutcome.delivered, .retry, .drop] {
+      answers[outcome.metricName] = CoreMetrics.Counter(
+        label: "countdown_webhooks_total", dimensions: [("result", outcome.metricName)],
+        factory: factory)
+    }
+    self.answers = answers
+    queue.record(0)
+  }
+
+  /// One answer (or failure to answer) to a delivery.
+  func answered(_ outcome: DeliveryOutcome, latencyMs: Int64) {
+    answers[outcome.metricName]?.increment()
     latency.recordNanoseconds(max(0, latencyMs) * 1_000_000)
   }
 }

@@ -69,6 +69,9 @@ public struct ServerOptions: Sendable {
   /// Live Activity pushes through APNs (docs/pushes.md), nil for none. Needs a state file:
   /// each push is written with the change that made it.
   public var apns: APNsOptions?
+  /// Webhooks (docs/webhooks.md), nil for none. Needs a state file: each delivery is
+  /// written with the change that made it.
+  public var webhooks: WebhookOptions?
 
   public init(
     socketPath: String = "countdown.sock", listen: String? = nil, http: String? = nil,
@@ -109,6 +112,48 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
   public var message: String
   public var description: String { message }
   init(_ message: String) { self.message = message }
+}
+
+/// The `--webhook*` settings (docs/webhooks.md).
+public struct WebhookOptions: Sendable {
+  /// The receivers' URLs (`http://` or `https://`), each given its own queue and connections.
+  public var urls: [String]
+  /// The key of `Countdown-Signature` (HMAC-SHA256), nil to send none.
+  public var secret: [UInt8]?
+  /// How long a delivery may wait for its answer before it is tried again.
+  public var requestTimeoutMilliseconds: Int64 = 10_000
+
+  public init(urls: [String], secret: [UInt8]? = nil) {
+    self.urls = urls
+    self.secret = secret
+  }
+
+  /// Why `url` cannot be a webhook's address, or nil when it can: `http://` or `https://`,
+  /// a host, no fragment, no user and password.
+  public static func problem(with url: String) -> String? {
+    let lower = url.lowercased()
+    guard let scheme = ["https://", "http://"].first(where: { lower.hasPrefix($0) }) else {
+      return "is not an http:// or https:// URL"
+    }
+    let rest = url.dropFirst(scheme.count)
+    let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+    if authority.contains("@") {
+      return "carries a user name or password: give a --webhook-secret instead"
+    }
+    let host =
+      authority.hasPrefix("[")
+      ? authority.prefix { $0 != "]" }.dropFirst() : authority.prefix { $0 != ":" }
+    if host.isEmpty { return "has no host" }
+    if url.contains("#") { return "has a fragment (#…), which is never sent" }
+    if url.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) {
+      return "has spaces, control characters or characters beyond ASCII: percent-encode them"
+    }
+    if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
+      let port = authority[authority.index(after: colon)...]
+      guard let n = Int(port), (1...65535).contains(n) else { return "has a bad port \(port)" }
+    }
+    return nil
+  }
 }
 
 /// The `--apns-*` settings (docs/pushes.md, "Configuration"). Files are read when the server

@@ -93,10 +93,17 @@ enum EngineColumn: Int32, CaseIterable {
     "INSERT OR REPLACE INTO engine (id, \(list)) VALUES (1, \(allCases.map { _ in "?" }.joined(separator: ", ")))"
 }
 
-/// The columns of `push_outbox` (docs/pushes.md, "Delivery"): the pushes made by committed
-/// changes and not yet answered by APNs, in the order they were made (`seq`). Declared once.
+/// The columns of `push_outbox` (docs/pushes.md, "Delivery"; docs/webhooks.md): what
+/// committed changes made for a destination and it has not yet answered, in the order made
+/// (`seq`). Declared once. A Live Activity push has `destination` `apns` and its device token
+/// in `token`; a webhook delivery has `webhook`, its URL in `token`, the event's kind in
+/// `event`, 0 for `priority` and `timestamp`, and its body in `payload`.
 enum OutboxColumn: Int32, CaseIterable {
   case seq, activity, token, event, priority, timestamp, notBefore, eventAt, payload
+  case destination
+
+  /// The schema version that added it.
+  var addedIn: StateSchema { self == .destination ? .v6 : .v4 }
 
   var name: String { "\(self)" }
   var read: Int32 { rawValue }
@@ -109,15 +116,24 @@ enum OutboxColumn: Int32, CaseIterable {
     case .activity, .token, .event: "TEXT NOT NULL"
     case .priority, .timestamp, .notBefore, .eventAt: "INTEGER NOT NULL"
     case .payload: "BLOB NOT NULL"
+    case .destination:
+      "TEXT NOT NULL DEFAULT 'apns' CHECK (destination IN (\(OutboxDestination.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", "))))"
     }
   }
 
   static let all = allCases
   static let list = allCases.map(\.name).joined(separator: ", ")
-  static let createTable =
-    "CREATE TABLE push_outbox (\(allCases.map { "\($0.name) \($0.declaration)" }.joined(separator: ", ")))"
+  /// The table as `version` made it (later columns are added by their migrations).
+  static func createTable(upTo version: StateSchema) -> String {
+    "CREATE TABLE push_outbox (\(allCases.filter { $0.addedIn <= version }.map { "\($0.name) \($0.declaration)" }.joined(separator: ", ")))"
+  }
   static let insert =
     "INSERT INTO push_outbox (\(allCases.dropFirst().map(\.name).joined(separator: ", "))) VALUES (\(allCases.dropFirst().map { _ in "?" }.joined(separator: ", ")))"
+}
+
+/// Whom an outbox row is for.
+enum OutboxDestination: String, CaseIterable {
+  case apns, webhook
 }
 
 /// The columns of `push_budget`: per activity and token, the last push timestamp given and
@@ -156,6 +172,8 @@ enum StateSchema: String, CaseIterable, Comparable {
   case v4
   /// Adds `overtime`.
   case v5
+  /// Adds `push_outbox.destination`: webhooks share the outbox (docs/webhooks.md).
+  case v6
 
   static func < (a: Self, b: Self) -> Bool {
     allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!

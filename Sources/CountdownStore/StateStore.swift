@@ -45,6 +45,10 @@ package struct StoreChanges: Sendable {
   /// The wake's events that may push (docs/pushes.md): planned into the outbox by the
   /// writer, in the same transaction. Empty when the server sends no pushes.
   package var pushEvents: [PushPlanner.Event] = []
+  /// The wake's lifecycle events with the activity's state after the wake (nil when it is
+  /// gone), for webhooks (docs/webhooks.md): their deliveries are written by the writer in
+  /// the same transaction. Empty when the server has no webhook.
+  package var webhookEvents: [(event: ActivityEvent, state: ActivityState?)] = []
 
   package init(engine: EngineSnapshot, removed: [String]) {
     self.engine = engine
@@ -203,8 +207,11 @@ package final class StateStore {
           try db.execute(sql: "ALTER TABLE activity ADD COLUMN \(c.name) \(c.declaration)")
         }
         if version == .v4 {
-          try db.execute(sql: OutboxColumn.createTable)
+          try db.execute(sql: OutboxColumn.createTable(upTo: .v4))
           try db.execute(sql: BudgetColumn.createTable)
+        }
+        for c in OutboxColumn.allCases where c.addedIn == version && version > .v4 {
+          try db.execute(sql: "ALTER TABLE push_outbox ADD COLUMN \(c.name) \(c.declaration)")
         }
       }
     }
@@ -427,18 +434,23 @@ package final class StateStore {
   /// engine's state; the last group's engine state is what stays. With them, the pushes
   /// their events made (`pushes`, in order: each gets the next sequence number, returned in
   /// order; a replacement deletes the waiting push it replaces) and the deletion of the
-  /// pushes answered since (`forget`).
+  /// pushes answered since (`forget`); and the webhook deliveries they made (`webhooks`, each
+  /// also given the next sequence number; docs/webhooks.md). Returns the sequence numbers
+  /// of `pushes` and of `webhooks`, in order.
   /// - Throws: ``StoreError`` (disk full, I/O error…); the transaction is rolled back then.
   @discardableResult
   package func write(
-    _ groups: [StoreChanges], pushes: [PushOperation] = [], forget: [Int64] = []
-  ) throws(StoreError) -> [Int64] {
+    _ groups: [StoreChanges], pushes: [PushOperation] = [], webhooks: [WebhookItem] = [],
+    forget: [Int64] = []
+  ) throws(StoreError) -> (pushes: [Int64], webhooks: [Int64]) {
     var seqs: [Int64] = []
+    var webhookSeqs: [Int64] = []
     do {
       try queue.inTransaction(.immediate) { db in
         try Self.writePushes(
           db, pushes, forget: forget, removed: groups.flatMap(\.removed),
           seqs: &seqs)
+        try Self.writeWebhooks(db, webhooks, seqs: &webhookSeqs)
         guard let last = groups.last else { return .commit }
         let upsert = try db.cachedStatement(sql: Self.activityUpsert)
         let delete = try db.cachedStatement(sql: "DELETE FROM activity WHERE id = ?")
@@ -473,7 +485,7 @@ package final class StateStore {
     } catch {
       throw StoreError("cannot write the state file \(path): \(Self.describe(error))")
     }
-    return seqs
+    return (seqs, webhookSeqs)
   }
 
   /// The outbox's part of a commit: new pushes (and the budget they spent), answered ones
@@ -493,7 +505,9 @@ package final class StateStore {
     guard !pushes.isEmpty else { return }
     let insert = try db.cachedStatement(sql: OutboxColumn.insert)
     let replaced = try db.cachedStatement(
-      sql: "DELETE FROM push_outbox WHERE activity = ? AND token = ? AND timestamp = ?")
+      sql:
+        "DELETE FROM push_outbox WHERE activity = ? AND token = ? AND timestamp = ? AND destination = 'apns'"
+    )
     let budget = try db.cachedStatement(sql: BudgetColumn.upsert)
     for op in pushes {
       let p = op.item
@@ -515,10 +529,8 @@ package final class StateStore {
           case .timestamp: bind(s, c.bind, p.timestamp)
           case .notBefore: bind(s, c.bind, p.notBefore)
           case .eventAt: bind(s, c.bind, p.eventAt)
-          case .payload:
-            p.payload.withUnsafeBytes { b in
-              _ = sqlite3_bind_blob(s, c.bind, b.baseAddress, Int32(b.count), sqliteTransient)
-            }
+          case .payload: bind(s, c.bind, blob: p.payload)
+          case .destination: bind(s, c.bind, OutboxDestination.apns.rawValue)
           }
         }
       }
@@ -536,7 +548,48 @@ package final class StateStore {
     }
   }
 
-  /// Deletes answered pushes from the outbox (in a transaction of their own).
+  /// The webhook deliveries of a commit (docs/webhooks.md), into the same outbox.
+  private static func writeWebhooks(_ db: Database, _ items: [WebhookItem], seqs: inout [Int64])
+    throws
+  {
+    guard !items.isEmpty else { return }
+    let insert = try db.cachedStatement(sql: OutboxColumn.insert)
+    for w in items {
+      try run(insert.sqliteStatement, db) { s in
+        for c in OutboxColumn.all {
+          switch c {
+          case .seq: break
+          case .activity: bind(s, c.bind, w.activity)
+          case .token: bind(s, c.bind, w.url)
+          case .event: bind(s, c.bind, w.event.rawValue)
+          case .priority, .timestamp, .notBefore: bind(s, c.bind, Int64(0))
+          case .eventAt: bind(s, c.bind, w.eventAt)
+          case .payload: bind(s, c.bind, blob: w.body)
+          case .destination: bind(s, c.bind, OutboxDestination.webhook.rawValue)
+          }
+        }
+      }
+      seqs.append(db.lastInsertedRowID)
+    }
+  }
+
+  /// The webhook deliveries the outbox holds, in order (docs/webhooks.md).
+  package func loadWebhooks() throws(StoreError) -> [(seq: Int64, item: WebhookItem)] {
+    try reading("the webhook deliveries") { db in
+      try Self.outbox(db, .webhook) { row throws(StoreError) in
+        let name: String = row[.event]
+        guard let event = ActivityEvent.Kind(rawValue: name) else {
+          throw StoreError("webhook delivery \(row[.seq] as Int64): event \(name) is not known")
+        }
+        return WebhookItem(
+          activity: row[.activity], url: row[.token], event: event, eventAt: row[.eventAt],
+          body: Array(row[.payload] as Data))
+      }
+    }
+  }
+
+  /// Deletes answered pushes and webhook deliveries from the outbox (in a transaction of
+  /// their own).
   package func forget(pushes seqs: [Int64]) throws(StoreError) {
     try write([], forget: seqs)
   }
@@ -547,43 +600,59 @@ package final class StateStore {
     pending: [(seq: Int64, item: PushItem)],
     budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)]
   ) {
-    do {
-      return try queue.read { db in
-        var pending: [(seq: Int64, item: PushItem)] = []
-        for row in try Row.fetchAll(
-          db, sql: "SELECT \(OutboxColumn.list) FROM push_outbox ORDER BY seq")
-        {
-          func column(_ c: OutboxColumn) -> Int { Int(c.read) }
-          let name: String = row[column(.event)]
-          guard let event = LiveActivityPush.Event(rawValue: name) else {
-            throw StoreError("push \(row[column(.seq)] as Int64): event \(name) is not known")
-          }
-          let payload: [UInt8] = Array(row[column(.payload)] as Data)
-          pending.append(
-            (
-              row[column(.seq)],
-              PushItem(
-                activity: row[column(.activity)], token: row[column(.token)], event: event,
-                priority: row[column(.priority)], timestamp: row[column(.timestamp)],
-                notBefore: row[column(.notBefore)], eventAt: row[column(.eventAt)],
-                payload: payload)
-            ))
+    try reading("the pushes") { db in
+      let pending = try Self.outbox(db, .apns) { row throws(StoreError) in
+        let name: String = row[.event]
+        guard let event = LiveActivityPush.Event(rawValue: name) else {
+          throw StoreError("push \(row[.seq] as Int64): event \(name) is not known")
         }
-        var budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)] = []
-        for row in try Row.fetchAll(db, sql: "SELECT \(BudgetColumn.list) FROM push_budget") {
-          func column(_ c: BudgetColumn) -> Int { Int(c.read) }
-          budget.append(
-            (
-              PushBudget.Key(activity: row[column(.activity)], token: row[column(.token)]),
-              row[column(.timestamp)], row[column(.notBefore)]
-            ))
-        }
-        return (pending, budget)
+        return PushItem(
+          activity: row[.activity], token: row[.token], event: event, priority: row[.priority],
+          timestamp: row[.timestamp], notBefore: row[.notBefore], eventAt: row[.eventAt],
+          payload: Array(row[.payload] as Data))
       }
+      var budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)] = []
+      for row in try Row.fetchAll(db, sql: "SELECT \(BudgetColumn.list) FROM push_budget") {
+        func column(_ c: BudgetColumn) -> Int { Int(c.read) }
+        budget.append(
+          (
+            PushBudget.Key(activity: row[column(.activity)], token: row[column(.token)]),
+            row[column(.timestamp)], row[column(.notBefore)]
+          ))
+      }
+      return (pending, budget)
+    }
+  }
+
+  /// A row of `push_outbox`, read by column.
+  private struct OutboxRow {
+    let row: Row
+    subscript<Value: DatabaseValueConvertible>(_ c: OutboxColumn) -> Value { row[Int(c.read)] }
+  }
+
+  /// The outbox's rows for `destination`, in order, each made into an item by `item`.
+  private static func outbox<Item>(
+    _ db: Database, _ destination: OutboxDestination,
+    _ item: (OutboxRow) throws(StoreError) -> Item
+  ) throws -> [(seq: Int64, item: Item)] {
+    var out: [(seq: Int64, item: Item)] = []
+    let sql =
+      "SELECT \(OutboxColumn.list) FROM push_outbox WHERE destination = '\(destination.rawValue)' ORDER BY seq"
+    for row in try Row.fetchAll(db, sql: sql) {
+      let r = OutboxRow(row: row)
+      out.append((r[.seq], try item(r)))
+    }
+    return out
+  }
+
+  /// Reads with `body`; an error names `what` and the file.
+  private func reading<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
+    do {
+      return try queue.read(body)
     } catch let error as StoreError {
-      throw StoreError("cannot read the pushes in \(path): \(error.message)")
+      throw StoreError("cannot read \(what) in \(path): \(error.message)")
     } catch {
-      throw StoreError("cannot read the pushes in \(path): \(Self.describe(error))")
+      throw StoreError("cannot read \(what) in \(path): \(Self.describe(error))")
     }
   }
 
@@ -613,6 +682,12 @@ package final class StateStore {
 
   private static func bind(_ s: OpaquePointer, _ i: Int32, _ v: Int64?) {
     if let v { sqlite3_bind_int64(s, i, v) } else { sqlite3_bind_null(s, i) }
+  }
+
+  private static func bind(_ s: OpaquePointer, _ i: Int32, blob: [UInt8]) {
+    blob.withUnsafeBytes { b in
+      _ = sqlite3_bind_blob(s, i, b.baseAddress, Int32(b.count), sqliteTransient)
+    }
   }
 
   static let activityUpsert =

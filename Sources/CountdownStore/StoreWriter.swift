@@ -22,6 +22,26 @@ package struct PushHooks: Sendable {
   }
 }
 
+/// What a writer needs to write webhook deliveries with each commit (docs/webhooks.md).
+package struct WebhookHooks: Sendable {
+  /// The receivers, in the order given.
+  package var urls: [String]
+  /// The body of one event's deliveries: `{"event": …, "activity": …}`.
+  package var body: @Sendable (ActivityEvent, ActivityState?) -> [UInt8]
+  /// Hears of the deliveries each commit wrote, with their outbox sequence numbers, on the
+  /// writer thread after the commit.
+  package var committed: @Sendable ([(seq: Int64, item: WebhookItem)]) -> Void
+
+  package init(
+    urls: [String], body: @escaping @Sendable (ActivityEvent, ActivityState?) -> [UInt8],
+    committed: @escaping @Sendable ([(seq: Int64, item: WebhookItem)]) -> Void
+  ) {
+    self.urls = urls
+    self.body = body
+    self.committed = committed
+  }
+}
+
 /// The store's own thread: it takes the loop's wakes in order, writes the changes of every
 /// wake waiting into one transaction (group commit: one commit, and with `full` one sync,
 /// serves them all), and only then releases each wake's replies and events.
@@ -74,6 +94,8 @@ package final class StoreWriter: @unchecked Sendable {
   private var planner: PushPlanner?
   private var onPushes: (@Sendable ([(seq: Int64, operation: PushOperation)]) -> Void)?
   private let clock: (@Sendable () -> Int64)?
+  /// Webhooks (docs/webhooks.md), nil when the server has none.
+  private var webhooks: WebhookHooks?
   /// After a failed commit: the planner holds pushes that were not written, until it is
   /// rebuilt from the file (writer thread only).
   private var plannerIsAhead = false
@@ -92,12 +114,14 @@ package final class StoreWriter: @unchecked Sendable {
   ///
   /// With `pushes`, each commit also plans the pushes of its units' `pushEvents` and writes
   /// them to the outbox in the same transaction; `pushes.committed` hears of them after the
-  /// commit, on the writer thread.
+  /// commit, on the writer thread. With `webhooks`, likewise each unit's `webhookEvents`
+  /// become one delivery per URL.
   package init(
     store: StateStore, reload: @escaping @Sendable (EngineSnapshot?, UInt64) -> Void,
     onError: @escaping @Sendable (StoreError) -> Void,
-    pushes: PushHooks? = nil
+    pushes: PushHooks? = nil, webhooks: WebhookHooks? = nil
   ) {
+    self.webhooks = webhooks
     self.store = store
     self.reload = reload
     self.onError = onError
@@ -147,6 +171,7 @@ package final class StoreWriter: @unchecked Sendable {
     reload = nil
     onError = nil
     onPushes = nil
+    webhooks = nil
     condition.unlock()
     store.close()
   }
@@ -189,12 +214,17 @@ package final class StoreWriter: @unchecked Sendable {
       let current = units.filter { $0.epoch >= accepted }
       let changes = current.compactMap(\.changes)
       let pushes = plan(changes)
+      let deliveries = webhookDeliveries(changes)
       var ok = true
       if !changes.isEmpty || !forget.isEmpty {
         do throws(StoreError) {
-          let seqs = try store.write(changes, pushes: pushes, forget: forget)
+          let seqs = try store.write(
+            changes, pushes: pushes, webhooks: deliveries, forget: forget)
           if !pushes.isEmpty {
-            onPushes?(zip(seqs, pushes).map { (seq: $0, operation: $1) })
+            onPushes?(zip(seqs.pushes, pushes).map { (seq: $0, operation: $1) })
+          }
+          if !deliveries.isEmpty {
+            webhooks?.committed(zip(seqs.webhooks, deliveries).map { (seq: $0, item: $1) })
           }
         } catch {
           ok = false
@@ -237,6 +267,25 @@ package final class StoreWriter: @unchecked Sendable {
       var rows: [String: StoredActivity] = [:]
       for a in c.engine.activities { rows[a.id] = a }
       out += planner!.plan(c.pushEvents, rows: rows, now: now)
+    }
+    return out
+  }
+
+  /// The webhook deliveries of `changes`' events: one per event and URL, in order (none
+  /// without webhooks).
+  private func webhookDeliveries(_ changes: [StoreChanges]) -> [WebhookItem] {
+    guard let webhooks else { return [] }
+    var out: [WebhookItem] = []
+    for c in changes {
+      for (event, state) in c.webhookEvents {
+        let body = webhooks.body(event, state)
+        for url in webhooks.urls {
+          out.append(
+            WebhookItem(
+              activity: event.id, url: url, event: event.kind, eventAt: event.at.milliseconds,
+              body: body))
+        }
+      }
     }
     return out
   }

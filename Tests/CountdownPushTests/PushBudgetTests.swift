@@ -88,21 +88,36 @@ struct SplitMix {
   }
 }
 
-@Suite("APNsOutcome and RetrySchedule")
-struct APNsOutcomeTests {
+@Suite("DeliveryOutcome and RetrySchedule")
+struct DeliveryOutcomeTests {
   @Test("Apple's statuses and reasons: delivered, token removed, JWT renewed, retried, dropped")
   func statuses() {
-    #expect(APNsOutcome(status: 200, reason: nil) == .delivered)
-    #expect(APNsOutcome(status: 400, reason: "BadDeviceToken") == .removeToken)
-    #expect(APNsOutcome(status: 400, reason: "DeviceTokenNotForTopic") == .removeToken)
-    #expect(APNsOutcome(status: 410, reason: "Unregistered") == .removeToken)
-    #expect(APNsOutcome(status: 403, reason: "ExpiredProviderToken") == .renewProviderToken)
-    #expect(APNsOutcome(status: 429, reason: "TooManyRequests") == .retry)
-    #expect(APNsOutcome(status: 503, reason: "ServiceUnavailable") == .retry)
-    #expect(APNsOutcome(status: 500, reason: nil) == .retry)
-    #expect(APNsOutcome(status: 400, reason: "BadTopic") == .drop)
-    #expect(APNsOutcome(status: 413, reason: "PayloadTooLarge") == .drop)
-    #expect(APNsOutcome(status: 403, reason: "InvalidProviderToken") == .drop)
+    #expect(DeliveryOutcome(status: 200, reason: nil) == .delivered)
+    #expect(DeliveryOutcome(status: 400, reason: "BadDeviceToken") == .removeToken)
+    #expect(DeliveryOutcome(status: 400, reason: "DeviceTokenNotForTopic") == .removeToken)
+    #expect(DeliveryOutcome(status: 410, reason: "Unregistered") == .removeToken)
+    #expect(DeliveryOutcome(status: 403, reason: "ExpiredProviderToken") == .renewProviderToken)
+    #expect(DeliveryOutcome(status: 429, reason: "TooManyRequests") == .retry)
+    #expect(DeliveryOutcome(status: 503, reason: "ServiceUnavailable") == .retry)
+    #expect(DeliveryOutcome(status: 500, reason: nil) == .retry)
+    #expect(DeliveryOutcome(status: 400, reason: "BadTopic") == .drop)
+    #expect(DeliveryOutcome(status: 413, reason: "PayloadTooLarge") == .drop)
+    #expect(DeliveryOutcome(status: 403, reason: "InvalidProviderToken") == .drop)
+  }
+
+  @Test(
+    "A webhook receiver's statuses (SPEC §10): 2xx delivered; 408, 429, 5xx retried; the rest dropped"
+  )
+  func webhookStatuses() {
+    for status in [200, 201, 202, 204, 299] {
+      #expect(DeliveryOutcome(webhookStatus: status) == .delivered)
+    }
+    for status in [408, 429, 500, 502, 503, 504, 599] {
+      #expect(DeliveryOutcome(webhookStatus: status) == .retry)
+    }
+    for status in [100, 301, 302, 304, 400, 401, 403, 404, 410, 413, 422, 600, 0] {
+      #expect(DeliveryOutcome(webhookStatus: status) == .drop, "\(status)")
+    }
   }
 
   @Test("Backoff from 1 s doubling to 60 s, jittered within its upper half")

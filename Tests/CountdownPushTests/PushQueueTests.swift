@@ -168,7 +168,7 @@ struct PushQueueTests {
       default:
         guard !inFlight.isEmpty else { break }
         let e = inFlight.remove(at: Int(rng.next() % UInt64(inFlight.count)))
-        let outcomes: [APNsOutcome] = [.delivered, .delivered, .retry, .drop, .removeToken]
+        let outcomes: [DeliveryOutcome] = [.delivered, .delivered, .retry, .drop, .removeToken]
         let c = q.answered(
           e, outcomes[Int(rng.next() % 5)], now: now, random: Double(rng.next() % 100) / 100)
         for s in c.forget {
@@ -181,5 +181,29 @@ struct PushQueueTests {
       #expect(q.count == live.count)
       #expect(q.inFlight == inFlight.count)
     }
+  }
+
+  @Test("The same queue for one webhook URL: a lane per activity, in order under retries")
+  func webhookLanes() {
+    func hook(_ activity: String, _ n: Int) -> WebhookItem {
+      WebhookItem(
+        activity: activity, url: "http://h/", event: .updated, eventAt: 0,
+        body: Array("\(activity)\(n)".utf8))
+    }
+    var q = DeliveryQueue<WebhookItem>(maxInFlight: 8)
+    q.add(seq: 1, hook("a", 1))
+    q.add(seq: 2, hook("b", 1))
+    q.add(seq: 3, hook("a", 2))
+    let first = q.take(now: 0)
+    #expect(first.map(\.seq).sorted() == [1, 2], "a's second waits for its first")
+    let a1 = first.first { $0.seq == 1 }!
+    // a's first is refused: it is tried again after the backoff, still before a's second.
+    #expect(q.answered(a1, .retry, now: 10, random: 0).forget.isEmpty)
+    #expect(q.take(now: 10).isEmpty)
+    #expect(q.nextDue == 510)
+    let again = q.take(now: 510)
+    #expect(again.map(\.seq) == [1] && again[0].attempts == 1)
+    #expect(q.answered(again[0], .delivered, now: 520, random: 0).forget == [1])
+    #expect(q.take(now: 520).map(\.seq) == [3])
   }
 }

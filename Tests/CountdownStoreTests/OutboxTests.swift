@@ -40,10 +40,11 @@ struct OutboxTests {
       pushes: [
         .add(item("a", "t1", ts: 10, "one")), .add(item("a", "t2", ts: 10, "two")),
         .add(item("a", "t1", ts: 11, "three")),
-      ])
+      ]
+    ).pushes
     #expect(seqs.count == 3 && seqs == seqs.sorted())
     // A replacement deletes the waiting push of the same activity, token and timestamp.
-    let more = try store.write([], pushes: [.replace(item("a", "t1", ts: 11, "three'"))])
+    let more = try store.write([], pushes: [.replace(item("a", "t1", ts: 11, "three'"))]).pushes
     try store.forget(pushes: [seqs[1]])
     store.close()
 
@@ -121,7 +122,8 @@ struct OutboxTests {
     let store = try StateStore(path: path, sync: .normal)
     let seqs = try store.write(
       [changes(engine, ["a"])],
-      pushes: [.add(item("a", "t1", ts: 10, "one")), .add(item("a", "t2", ts: 10, "two"))])
+      pushes: [.add(item("a", "t1", ts: 10, "one")), .add(item("a", "t2", ts: 10, "two"))]
+    ).pushes
     let writer = StoreWriter(store: store, reload: { _, _ in }, onError: { _ in })
     defer { writer.close() }
     let reader = try DatabaseQueue(path: path)
@@ -149,5 +151,40 @@ struct OutboxTests {
     let took = Date().timeIntervalSince(started)
     #expect(try waiting() == [])
     #expect(took >= StoreWriter.forgetDelay * 0.9 && took < StoreWriter.forgetDelay + 1.5)
+  }
+
+  @Test(
+    "Webhook deliveries share the outbox: numbered after the pushes of their commit, read back by kind, in order, forgotten alike"
+  )
+  func webhooksShareTheOutbox() throws {
+    let (dir, path, engine) = try Self.scratchWithActivity()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let store = try StateStore(path: path, sync: .normal)
+    func hook(_ url: String, _ event: ActivityEvent.Kind, _ body: String) -> WebhookItem {
+      WebhookItem(activity: "a", url: url, event: event, eventAt: 1_000, body: Array(body.utf8))
+    }
+    let first = try store.write(
+      [changes(engine, ["a"])], pushes: [.add(item("a", "t1", ts: 10, "push"))],
+      webhooks: [
+        hook("http://one/", .started, #"{"n":1}"#), hook("http://two/", .started, #"{"n":1}"#),
+      ])
+    #expect(first.pushes.count == 1 && first.webhooks.count == 2)
+    #expect(first.webhooks.allSatisfy { $0 > first.pushes[0] })
+    let second = try store.write([], webhooks: [hook("http://one/", .ended, #"{"n":2}"#)])
+    // The same push replaced: only the APNs row of that activity, token and timestamp goes.
+    _ = try store.write([], pushes: [.replace(item("a", "t1", ts: 10, "push'"))])
+    try store.forget(pushes: [first.webhooks[1]])
+    store.close()
+
+    let again = try StateFileTests.reopen(path, sync: .normal)
+    defer { again.close() }
+    let hooks = try again.loadWebhooks()
+    #expect(hooks.map(\.seq) == [first.webhooks[0], second.webhooks[0]])
+    #expect(
+      hooks.map(\.item) == [
+        hook("http://one/", .started, #"{"n":1}"#), hook("http://one/", .ended, #"{"n":2}"#),
+      ])
+    let pushes = try again.loadPushes().pending
+    #expect(pushes.map { String(decoding: $0.item.payload, as: UTF8.self) } == ["push'"])
   }
 }

@@ -1,4 +1,5 @@
 import Countdown
+import CountdownPush
 import Foundation
 import GRDB
 import Testing
@@ -144,5 +145,36 @@ struct StateMigrationTests {
       (error as? StoreError)?.message.contains(
         #"activity "gate": kind sideways is not one of ["countdown", "elapsed"]"#) == true
     }
+  }
+
+  @Test(
+    "v6 keeps the pushes a v5 outbox held (destination apns) and takes webhook rows beside them")
+  func outboxDestination() throws {
+    let dir = NSTemporaryDirectory() + "cd-migrate-v6-\(UInt32.random(in: 0...UInt32.max))"
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let path = dir + "/state.db"
+    let queue = try DatabaseQueue(path: path)
+    try StateStore.migrator.migrate(queue, upTo: StateSchema.v5.rawValue)
+    try queue.write { db in
+      try db.execute(
+        sql: """
+          INSERT INTO push_outbox (activity, token, event, priority, timestamp, notBefore, eventAt, payload)
+          VALUES ('a', 'ab', 'update', 5, 10, 10000, 9000, x'7b7d')
+          """)
+    }
+    try queue.close()
+    let store = try StateStore(path: path, sync: .normal)
+    defer { store.close() }
+    let pending = try store.loadPushes().pending
+    #expect(pending.count == 1 && pending.first?.item.token == "ab")
+    #expect(try store.loadWebhooks().isEmpty)
+    let seqs = try store.write(
+      [],
+      webhooks: [
+        WebhookItem(activity: "a", url: "http://h/", event: .ended, eventAt: 1, body: [0x7B, 0x7D])
+      ])
+    #expect(try store.loadWebhooks().map(\.seq) == seqs.webhooks)
+    #expect(try store.loadPushes().pending.count == 1)
   }
 }

@@ -20,7 +20,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 from apns_standin import REFERENCE_EPOCH, StandIn, b64url_decode, make_key_p8  # noqa: E402
-from countdown_http import api, free_port  # noqa: E402
+from countdown_http import ServeProcess, free_port  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,33 +33,15 @@ T2 = "b2" * 32
 S1 = "c3" * 32
 
 
-class Server:
+class Server(ServeProcess):
     """`countdown serve` with HTTP and --apns-* pointing at the stand-in."""
 
     def __init__(self, dir, gateway, extra=(), url=None):
-        self.dir = dir
-        self.port = free_port()
-        self.args = [COUNTDOWN, "serve", "--socket", os.path.join(dir, "c.sock"),
-                     "--state", os.path.join(dir, "state.db"),
-                     "--http", "127.0.0.1:%d" % self.port,
-                     "--apns-key", os.path.join(dir, "key.p8"), "--apns-key-id", KEY_ID,
-                     "--apns-team-id", TEAM_ID, "--apns-topic", BUNDLE,
-                     "--apns-url", url or gateway.url, "--apns-ca", gateway.tls["ca.pem"],
-                     "--apns-timeout-ms", "1500", *extra]
-        self.log = open(os.path.join(dir, "serve.log"), "a")
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self.start_line = self.proc.stdout.readline()
-        assert "http http://127.0.0.1:%d/" % self.port in self.start_line, self.start_line
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(timeout=15)
-        self.proc.stdout.close()
-        self.log.close()
-
-    def api(self, method, path, body=None):
-        return api(self.port, method, path, body)
+        super().__init__(COUNTDOWN, dir, [
+            "--apns-key", os.path.join(dir, "key.p8"), "--apns-key-id", KEY_ID,
+            "--apns-team-id", TEAM_ID, "--apns-topic", BUNDLE,
+            "--apns-url", url or gateway.url, "--apns-ca", gateway.tls["ca.pem"],
+            "--apns-timeout-ms", "1500", *extra])
 
 
 def reference(ms):

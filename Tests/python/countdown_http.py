@@ -1,8 +1,12 @@
-"""What the Python tests (Tests/browser, Tests/pushes) share: a free loopback port, the wall
-clock in milliseconds, and one request to a `countdown serve --http` on loopback."""
+"""What the Python tests (Tests/browser, Tests/pushes, Tests/webhooks) share: a free loopback
+port, the wall clock in milliseconds, one request to a `countdown serve --http` on loopback,
+and such a server as a child process."""
 
 import json
+import os
+import signal
 import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -31,3 +35,30 @@ def api(port, method, path, body=None, tls=None):
             return r.status, (text.decode() if path == "/metrics" else json.loads(text or b"{}"))
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"{}")
+
+
+class ServeProcess:
+    """`countdown serve` (the binary `countdown`) as a child: its socket and state file in
+    `dir`, HTTP on a free loopback port, standard error appended to `dir`/serve.log, `extra`
+    flags after those. Started when made: its first line says it listens."""
+
+    def __init__(self, countdown, dir, extra=()):
+        self.dir = dir
+        self.port = free_port()
+        self.args = [countdown, "serve", "--socket", os.path.join(dir, "c.sock"),
+                     "--state", os.path.join(dir, "state.db"),
+                     "--http", "127.0.0.1:%d" % self.port, *extra]
+        self.log = open(os.path.join(dir, "serve.log"), "a")
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.start_line = self.proc.stdout.readline()
+        assert "http http://127.0.0.1:%d/" % self.port in self.start_line, self.start_line
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=15)
+        self.proc.stdout.close()
+        self.log.close()
+
+    def api(self, method, path, body=None):
+        return api(self.port, method, path, body)

@@ -1,6 +1,8 @@
-/// What an answer of the Apple Push Notification service (or its failure to answer) means for
-/// one push (docs/pushes.md, "Delivery"): Apple's documented statuses and reasons.
-public enum APNsOutcome: Equatable, Sendable {
+/// What one attempt to deliver an outbox item means for it: for a push, what an answer of the
+/// Apple Push Notification service (or its failure to answer) means (docs/pushes.md,
+/// "Delivery": Apple's documented statuses and reasons); for a webhook,
+/// ``init(webhookStatus:)``.
+public enum DeliveryOutcome: Equatable, Sendable {
   /// 200: delivered; forget the push.
   case delivered
   /// The token is no longer good for this app (`400 BadDeviceToken`, `400
@@ -14,7 +16,7 @@ public enum APNsOutcome: Equatable, Sendable {
   /// this push; forget it and count it.
   case drop
 
-  /// The outcome of an HTTP answer with `status` and, for an error, the `reason` of its JSON
+  /// The outcome of an APNs answer with `status` and, for an error, the `reason` of its JSON
   /// body (`{"reason":"BadDeviceToken"}`; nil when the body had none or was not JSON).
   public init(status: Int, reason: String?) {
     switch (status, reason) {

@@ -1,22 +1,33 @@
-/// The sender's queue of the pushes the outbox holds (docs/pushes.md, "Delivery"): which to
-/// send now, and what each answer does.
+/// Something the outbox holds for one destination: a Live Activity push (``PushItem``) or a
+/// webhook delivery (``WebhookItem``).
+public protocol OutboxItem: Sendable, Equatable {
+  /// What must go in order, one request at a time (an activity and a token; an activity).
+  associatedtype Lane: Hashable & Sendable
+  var lane: Lane { get }
+  /// Not to be sent before this instant (ms since 1970).
+  var notBefore: Int64 { get }
+}
+
+/// The sender's queue of what the outbox holds for it (docs/pushes.md, "Delivery";
+/// docs/webhooks.md): which to send now, and what each answer does. The same mechanism for
+/// both kinds of destination.
 ///
-/// One lane per activity and token, sent in order, one request at a time (so pushes reach
-/// a device in the order they were made, retries included); lanes go side by side up to
-/// ``maxInFlight`` requests. A pure state machine on instants in milliseconds: the sender asks
-/// it what to send at each wake-up and tells it each answer; nothing here reads a clock or
-/// does I/O.
-public struct PushQueue: Sendable {
-  /// A push the outbox holds, by its sequence number there.
+/// One lane per ``OutboxItem/Lane`` (an activity and a token for pushes, an activity for one
+/// webhook URL), sent in order, one request at a time (so items reach their destination in
+/// the order they were made, retries included); lanes go side by side up to ``maxInFlight``
+/// requests. A pure state machine on instants in milliseconds: the sender asks it what to
+/// send at each wake-up and tells it each answer; nothing here reads a clock or does I/O.
+public struct DeliveryQueue<Item: OutboxItem>: Sendable {
+  /// An item the outbox holds, by its sequence number there.
   public struct Entry: Sendable, Equatable {
     public var seq: Int64
-    public var item: PushItem
+    public var item: Item
     /// Failed attempts so far (in this process: a restart starts again at 0).
     public var attempts: Int = 0
     /// Not before this instant: the budget's, or a retry's.
     public var due: Int64
 
-    init(seq: Int64, item: PushItem) {
+    init(seq: Int64, item: Item) {
       self.seq = seq
       self.item = item
       self.due = item.notBefore
@@ -27,8 +38,9 @@ public struct PushQueue: Sendable {
   public struct Consequence: Sendable, Equatable {
     /// Outbox entries to delete (delivered, dropped, or of a token that is gone).
     public var forget: [Int64] = []
-    /// A token APNs no longer takes, to remove from its activity.
-    public var removedToken: PushBudget.Key?
+    /// The lane whose destination is gone (a token APNs no longer takes, to remove from its
+    /// activity).
+    public var removedToken: Item.Lane?
     /// Make a new provider token before the next request.
     public var renewProviderToken = false
   }
@@ -49,9 +61,9 @@ public struct PushQueue: Sendable {
     }
   }
 
-  private var lanes: [PushBudget.Key: Lane] = [:]
+  private var lanes: [Item.Lane: Lane] = [:]
   /// Lanes by the instant their first push is due (some stale: checked when popped).
-  private var timers = MinHeap()
+  private var timers = MinHeap<Item.Lane>()
   /// Requests sent and not answered.
   public private(set) var inFlight = 0
   /// Pushes held, in flight included.
@@ -64,38 +76,15 @@ public struct PushQueue: Sendable {
     self.maxInFlight = max(1, maxInFlight)
   }
 
-  /// A push written to the outbox as `seq` (in outbox order).
-  public mutating func add(seq: Int64, _ item: PushItem) {
-    let key = PushBudget.Key(activity: item.activity, token: item.token)
+  /// An item written to the outbox as `seq` (in outbox order).
+  public mutating func add(seq: Int64, _ item: Item) {
+    let key = item.lane
     var lane = lanes[key] ?? Lane()
     let wasIdle = lane.isEmpty && !lane.inFlight
     lane.entries.append(Entry(seq: seq, item: item))
     lanes[key] = lane
     count += 1
     if wasIdle { timers.push(due: item.notBefore, key: key) }
-  }
-
-  /// A push that takes the place of the waiting one of its lane with the same timestamp (the
-  /// latest state of that second). Returns the sequence number it replaced (to forget), or
-  /// nil when that one is already on its way or gone: then it is added after it.
-  public mutating func replace(seq: Int64, _ item: PushItem) -> Int64? {
-    let key = PushBudget.Key(activity: item.activity, token: item.token)
-    if var lane = lanes[key] {
-      let start = lane.head + (lane.inFlight ? 1 : 0)
-      if start < lane.entries.count,
-        let i = lane.entries[start...].lastIndex(where: { $0.item.timestamp == item.timestamp })
-      {
-        let old = lane.entries[i].seq
-        var entry = Entry(seq: seq, item: item)
-        entry.due = max(lane.entries[i].due, item.notBefore)
-        entry.attempts = lane.entries[i].attempts
-        lane.entries[i] = entry
-        lanes[key] = lane
-        return old
-      }
-    }
-    add(seq: seq, item)
-    return nil
   }
 
   /// The pushes to send at `now`: the first of each lane that is due and has none in flight,
@@ -125,9 +114,9 @@ public struct PushQueue: Sendable {
 
   /// The answer to the push `seq` of `key`, taken at `now`; `random` (0…1) spreads retries.
   public mutating func answered(
-    _ entry: Entry, _ outcome: APNsOutcome, now: Int64, random: Double
+    _ entry: Entry, _ outcome: DeliveryOutcome, now: Int64, random: Double
   ) -> Consequence {
-    let key = PushBudget.Key(activity: entry.item.activity, token: entry.item.token)
+    let key = entry.item.lane
     var result = Consequence()
     guard var lane = lanes[key], lane.inFlight, var first = lane.first, first.seq == entry.seq
     else { return result }
@@ -170,17 +159,45 @@ public struct PushQueue: Sendable {
   public var laneCount: Int { lanes.count }
 }
 
+/// The sender's queue of Live Activity pushes.
+public typealias PushQueue = DeliveryQueue<PushItem>
+
+extension DeliveryQueue where Item == PushItem {
+  /// A push that takes the place of the waiting one of its lane with the same timestamp (the
+  /// latest state of that second). Returns the sequence number it replaced (to forget), or
+  /// nil when that one is already on its way or gone: then it is added after it.
+  public mutating func replace(seq: Int64, _ item: PushItem) -> Int64? {
+    let key = item.lane
+    if var lane = lanes[key] {
+      let start = lane.head + (lane.inFlight ? 1 : 0)
+      if start < lane.entries.count,
+        let i = lane.entries[start...].lastIndex(where: { $0.item.timestamp == item.timestamp })
+      {
+        let old = lane.entries[i].seq
+        var entry = Entry(seq: seq, item: item)
+        entry.due = max(lane.entries[i].due, item.notBefore)
+        entry.attempts = lane.entries[i].attempts
+        lane.entries[i] = entry
+        lanes[key] = lane
+        return old
+      }
+    }
+    add(seq: seq, item)
+    return nil
+  }
+}
+
 /// A binary min-heap of lanes by due instant.
-private struct MinHeap {
-  struct Node {
+private struct MinHeap<Key: Hashable & Sendable>: Sendable {
+  struct Node: Sendable {
     var due: Int64
-    var key: PushBudget.Key
+    var key: Key
   }
   private var nodes: [Node] = []
 
   var top: Node? { nodes.first }
 
-  mutating func push(due: Int64, key: PushBudget.Key) {
+  mutating func push(due: Int64, key: Key) {
     nodes.append(Node(due: due, key: key))
     var i = nodes.count - 1
     while i > 0 {

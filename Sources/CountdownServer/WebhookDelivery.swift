@@ -1,0 +1,234 @@
+import AsyncHTTPClient
+import Countdown
+import CountdownLoop
+import CountdownPush
+import CountdownStore
+import Crypto
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Posts the outbox's webhook deliveries (docs/webhooks.md) on a thread of its own: the loop
+/// thread and the connections' threads never wait for it.
+///
+/// Each URL has its own queue (``DeliveryQueue``: one lane per activity, in order, one
+/// request at a time) and its own client with its own keep-alive connections, so that a
+/// receiver that hangs or is slow delays no other. The store's writer hands it each commit's
+/// deliveries (``committed(_:)``); answered ones are deleted from the outbox through the writer.
+final class WebhookDelivery: @unchecked Sendable {
+  // @unchecked Sendable: the receivers' queues and timers and `stopped` are
+  // touched on `eventLoop` only; the rest is immutable.
+
+  /// One URL: its queue, client and timer.
+  private final class Receiver: @unchecked Sendable {
+    // @unchecked Sendable: touched on the sender's event loop only.
+    let url: String
+    let client: HTTPClient
+    var queue = DeliveryQueue<WebhookItem>(maxInFlight: WebhookDelivery.maxInFlightPerURL)
+    var timer: Scheduled<Void>?
+    var timerDue: Int64?
+    var pumpScheduled = false
+
+    init(url: String, client: HTTPClient) {
+      self.url = url
+      self.client = client
+    }
+  }
+
+  /// Requests at once to one URL (lanes of different activities side by side), over up to
+  /// ``connectionsPerURL`` keep-alive connections.
+  static let maxInFlightPerURL = 64
+  static let connectionsPerURL = 16
+
+  let eventLoop: EventLoop
+  private let group: MultiThreadedEventLoopGroup
+  private let receivers: [String: Receiver]
+  private let secret: SymmetricKey?
+  private let timeout: TimeAmount
+  private var stopped = false
+  /// Answered deliveries, on their way to the writer.
+  private let answered: AnsweredBatch
+  private let metrics: WebhookMetrics
+  private let logger: Logger
+
+  init(
+    options: WebhookOptions, writer: StoreWriter, metrics: WebhookMetrics, logger: Logger
+  ) {
+    group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    eventLoop = group.next()
+    var configuration = HTTPClient.Configuration(
+      redirectConfiguration: .disallow,
+      timeout: .init(connect: .milliseconds(options.requestTimeoutMilliseconds)),
+      connectionPool: .init(
+        idleTimeout: .seconds(60),
+        concurrentHTTP1ConnectionsPerHostSoftLimit: Self.connectionsPerURL),
+      decompression: .disabled)
+    // A refused connection is an answer to retry with backoff, not a reason to keep dialling
+    // until the deadline.
+    configuration.connectionPool.retryConnectionEstablishment = false
+    var receivers: [String: Receiver] = [:]
+    for url in options.urls {
+      receivers[url] = Receiver(
+        url: url,
+        client: HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration))
+    }
+    self.receivers = receivers
+    secret = options.secret.map { SymmetricKey(data: $0) }
+    timeout = .milliseconds(options.requestTimeoutMilliseconds)
+    // The sender's thread gives way to the loop thread, as the push sender's does.
+    eventLoop.execute { System.yieldToOtherThreads(niceness: 5) }
+    answered = AnsweredBatch(writer: writer, eventLoop: eventLoop)
+    self.metrics = metrics
+    self.logger = logger
+  }
+
+  /// The deliveries the outbox held at start (a restart sends what was pending). Those for a
+  /// URL not given now stay in the state file, untouched, until it is given again.
+  func restore(_ pending: [(seq: Int64, item: WebhookItem)]) {
+    var elsewhere: [String: Int] = [:]
+    for p in pending where receivers[p.item.url] == nil { elsewhere[p.item.url, default: 0] += 1 }
+    for (url, n) in elsewhere.sorted(by: { $0.key < $1.key }) {
+      logger.notice(
+        "the state file holds \(n) webhook deliveries for \(url), which is not a --webhook now; they stay there until it is given again"
+      )
+    }
+    committed(pending)
+  }
+
+  /// The deliveries one commit wrote (from the writer thread).
+  func committed(_ deliveries: [(seq: Int64, item: WebhookItem)]) {
+    eventLoop.execute { [self] in
+      var touched: [Receiver] = []
+      for d in deliveries {
+        guard let r = receivers[d.item.url] else { continue }
+        if r.queue.count == 0 { touched.append(r) }
+        r.queue.add(seq: d.seq, d.item)
+      }
+      for r in touched { pump(r) }
+      metrics.queue.record(receivers.values.reduce(0) { $0 + $1.queue.count })
+    }
+  }
+
+  /// Sends what is due to `r` and sets its timer for what comes next.
+  private func pump(_ r: Receiver) {
+    guard !stopped else { return }
+    let now = SystemWallClock.now().milliseconds
+    for entry in r.queue.take(now: now) { send(entry, to: r, now: now) }
+    guard let due = r.queue.nextDue else {
+      r.timer?.cancel()
+      r.timer = nil
+      r.timerDue = nil
+      return
+    }
+    if let timerDue = r.timerDue, timerDue <= due, r.timer != nil { return }
+    r.timer?.cancel()
+    r.timerDue = due
+    r.timer = eventLoop.scheduleTask(in: .milliseconds(max(0, due - now))) { [self] in
+      r.timer = nil
+      r.timerDue = nil
+      pump(r)
+    }
+  }
+
+  private func send(_ entry: DeliveryQueue<WebhookItem>.Entry, to r: Receiver, now: Int64) {
+    var headers = HTTPHeaders()
+    headers.add(name: "Content-Type", value: "application/json")
+    headers.add(name: "User-Agent", value: "countdown")
+    headers.add(name: "Countdown-Event-Id", value: String(entry.seq))
+    if let secret {
+      headers.add(
+        name: "Countdown-Signature",
+        value: WebhookSignature.header(key: secret, unixSeconds: now / 1000, body: entry.item.body))
+    }
+    let request: HTTPClient.Request
+    do {
+      request = try HTTPClient.Request(
+        url: r.url, method: .POST, headers: headers, body: .bytes(entry.item.body))
+    } catch {
+      // Checked at start; a URL the client still refuses can never be delivered to.
+      logger.error("webhook \(r.url) cannot be requested: \(error); the delivery is dropped")
+      return answer(entry, .drop, from: r)
+    }
+    let task = r.client.execute(
+      request: request, delegate: StatusOnly(), eventLoop: .delegate(on: eventLoop),
+      deadline: .now() + timeout)
+    task.futureResult.whenComplete { [self] result in
+      let outcome: DeliveryOutcome
+      switch result {
+      case .success(let status):
+        outcome = DeliveryOutcome(webhookStatus: status)
+        if outcome != .delivered {
+          logger.notice(
+            "webhook \(r.url) answered \(status) to a delivery of \(entry.item.activity) (\(entry.item.event)): \(outcome.metricName)"
+          )
+        }
+      case .failure(let e):
+        outcome = .retry
+        logger.notice(
+          "webhook \(r.url) gave no answer to a delivery of \(entry.item.activity): \(e); it will be retried"
+        )
+      }
+      answer(entry, outcome, from: r)
+    }
+  }
+
+  private func answer(
+    _ entry: DeliveryQueue<WebhookItem>.Entry, _ outcome: DeliveryOutcome, from r: Receiver
+  ) {
+    let now = SystemWallClock.now().milliseconds
+    let c = r.queue.answered(entry, outcome, now: now, random: Double.random(in: 0...1))
+    metrics.answered(outcome, latencyMs: now - entry.item.eventAt)
+    answered.add(c.forget)
+    // One pump after this turn of the event loop: a burst of answers takes the queue once.
+    guard !r.pumpScheduled else { return }
+    r.pumpScheduled = true
+    eventLoop.execute { [self] in
+      r.pumpScheduled = false
+      pump(r)
+      metrics.queue.record(receivers.values.reduce(0) { $0 + $1.queue.count })
+    }
+  }
+
+  /// Stops sending (what is pending stays in the outbox for the next start).
+  func stop() {
+    try? eventLoop.submit { [self] in
+      stopped = true
+      for r in receivers.values { r.timer?.cancel() }
+      answered.flush()
+    }.wait()
+    for r in receivers.values { try? r.client.syncShutdown() }
+    try? group.syncShutdownGracefully()
+  }
+}
+
+/// Keeps an answer's status and nothing of its body (whatever its size).
+private final class StatusOnly: HTTPClientResponseDelegate, @unchecked Sendable {
+  // @unchecked Sendable: used on the request's event loop only.
+  private var status = 0
+
+  func didReceiveHead(task: HTTPClient.Task<Int>, _ head: HTTPResponseHead) -> EventLoopFuture<Void>
+  {
+    status = Int(head.status.code)
+    return task.eventLoop.makeSucceededVoidFuture()
+  }
+
+  func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int { status }
+}
+
+/// `Countdown-Signature` (docs/webhooks.md): `t=<unix seconds>,v1=<hex HMAC-SHA256 of
+/// "t.body" with the secret>`.
+enum WebhookSignature {
+  static func header(key: SymmetricKey, unixSeconds: Int64, body: [UInt8]) -> String {
+    let t = String(unixSeconds)
+    var mac = HMAC<SHA256>(key: key)
+    mac.update(data: Array(t.utf8))
+    mac.update(data: [UInt8(ascii: ".")])
+    mac.update(data: body)
+    let hex = mac.finalize().map { byte in
+      let digits: [Character] = Array("0123456789abcdef")
+      return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
+    }.joined()
+    return "t=\(t),v1=\(hex)"
+  }
+}
