@@ -64,7 +64,7 @@ pushes: deps pushdeps
 	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-pushes python3 Tests/pushes/test_pushes.py
 
-webhooks: deps
+webhooks: deps pushdeps
 	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-webhooks python3 Tests/webhooks/test_webhooks.py
 

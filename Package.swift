@@ -40,8 +40,6 @@ let package = Package(
     // Live Activity pushes (docs/pushes.md): HTTP/2 to APNs, and the ES256 provider token.
     .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
     .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
-    // Webhooks (docs/webhooks.md): HTTP/1.1 (or HTTP/2 over TLS) with keep-alive connections.
-    .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
   ],
   targets: [
     .systemLibrary(
@@ -106,7 +104,7 @@ let package = Package(
         .product(name: "NIOSSL", package: "swift-nio-ssl"),
         .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "Prometheus", package: "swift-prometheus"),
-        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
         .product(name: "Crypto", package: "swift-crypto"),
       ]
     ),

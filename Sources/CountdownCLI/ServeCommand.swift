@@ -349,6 +349,11 @@ struct WebhookFlags: ParsableArguments {
   var secretFile: String?
 
   @Option(
+    name: .customLong("webhook-ca"),
+    help: "Extra trusted CA certificates (PEM) for https:// receivers, beside the system's.")
+  var ca: String?
+
+  @Option(
     name: .customLong("webhook-timeout-ms"),
     help: "How long a delivery may wait for its answer before it is tried again.")
   var timeoutMs: Int64 = 10_000
@@ -374,6 +379,9 @@ struct WebhookFlags: ParsableArguments {
       )
     }
     if secret == "" { throw ValidationError("--webhook-secret is empty") }
+    if ca != nil, urls.isEmpty {
+      throw ValidationError("--webhook-ca is given without a --webhook")
+    }
     guard timeoutMs > 0 else { throw ValidationError("--webhook-timeout-ms must be ≥ 1") }
   }
 
@@ -387,6 +395,7 @@ struct WebhookFlags: ParsableArguments {
     }
     var o = WebhookOptions(urls: urls, secret: text.map { Array($0.utf8) })
     o.requestTimeoutMilliseconds = timeoutMs
+    o.caPath = ca
     return o
   }
 }

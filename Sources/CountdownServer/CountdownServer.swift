@@ -302,8 +302,15 @@ public final class CountdownServer: Service, @unchecked Sendable {
       }
       var webhooks: WebhookDelivery?
       if let w = options.webhooks {
-        webhooks = WebhookDelivery(
-          options: w, writer: writer, metrics: metrics.webhooks, logger: logger)
+        do {
+          webhooks = try WebhookDelivery(
+            options: w, writer: writer, metrics: metrics.webhooks, logger: logger)
+        } catch {
+          delivery?.stop()
+          writer.close()
+          try? group.syncShutdownGracefully()
+          throw error
+        }
         webhookBox.withLockedValue { $0 = webhooks }
         webhooks?.restore(pendingWebhooks)
       }

@@ -122,6 +122,8 @@ public struct WebhookOptions: Sendable {
   public var secret: [UInt8]?
   /// How long a delivery may wait for its answer before it is tried again.
   public var requestTimeoutMilliseconds: Int64 = 10_000
+  /// Extra trusted CA certificates (PEM file) for `https://` receivers, beside the system's.
+  public var caPath: String?
 
   public init(urls: [String], secret: [UInt8]? = nil) {
     self.urls = urls

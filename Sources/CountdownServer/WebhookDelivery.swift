@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Countdown
 import CountdownLoop
 import CountdownPush
@@ -8,13 +7,14 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// Posts the outbox's webhook deliveries (docs/webhooks.md) on a thread of its own: the loop
 /// thread and the connections' threads never wait for it.
 ///
 /// Each URL has its own queue (``DeliveryQueue``: one lane per activity, in order, one
-/// request at a time) and its own client with its own keep-alive connections, so that a
-/// receiver that hangs or is slow delays no other. The store's writer hands it each commit's
+/// request at a time) and its own client (``WebhookClient``) with its own keep-alive
+/// connections, so that a receiver that hangs or is slow delays no other. The store's writer hands it each commit's
 /// deliveries (``committed(_:)``); answered ones are deleted from the outbox through the writer.
 final class WebhookDelivery: @unchecked Sendable {
   // @unchecked Sendable: the receivers' queues and timers and `stopped` are
@@ -24,28 +24,26 @@ final class WebhookDelivery: @unchecked Sendable {
   private final class Receiver: @unchecked Sendable {
     // @unchecked Sendable: touched on the sender's event loop only.
     let url: String
-    let client: HTTPClient
-    var queue = DeliveryQueue<WebhookItem>(maxInFlight: WebhookDelivery.maxInFlightPerURL)
+    let client: WebhookClient
+    var queue = DeliveryQueue<WebhookItem>(maxInFlight: WebhookDelivery.connectionsPerURL)
     var timer: Scheduled<Void>?
     var timerDue: Int64?
     var pumpScheduled = false
 
-    init(url: String, client: HTTPClient) {
+    init(url: String, client: WebhookClient) {
       self.url = url
       self.client = client
     }
   }
 
-  /// Requests at once to one URL (lanes of different activities side by side), over up to
-  /// ``connectionsPerURL`` keep-alive connections.
-  static let maxInFlightPerURL = 64
+  /// Requests at once to one URL (lanes of different activities side by side), each on a
+  /// keep-alive connection of its own.
   static let connectionsPerURL = 16
 
   let eventLoop: EventLoop
   private let group: MultiThreadedEventLoopGroup
   private let receivers: [String: Receiver]
   private let secret: SymmetricKey?
-  private let timeout: TimeAmount
   private var stopped = false
   /// Answered deliveries, on their way to the writer.
   private let answered: AnsweredBatch
@@ -54,33 +52,63 @@ final class WebhookDelivery: @unchecked Sendable {
 
   init(
     options: WebhookOptions, writer: StoreWriter, metrics: WebhookMetrics, logger: Logger
-  ) {
+  ) throws(ServerStartError) {
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     eventLoop = group.next()
-    var configuration = HTTPClient.Configuration(
-      redirectConfiguration: .disallow,
-      timeout: .init(connect: .milliseconds(options.requestTimeoutMilliseconds)),
-      connectionPool: .init(
-        idleTimeout: .seconds(60),
-        concurrentHTTP1ConnectionsPerHostSoftLimit: Self.connectionsPerURL),
-      decompression: .disabled)
-    // A refused connection is an answer to retry with backoff, not a reason to keep dialling
-    // until the deadline.
-    configuration.connectionPool.retryConnectionEstablishment = false
+    var tls: NIOSSLContext?
+    if options.caPath != nil
+      || options.urls.contains(where: { $0.lowercased().hasPrefix("https://") })
+    {
+      do throws(ServerStartError) {
+        tls = try Self.tls(caPath: options.caPath)
+      } catch {
+        try? group.syncShutdownGracefully()
+        throw error
+      }
+    }
     var receivers: [String: Receiver] = [:]
-    for url in options.urls {
-      receivers[url] = Receiver(
-        url: url,
-        client: HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration))
+    do throws(ServerStartError) {
+      for url in options.urls {
+        receivers[url] = Receiver(
+          url: url,
+          client: try WebhookClient(
+            url: url, eventLoop: eventLoop, maxConnections: Self.connectionsPerURL,
+            timeoutMilliseconds: options.requestTimeoutMilliseconds, tls: tls))
+      }
+    } catch {
+      try? group.syncShutdownGracefully()
+      throw error
     }
     self.receivers = receivers
     secret = options.secret.map { SymmetricKey(data: $0) }
-    timeout = .milliseconds(options.requestTimeoutMilliseconds)
     // The sender's thread gives way to the loop thread, as the push sender's does.
     eventLoop.execute { System.yieldToOtherThreads(niceness: 5) }
     answered = AnsweredBatch(writer: writer, eventLoop: eventLoop)
     self.metrics = metrics
     self.logger = logger
+  }
+
+  /// The client side of TLS: the system's trusted certificates and `caPath`'s, each
+  /// receiver's name checked.
+  static func tls(caPath: String?) throws(ServerStartError) -> NIOSSLContext {
+    var configuration = TLSConfiguration.makeClientConfiguration()
+    if let caPath {
+      let pem = try System.readSmallFile(caPath).mapError {
+        ServerStartError("--webhook-ca: \($0.message)")
+      }.get()
+      do {
+        configuration.additionalTrustRoots = [
+          .certificates(try NIOSSLCertificate.fromPEMBytes(pem))
+        ]
+      } catch {
+        throw ServerStartError("--webhook-ca \(caPath) holds no PEM certificate: \(error)")
+      }
+    }
+    do {
+      return try NIOSSLContext(configuration: configuration)
+    } catch {
+      throw ServerStartError("cannot set up TLS for the webhooks: \(error)")
+    }
   }
 
   /// The deliveries the outbox held at start (a restart sends what was pending). Those for a
@@ -141,19 +169,7 @@ final class WebhookDelivery: @unchecked Sendable {
         name: "Countdown-Signature",
         value: WebhookSignature.header(key: secret, unixSeconds: now / 1000, body: entry.item.body))
     }
-    let request: HTTPClient.Request
-    do {
-      request = try HTTPClient.Request(
-        url: r.url, method: .POST, headers: headers, body: .bytes(entry.item.body))
-    } catch {
-      // Checked at start; a URL the client still refuses can never be delivered to.
-      logger.error("webhook \(r.url) cannot be requested: \(error); the delivery is dropped")
-      return answer(entry, .drop, from: r)
-    }
-    let task = r.client.execute(
-      request: request, delegate: StatusOnly(), eventLoop: .delegate(on: eventLoop),
-      deadline: .now() + timeout)
-    task.futureResult.whenComplete { [self] result in
+    r.client.post(headers: headers, body: entry.item.body) { [self] result in
       let outcome: DeliveryOutcome
       switch result {
       case .success(let status):
@@ -194,26 +210,14 @@ final class WebhookDelivery: @unchecked Sendable {
   func stop() {
     try? eventLoop.submit { [self] in
       stopped = true
-      for r in receivers.values { r.timer?.cancel() }
+      for r in receivers.values {
+        r.timer?.cancel()
+        r.client.close()
+      }
       answered.flush()
     }.wait()
-    for r in receivers.values { try? r.client.syncShutdown() }
     try? group.syncShutdownGracefully()
   }
-}
-
-/// Keeps an answer's status and nothing of its body (whatever its size).
-private final class StatusOnly: HTTPClientResponseDelegate, @unchecked Sendable {
-  // @unchecked Sendable: used on the request's event loop only.
-  private var status = 0
-
-  func didReceiveHead(task: HTTPClient.Task<Int>, _ head: HTTPResponseHead) -> EventLoopFuture<Void>
-  {
-    status = Int(head.status.code)
-    return task.eventLoop.makeSucceededVoidFuture()
-  }
-
-  func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int { status }
 }
 
 /// `Countdown-Signature` (docs/webhooks.md): `t=<unix seconds>,v1=<hex HMAC-SHA256 of

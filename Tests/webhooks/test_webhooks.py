@@ -307,6 +307,119 @@ class WebhookTests(unittest.TestCase):
         time.sleep(1.5)
         self.assertEqual(len(r.requests), 3, "a dropped delivery is not tried again")
 
+    def test_g_a_receiver_that_misbehaves_costs_retries(self):
+        """A raw receiver: the first connections answer garbage, reset without an answer,
+        answer HTTP/1.0 and close, and a keep-alive answer whose connection is then closed
+        while idle; the server retries, stays up, and every event arrives in order."""
+        import socket as sk
+        listener = sk.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        port = listener.getsockname()[1]
+        got, lock, stop = [], threading.Lock(), threading.Event()
+        behaviours = ["garbage", "reset", "http10", "idle-close"]
+
+        def read_request(c):
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = c.recv(65536)
+                if not chunk:
+                    return None
+                data += chunk
+            head, body = data.split(b"\r\n\r\n", 1)
+            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+            while len(body) < length:
+                chunk = c.recv(65536)
+                if not chunk:
+                    return None
+                body += chunk
+            return body
+
+        def serve(c, behaviour):
+            with c:
+                while not stop.is_set():
+                    body = read_request(c)
+                    if body is None:
+                        return
+                    if behaviour == "garbage":
+                        c.sendall(b"HELLO THERE\r\n\r\n")
+                        return
+                    if behaviour == "reset":
+                        c.setsockopt(sk.SOL_SOCKET, sk.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                        return
+                    with lock:
+                        got.append(json.loads(body))
+                    if behaviour == "http10":
+                        c.sendall(b"HTTP/1.0 200 OK\r\n\r\n")
+                        return
+                    c.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
+                    if behaviour == "idle-close":
+                        time.sleep(0.1)
+                        return
+
+        def accept():
+            n = 0
+            listener.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    c, _ = listener.accept()
+                except OSError:
+                    continue
+                b = behaviours[n] if n < len(behaviours) else "good"
+                n += 1
+                threading.Thread(target=serve, args=(c, b), daemon=True).start()
+
+        t = threading.Thread(target=accept, daemon=True)
+        t.start()
+        try:
+            s = self.serve("--webhook", "http://127.0.0.1:%d/raw" % port)
+            self.ok("POST", "/v1/activities", {"id": "r", "kind": "elapsed", "title": "r"},
+                    expect=201)
+            for k in range(6):
+                self.ok("PATCH", "/v1/activities/r", {"title": "r%d" % k})
+                time.sleep(0.15)
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                with lock:
+                    if len(got) >= 7:
+                        break
+                time.sleep(0.05)
+            with lock:
+                titles = [b["activity"]["content"]["title"] for b in got]
+            # At least once: a delivery answered while its connection was being closed may
+            # come twice; the order holds, and nothing is missing.
+            dedup = [x for i, x in enumerate(titles) if i == 0 or titles[i - 1] != x]
+            self.assertEqual(dedup, ["r"] + ["r%d" % k for k in range(6)], titles)
+            self.assertGreaterEqual(s.metric("retried"), 2)
+            self.assertIsNone(s.proc.poll(), "the server is up")
+            self.assertEqual(self.server.api("GET", "/v1/activities/r")[0], 200)
+        finally:
+            stop.set()
+            listener.close()
+
+    def test_h_https_with_a_private_ca(self):
+        """An https:// receiver whose certificate a private CA signed, for the name
+        localhost: delivered with --webhook-ca; without it the TLS handshake fails, is
+        retried and delivers nothing."""
+        import ssl
+        sys.path.insert(0, os.path.join(ROOT, "Tests", "pushes"))
+        from apns_standin import make_tls
+        tls = make_tls(self.dir)
+        r = self.receiver()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls["server.pem"], tls["server.key"])
+        r.server.socket = context.wrap_socket(r.server.socket, server_side=True)
+        url = "https://localhost:%d/hook" % r.port
+        s = self.serve("--webhook", url)
+        self.ok("POST", "/v1/activities", {"id": "t", "kind": "elapsed", "title": "t"},
+                expect=201)
+        self.assertTrue(r.wait_for(lambda r: s.metric("retried") >= 1, timeout=10))
+        self.assertEqual(r.delivered(), [])
+        s.stop()
+        s = self.serve("--webhook", url, "--webhook-ca", tls["ca.pem"])
+        self.assertTrue(r.wait_for(lambda r: kinds(r.delivered(), "t") == ["started"]),
+                        "the pending delivery goes once the CA is trusted")
+
     def test_f_bad_flags_exit_1(self):
         """A URL that is not http(s), a secret without a webhook, a webhook without a state
         file: exit status 1 and a message naming the flag; nothing listens."""
@@ -317,6 +430,9 @@ class WebhookTests(unittest.TestCase):
             (["--webhook", "http:///x"], "has no host"),
             (["--webhook", "http://h:99999/"], "bad port"),
             (["--webhook-secret", "s"], "--webhook-secret is given without a --webhook"),
+            (["--webhook-ca", "ca.pem"], "--webhook-ca is given without a --webhook"),
+            (["--webhook", "http://127.0.0.1:9/a", "--webhook-ca", "/nonexistent.pem"],
+             "--webhook-ca"),
             (["--webhook", "http://127.0.0.1:9/a", "--webhook", "http://127.0.0.1:9/a"],
              "given twice"),
         ]
