@@ -22,20 +22,12 @@ struct PushBench: ParsableCommand {
     commandName: "push",
     abstract: "Live Activity pushes: pushes/s, command-to-wire latency, ticks beside pushes.")
 
-  @Option(help: "Pushes in the throughput burst (one activity and token each).")
-  var burst = 50_000
-
-  @Option(help: "Seconds measured per latency and tick run.")
-  var seconds: Double = 5
-
-  @Option(help: "Alternating rounds of ticks with and without pushes.")
-  var rounds = 3
-
-  @Option(help: "Ticking activities in the tick comparison.")
-  var activities = 100_000
-
-  @Option(help: "Only one part: throughput, latency or ticks.")
-  var only: String?
+  @OptionGroup var options: OutboxBenchOptions
+  var burst: Int { options.burst }
+  var seconds: Double { options.seconds }
+  var rounds: Int { options.rounds }
+  var activities: Int { options.activities }
+  var only: String? { options.only }
 
   func run() throws {
     let tls = try TestIdentity.make()
@@ -141,28 +133,7 @@ struct PushBench: ParsableCommand {
     let child = try Child(state: state, extra: apns)
     defer { child.stop() }
     Self.startWithTokens(child, burst)
-    gateway.reset()
-    let client = try Client(child.socket)
-    let batch = Self.updates(burst)
-    let t0 = wallNanoseconds()
-    client.sendWhileReading(batch, replies: burst)
-    let acknowledged = wallNanoseconds()
-    guard let span = gateway.waitFor(burst) else {
-      print(
-        "| \(burst) updates pipelined | only \(gateway.count) pushes answered within 120 s: stalled |"
-      )
-      return
-    }
-    let (count, first, last) = span
-    let wire = Double(count) / (Double(last - first) / 1e9)
-    let whole = Double(count) / (Double(last - t0) / 1e9)
-    print("| \(burst) updates pipelined, one push each | \(count) pushes answered |")
-    print("| pushes/s over one connection (first request to last) | \(Int(wire)) |")
-    print("| pushes/s from the burst's first command to the last push | \(Int(whole)) |")
-    print(
-      "| commands acknowledged (all \(burst)) after | \(String(format: "%.2f s", Double(acknowledged - t0) / 1e9)) |"
-    )
-    print("| connections the child made | \(gateway.connections) |")
+    try burstOfUpdates(child, gateway, burst: burst, noun: "push", nouns: "pushes")
   }
 
   /// 1,000 updates a second over 5,000 activities (each once every 5 s, so none waits for
@@ -247,159 +218,48 @@ struct PushBench: ParsableCommand {
     box?.merge(h)
   }
 
-  /// `activities` ticking countdowns and one subscriber timing every tick, with 1,000
-  /// updates a second to 5,000 activities that have tokens; the child with `--apns-*` (the
-  /// updates push) and without (the same updates, nothing sent), alternating.
+  /// `activities` ticking countdowns beside 1,000 updates a second to 5,000 activities that
+  /// have tokens; the child with `--apns-*` (the updates push) and without (the same
+  /// updates, nothing sent), alternating.
   func ticks(_ gateway: Gateway, _ apns: [String]) throws {
-    print(
-      "\n| \(activities / 1000)k ticking, 1,000 updates/s | round | tick p50 | p99 | max | server CPU | pushes answered |"
-    )
-    print("|---|---|---|---|---|---|---|")
-    var p99: [Bool: [Double]] = [true: [], false: []]
-    for round in 1...max(1, rounds) {
-      for pushes in [false, true] {
-        let state = Self.stateFile()
-        defer { Self.removeState(state) }
-        let child = try Child(state: state, extra: pushes ? apns : [])
-        defer { child.stop() }
-        Self.startWithTokens(child, 5000)
-        try ServeBench.startCountdowns(child, activities)
-        let reader = try Client(child.socket)
-        reader.send(Array(#"{"op":"subscribe","ticks":true}"#.utf8) + [0x0A])
-        reader.awaitReplies(1)
-        let recorder = LatencyBox()
-        let stop = StopFlag()
-        let warmUpUntil = monotonicNanoseconds() + 1_500_000_000
-        let readerThread = Thread {
-          Client.readTicks(
-            [reader], recorder: recorder, others: nil, stop: stop, after: warmUpUntil)
-        }
-        readerThread.start()
-        gateway.reset()
-        let streams = try Self.streamTimedUpdates(
-          child, activities: 5000, perSecond: 1000, until: stop)
-        let r = ServeBench.measure(
-          child, seconds: seconds, threads: [readerThread] + streams, stop: stop,
-          recorder: recorder)
-        let name = pushes ? "pushes on" : "pushes off"
-        print("| \(name) | \(round) | \(r.row) | \(gateway.count) |")
-        p99[pushes]!.append(r.latency.p99)
-      }
-    }
-    func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
-    let off = median(p99[false]!)
-    let on = median(p99[true]!)
-    print(
-      "\npushes move the median tick p99 by \(String(format: "%+.1f", (on / off - 1) * 100))% (\(fmt(off)) → \(fmt(on)), \(p99[true]!.count) rounds each)"
-    )
+    try TicksBeside.run(
+      what: "pushes", answered: "pushes answered", peer: gateway, extra: apns,
+      activities: activities, seconds: seconds, rounds: rounds
+    ) { child, _ in Self.startWithTokens(child, 5000) }
   }
 }
 
 /// A local stand-in for APNs: HTTP/2 over TLS (swift-nio-http2, swift-nio-ssl), answering
-/// every request 200 at once. It counts requests, notes the first and last arrival, and
-/// with `timing` reads `"sent":MICROSECONDS` from each payload to record the delay from the
-/// command to the request's arrival.
-final class Gateway: @unchecked Sendable {
-  // @unchecked Sendable: the counters are locked; the rest is immutable.
-  let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-  private(set) var port = 0
-  private var channel: Channel?
-  private let state = NIOLockedValueBox(GatewayState())
-  private let timingFlag = NIOLockedValueBox(false)
-  private let refusingFlag = NIOLockedValueBox(false)
-
-  struct GatewayState {
-    var count = 0
-    var first: Int64 = 0
-    var last: Int64 = 0
-    var connections = 0
-    var histogram = Histogram<UInt64>(
-      highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
-  }
-
-  var timing: Bool {
-    get { timingFlag.withLockedValue { $0 } }
-    set { timingFlag.withLockedValue { $0 = newValue } }
-  }
-
-  /// Closes every connection at once (a gateway that is down), so that pushes wait in the
-  /// outbox.
-  var refusing: Bool {
-    get { refusingFlag.withLockedValue { $0 } }
-    set { refusingFlag.withLockedValue { $0 = newValue } }
-  }
-
+/// every request 200 at once (``LocalPeer`` counts and times them).
+final class Gateway: LocalPeer, @unchecked Sendable {
   init(certificate: String, key: String) throws {
     var tls = TLSConfiguration.makeServerConfiguration(
       certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
       privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
     tls.applicationProtocols = ["h2"]
     let context = try NIOSSLContext(configuration: tls)
-    let channel = try ServerBootstrap(group: group)
-      .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-      .childChannelInitializer { [self] channel in
-        if refusing { return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
-        state.withLockedValue { $0.connections += 1 }
-        // As APNs: up to 1,000 streams at once on a connection.
-        let settings = [
-          HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
-          HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
-        ]
-        return channel.eventLoop.makeCompletedFuture {
-          try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
-          // Frames on the connection, no channel per stream: the gateway costs as little
-          // per request as it can, so that the sender is what is measured.
-          try channel.pipeline.syncOperations.addHandler(
-            NIOHTTP2Handler(mode: .server, initialSettings: settings))
-          try channel.pipeline.syncOperations.addHandler(Answers(gateway: self))
-        }
-      }
-      .bind(host: "127.0.0.1", port: 0).wait()
-    self.channel = channel
-    port = channel.localAddress?.port ?? 0
-  }
-
-  func reset() {
-    state.withLockedValue {
-      $0.count = 0
-      $0.first = 0
-      $0.last = 0
-      $0.connections = 0
-      $0.histogram.reset()
-    }
-  }
-
-  var count: Int { state.withLockedValue { $0.count } }
-  var connections: Int { state.withLockedValue { $0.connections } }
-  /// Waits up to 120 s for `n` requests: how many came, the first's and the last's arrival;
-  /// nil when fewer than two came in that time, or all at once (a stall).
-  func waitFor(_ n: Int) -> (count: Int, first: Int64, last: Int64)? {
-    let deadline = monotonicNanoseconds() + 120_000_000_000
-    while count < n, monotonicNanoseconds() < deadline { usleep(1000) }
-    let (count, first, last) = state.withLockedValue { ($0.count, $0.first, $0.last) }
-    return count > 1 && last > first ? (count, first, last) : nil
-  }
-  func latencies() -> Histogram<UInt64> { state.withLockedValue { $0.histogram } }
-
-  func received(_ body: ByteBuffer) {
-    let now = wallNanoseconds()
-    var sent: Int64?
-    if timing, let text = body.getString(at: body.readerIndex, length: body.readableBytes),
-      let r = text.range(of: "\"sent\":")
-    {
-      sent = Int64(text[r.upperBound...].prefix { $0.isNumber })
-    }
-    state.withLockedValue { s in
-      s.count += 1
-      if s.first == 0 { s.first = now }
-      s.last = now
-      if let sent { s.histogram.record(UInt64(max(0, now - sent * 1000))) }
-    }
-  }
-
-  func stop() {
-    try? channel?.close().wait()
-    try? group.syncShutdownGracefully()
+    super.init()
+    try listen(
+      ServerBootstrap(group: group)
+        .childChannelInitializer { [self] channel in
+          guard accepted() else {
+            return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+          }
+          // As APNs: up to 1,000 streams at once on a connection.
+          let settings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
+            HTTP2Setting(
+              parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
+          ]
+          return channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+            // Frames on the connection, no channel per stream: the gateway costs as little
+            // per request as it can, so that the sender is what is measured.
+            try channel.pipeline.syncOperations.addHandler(
+              NIOHTTP2Handler(mode: .server, initialSettings: settings))
+            try channel.pipeline.syncOperations.addHandler(Answers(gateway: self))
+          }
+        })
   }
 
   /// The requests of one connection: gathers each stream's body (when timing), answers

@@ -29,6 +29,7 @@ struct ServeChild: AsyncParsableCommand {
   @Option var apnsUrl: String?
   @Option var apnsCa: String?
   @Option var apnsKey: String?
+  @Option var webhook: [String] = []
 
   func run() async throws {
     raiseDescriptorLimit()
@@ -43,6 +44,7 @@ struct ServeChild: AsyncParsableCommand {
         keyPath: apnsKey, keyID: "BENCHKEY01", teamID: "BENCHTEAM1", bundleID: "bench.app",
         production: false, url: apnsUrl, caPath: apnsCa)
     }
+    if !webhook.isEmpty { options.webhooks = WebhookOptions(urls: webhook) }
     // Notices (a push retried) would drown the tables; warnings and errors still show.
     var logger = Logger(label: "bench")
     logger.logLevel = .warning

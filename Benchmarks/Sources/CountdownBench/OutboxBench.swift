@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+
+// What `push` and `webhook` share: their options, a burst of updates, the tick comparison.
+
+/// The options `push` and `webhook` share.
+struct OutboxBenchOptions: ParsableArguments {
+  @Option(help: "Pushes or deliveries in the throughput bursts (one activity each).")
+  var burst = 50_000
+
+  @Option(help: "Seconds measured per latency and tick run.")
+  var seconds: Double = 5
+
+  @Option(help: "Alternating rounds of ticks with and without sending.")
+  var rounds = 3
+
+  @Option(help: "Ticking activities in the tick comparison.")
+  var activities = 100_000
+
+  @Option(help: "Only one part: throughput, latency or ticks.")
+  var only: String?
+}
+
+/// A pipelined burst of `burst` updates to `p0`… on `child`, one send each to `peer`:
+/// sends per second from the first request at the peer to the last, and from the burst's
+/// first command to the last (`noun`: "push", "delivery").
+func burstOfUpdates(_ child: Child, _ peer: LocalPeer, burst: Int, noun: String, nouns: String)
+  throws
+{
+  peer.reset()
+  let client = try Client(child.socket)
+  let batch = PushBench.updates(burst)
+  let t0 = wallNanoseconds()
+  client.sendWhileReading(batch, replies: burst)
+  let acknowledged = wallNanoseconds()
+  guard let span = peer.waitFor(burst) else {
+    print(
+      "| \(burst) updates pipelined | only \(peer.count) \(nouns) answered within 120 s: stalled |")
+    return
+  }
+  let (count, first, last) = span
+  let wire = Double(count) / (Double(last - first) / 1e9)
+  let whole = Double(count) / (Double(last - t0) / 1e9)
+  print("| \(burst) updates pipelined, one \(noun) each | \(count) \(nouns) answered |")
+  print("| \(nouns)/s (first request to last) | \(Int(wire)) |")
+  print("| \(nouns)/s from the burst's first command to the last \(noun) | \(Int(whole)) |")
+  print(
+    "| commands acknowledged (all \(burst)) after | \(String(format: "%.2f s", Double(acknowledged - t0) / 1e9)) |"
+  )
+  print("| connections the child opened during the burst | \(peer.connections) |")
+}
+
+/// The tick comparison `push` and `webhook` both make: `activities` ticking countdowns and
+/// one subscriber timing every tick, with 1,000 updates a second to 5,000 activities, the
+/// child with `extra` (`on`: each update sends to `peer`) and without (`off`: the same
+/// updates, nothing sent), in alternating rounds; the median p99 of each side.
+enum TicksBeside {
+  /// `prepare` starts the 5,000 updated activities `p0`… on the child once the ticking ones
+  /// have started (and waits for what the starts send, when it must).
+  static func run(
+    what: String, answered: String, peer: LocalPeer, extra: [String], activities: Int,
+    seconds: Double, rounds: Int, prepare: (Child, _ on: Bool) throws -> Void
+  ) throws {
+    print(
+      "\n| \(activities / 1000)k ticking, 1,000 updates/s | round | tick p50 | p99 | max | server CPU | events/s | \(answered) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    var p99: [Bool: [Double]] = [true: [], false: []]
+    for round in 1...max(1, rounds) {
+      for on in [false, true] {
+        let state = PushBench.stateFile()
+        defer { PushBench.removeState(state) }
+        let child = try Child(state: state, extra: on ? extra : [])
+        defer { child.stop() }
+        peer.reset()
+        try ServeBench.startCountdowns(child, activities)
+        try prepare(child, on)
+        let reader = try Client(child.socket)
+        reader.send(Array(#"{"op":"subscribe","ticks":true}"#.utf8) + [0x0A])
+        reader.awaitReplies(1)
+        let recorder = LatencyBox()
+        let stop = StopFlag()
+        let warmUpUntil = monotonicNanoseconds() + 1_500_000_000
+        let readerThread = Thread {
+          Client.readTicks(
+            [reader], recorder: recorder, others: nil, stop: stop, after: warmUpUntil)
+        }
+        readerThread.start()
+        peer.reset()
+        let streams = try PushBench.streamTimedUpdates(
+          child, activities: 5000, perSecond: 1000, until: stop)
+        let r = ServeBench.measure(
+          child, seconds: seconds, threads: [readerThread] + streams, stop: stop,
+          recorder: recorder)
+        print("| \(what) \(on ? "on" : "off") | \(round) | \(r.row) | \(peer.count) |")
+        p99[on]!.append(r.latency.p99)
+      }
+    }
+    func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+    let off = median(p99[false]!)
+    let on = median(p99[true]!)
+    print(
+      "\n\(what) move the median tick p99 by \(String(format: "%+.1f", (on / off - 1) * 100))% (\(fmt(off)) → \(fmt(on)), \(p99[true]!.count) rounds each)"
+    )
+  }
+}
