@@ -158,6 +158,10 @@ let package = Package(
         "CountdownServer", "CountdownStore", "Countdown", "CountdownCLI", "CountdownClient",
         "CountdownTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "Crypto", package: "swift-crypto"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
       ]),
   ],
   swiftLanguageModes: [.v6]

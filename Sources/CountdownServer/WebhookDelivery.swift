@@ -128,13 +128,15 @@ final class WebhookDelivery: @unchecked Sendable {
   /// The deliveries one commit wrote (from the writer thread).
   func committed(_ deliveries: [(seq: Int64, item: WebhookItem)]) {
     eventLoop.execute { [self] in
-      var touched: [Receiver] = []
+      // Every receiver that got one is pumped (one waiting on a retry's timer too: the new
+      // delivery may be of another activity, due now).
+      var touched: [String] = []
       for d in deliveries {
         guard let r = receivers[d.item.url] else { continue }
-        if r.queue.count == 0 { touched.append(r) }
+        if !touched.contains(d.item.url) { touched.append(d.item.url) }
         r.queue.add(seq: d.seq, d.item)
       }
-      for r in touched { pump(r) }
+      for url in touched { pump(receivers[url]!) }
       metrics.queue.record(receivers.values.reduce(0) { $0 + $1.queue.count })
     }
   }

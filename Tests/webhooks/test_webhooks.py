@@ -420,6 +420,22 @@ class WebhookTests(unittest.TestCase):
         self.assertTrue(r.wait_for(lambda r: kinds(r.delivered(), "t") == ["started"]),
                         "the pending delivery goes once the CA is trusted")
 
+    def test_i_one_activity_in_backoff_holds_back_no_other(self):
+        """One activity's deliveries always answered 500 (so in backoff, 2-4 s after its
+        third try); another activity's delivery, made then, arrives at once."""
+        r = self.receiver(lambda n, h, b: 500 if json.loads(b)["event"]["id"] == "slow" else 200)
+        s = self.serve("--webhook", r.url)
+        self.ok("POST", "/v1/activities", {"id": "slow", "kind": "elapsed", "title": "s"},
+                expect=201)
+        self.assertTrue(r.wait_for(lambda r: len(r.requests) >= 3, timeout=10))
+        t = time.time()
+        self.ok("POST", "/v1/activities", {"id": "fast", "kind": "elapsed", "title": "f"},
+                expect=201)
+        self.assertTrue(r.wait_for(lambda r: kinds(r.delivered(), "fast") == ["started"],
+                                   timeout=5))
+        self.assertLess(time.time() - t, 0.5, "the other activity waited for the backoff")
+        self.assertGreaterEqual(s.metric("retried"), 2)
+
     def test_f_bad_flags_exit_1(self):
         """A URL that is not http(s), a secret without a webhook, a webhook without a state
         file: exit status 1 and a message naming the flag; nothing listens."""
