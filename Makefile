@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots
+.PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -44,6 +44,7 @@ test: deps
 	$(MAKE) tui
 	$(MAKE) pushes
 	$(MAKE) webhooks
+	$(MAKE) openapi
 
 # The board's browser tests need Debian's chromium and chromium-driver and PyPI's selenium;
 # the terminal board's, tmux.
@@ -67,6 +68,15 @@ pushes: deps pushdeps
 webhooks: deps pushdeps
 	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-webhooks python3 Tests/webhooks/test_webhooks.py
+
+# The HTTP API's contract: docs/openapi.yaml valid, served at /openapi.json, and the server
+# checked against it by schemathesis (Tests/openapi/test_openapi.py says what is and is not).
+openapideps:
+	@python3 -c "import yaml, openapi_spec_validator, schemathesis" 2>/dev/null || { echo "installing pyyaml, openapi-spec-validator, schemathesis"; pip install -q pyyaml openapi-spec-validator schemathesis; }
+
+openapi: deps openapideps
+	$(SWIFT) build --product countdown
+	SCRATCH=$(CURDIR)/.build-openapi python3 Tests/openapi/test_openapi.py
 
 tuideps:
 	@command -v tmux >/dev/null || { \

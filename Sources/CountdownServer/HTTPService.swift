@@ -194,6 +194,9 @@ struct HTTPRoutes: HTTPResponder {
         status: .ok,
         headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
         body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
+    case 1 where path[0] == "openapi.json":
+      guard method == .get else { return notAllowed("GET", request) }
+      return json(.ok, Array(OpenAPIDocument.json.utf8))
     case 2 where path[0] == "v1" && path[1] == "time":
       guard method == .get else { return notAllowed("GET", request) }
       var w = JSONWriter()
@@ -229,7 +232,7 @@ struct HTTPRoutes: HTTPResponder {
       return failure(
         CountdownError(
           .notFound,
-          "no route \(request.method) \(request.uri.path): see GET /v1/activities, /v1/events, /v1/time, /metrics or the board at /"
+          "no route \(request.method) \(request.uri.path): see GET /v1/activities, /v1/events, /v1/time, /metrics, /openapi.json or the board at /"
         ))
     }
   }
