@@ -122,16 +122,16 @@ TSAN_SUPP := suppressions=$(CURDIR)/.ci/tsan.supp
 # run in this process, a stream joining mid-flow among them, and the web-safety tests served in
 # this process (limits, timeouts, the guard) (own scratch path, so the debug build stays).
 tsan: deps
-	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --disable-index-store --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests'
+	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests'
 	# The durable state: the state file in process, and servers run as children (built with
 	# ThreadSanitizer too), which stop at their first race. Not the disk-failure test: under
 	# its file-size limit the sanitizer's runtime cannot start (SIGBUS).
-	TSAN_OPTIONS=$(TSAN_SUPP):halt_on_error=1:exitcode=66 $(SWIFT) test --scratch-path .build-tsan --disable-index-store --sanitize=thread --filter 'StateFileTests|DurabilityTests/(restartCases|badStates|crashRounds)'
+	TSAN_OPTIONS=$(TSAN_SUPP):halt_on_error=1:exitcode=66 $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'StateFileTests|DurabilityTests/(restartCases|badStates|crashRounds)'
 
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
 asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --disable-index-store --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests'
 
 
 # A package that depends on Countdown as a service would, one executable per library product,
