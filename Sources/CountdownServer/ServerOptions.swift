@@ -130,30 +130,10 @@ public struct WebhookOptions: Sendable {
     self.secret = secret
   }
 
-  /// Why `url` cannot be a webhook's address, or nil when it can: `http://` or `https://`,
-  /// a host, no fragment, no user and password.
+  /// Why `url` cannot be a webhook's address (said after the URL), or nil when it can:
+  /// `http://` or `https://`, a host, an optional port, no user and password, no fragment.
   public static func problem(with url: String) -> String? {
-    let lower = url.lowercased()
-    guard let scheme = ["https://", "http://"].first(where: { lower.hasPrefix($0) }) else {
-      return "is not an http:// or https:// URL"
-    }
-    let rest = url.dropFirst(scheme.count)
-    let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-    if authority.contains("@") {
-      return "carries a user name or password: give a --webhook-secret instead"
-    }
-    let host =
-      authority.hasPrefix("[")
-      ? authority.prefix { $0 != "]" }.dropFirst() : authority.prefix { $0 != ":" }
-    if host.isEmpty { return "has no host" }
-    if url.contains("#") { return "has a fragment (#…), which is never sent" }
-    if url.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) {
-      return "has spaces, control characters or characters beyond ASCII: percent-encode them"
-    }
-    if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
-      let port = authority[authority.index(after: colon)...]
-      guard let n = Int(port), (1...65535).contains(n) else { return "has a bad port \(port)" }
-    }
+    if case .failure(let p) = WebhookURL.parse(url) { return p.message }
     return nil
   }
 }

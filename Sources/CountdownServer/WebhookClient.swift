@@ -35,45 +35,10 @@ final class WebhookClient: @unchecked Sendable {
     }
   }
 
-  /// What the URL names: where to connect and what to ask for.
-  struct Target: Equatable {
-    var tls: Bool
-    var host: String
-    var port: Int
-    /// The request target: the path and query (`/` when the URL has none).
-    var path: String
-    /// The `Host` header: the host, and the port when it is not the scheme's.
-    var hostHeader: String
-
-    /// `url` as checked by ``WebhookOptions/problem(with:)``; nil if it is not such a URL.
-    init?(_ url: String) {
-      guard WebhookOptions.problem(with: url) == nil else { return nil }
-      tls = url.lowercased().hasPrefix("https://")
-      let rest = url.dropFirst(tls ? 8 : 7)
-      let authority = rest.prefix { $0 != "/" && $0 != "?" }
-      let tail = rest.dropFirst(authority.count)
-      path = tail.isEmpty ? "/" : tail.hasPrefix("?") ? "/" + tail : String(tail)
-      var portText: Substring?
-      if authority.hasPrefix("[") {
-        let close = authority.firstIndex(of: "]")!
-        host = String(authority[authority.index(after: authority.startIndex)..<close])
-        let after = authority[authority.index(after: close)...]
-        if after.hasPrefix(":") { portText = after.dropFirst() }
-      } else if let colon = authority.firstIndex(of: ":") {
-        host = String(authority[..<colon])
-        portText = authority[authority.index(after: colon)...]
-      } else {
-        host = String(authority)
-      }
-      port = portText.flatMap { Int($0) } ?? (tls ? 443 : 80)
-      hostHeader = String(authority)
-    }
-  }
-
   /// Gets the answer's status, or why there was none.
   typealias Completion = @Sendable (Result<Int, Failure>) -> Void
 
-  let target: Target
+  let target: WebhookURL
   let eventLoop: EventLoop
   let maxConnections: Int
   private let timeout: TimeAmount
@@ -91,10 +56,10 @@ final class WebhookClient: @unchecked Sendable {
     url: String, eventLoop: EventLoop, maxConnections: Int, timeoutMilliseconds: Int64,
     tls: NIOSSLContext?
   ) throws(ServerStartError) {
-    guard let target = Target(url) else {
-      throw ServerStartError("--webhook \(url) \(WebhookOptions.problem(with: url) ?? "is bad")")
+    switch WebhookURL.parse(url) {
+    case .success(let target): self.target = target
+    case .failure(let p): throw ServerStartError("--webhook \(url) \(p.message)")
     }
-    self.target = target
     self.eventLoop = eventLoop
     self.maxConnections = max(1, maxConnections)
     self.timeout = .milliseconds(timeoutMilliseconds)
@@ -140,9 +105,9 @@ final class WebhookClient: @unchecked Sendable {
       .channelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
           if let tls {
-            // SNI and the certificate's name check: a name, not an address.
-            let name =
-              host.contains(":") || host.allSatisfy({ $0.isNumber || $0 == "." }) ? nil : host
+            // SNI and the certificate's name check for a name; an address is checked
+            // against the certificate's addresses, without SNI.
+            let name: String? = if case .name = System.hostKind(host) { host } else { nil }
             try channel.pipeline.syncOperations.addHandler(
               try NIOSSLClientHandler(context: tls, serverHostname: name))
           }

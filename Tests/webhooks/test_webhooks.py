@@ -452,6 +452,19 @@ class WebhookTests(unittest.TestCase):
             (["--webhook", "http://127.0.0.1:9/a", "--webhook", "http://127.0.0.1:9/a"],
              "given twice"),
         ]
+        empty, garbage = os.path.join(self.dir, "empty.pem"), os.path.join(self.dir, "junk.pem")
+        with open(empty, "w"):
+            pass
+        with open(garbage, "w") as f:
+            f.write("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
+        cases += [
+            (["--webhook", "https://127.0.0.1:9/a", "--webhook-ca", empty],
+             "--webhook-ca %s cannot be read as PEM certificates" % empty),
+            (["--webhook", "https://127.0.0.1:9/a", "--webhook-ca", garbage],
+             "--webhook-ca %s cannot be read as PEM certificates" % garbage),
+            (["--webhook", "http://[::1/a"], "has an IPv6 address without its closing ]"),
+            (["--webhook", "http://h:1:2/"], "has a bad port 1:2"),
+        ]
         for extra, message in cases:
             p = subprocess.run([COUNTDOWN, "serve", "--socket", sock, "--state", db, *extra],
                                capture_output=True, text=True, timeout=20)
