@@ -65,21 +65,13 @@ public struct APNsEndpoint: Sendable {
 
   /// The TLS settings: ALPN `h2`, the system's roots and `caPEM`'s.
   func tlsContext() throws(APNsConfigurationError) -> NIOSSLContext {
-    var tls = TLSConfiguration.makeClientConfiguration()
-    tls.applicationProtocols = ["h2"]
-    if let caPEM {
-      do {
-        let extra = try NIOSSLCertificate.fromPEMBytes(caPEM)
-        guard !extra.isEmpty else {
-          throw APNsConfigurationError("--apns-ca holds no PEM certificate")
-        }
-        tls.additionalTrustRoots = [.certificates(extra)]
-      } catch let e as APNsConfigurationError {
-        throw e
-      } catch {
-        throw APNsConfigurationError("--apns-ca cannot be read as PEM certificates: \(error)")
-      }
+    var tls: TLSConfiguration
+    do {
+      tls = try ClientTLS.configuration(alsoTrusting: caPEM)
+    } catch {
+      throw APNsConfigurationError("--apns-ca \(error.message)")
     }
+    tls.applicationProtocols = ["h2"]
     do {
       return try NIOSSLContext(configuration: tls)
     } catch {

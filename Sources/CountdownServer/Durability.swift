@@ -59,9 +59,16 @@ final class Journal: @unchecked Sendable {
       }
     }
     if webhooks, changes != nil {
-      // The activity as the wake left it (no JSON here: the writer encodes the bodies).
+      // The activity as the wake left it (no JSON here: the writer encodes the bodies); read
+      // once for a run of its events (an expiry, its end and its dismissal come together).
       for e in events where e.kind != .tick {
-        changes!.webhookEvents.append((e, engine.state(of: e.handle)))
+        let state =
+          if let last = changes!.webhookEvents.last, last.event.id == e.id {
+            last.state
+          } else {
+            engine.state(of: e.handle)
+          }
+        changes!.webhookEvents.append((e, state))
       }
     }
     let releases = self.releases

@@ -1,4 +1,5 @@
 import Countdown
+import CountdownAPNs
 import CountdownLoop
 import CountdownPush
 import CountdownStore
@@ -92,18 +93,15 @@ final class WebhookDelivery: @unchecked Sendable {
   /// The client side of TLS: the system's trusted certificates and `caPath`'s, each
   /// receiver's name checked.
   static func tls(caPath: String?) throws(ServerStartError) -> NIOSSLContext {
-    var configuration = TLSConfiguration.makeClientConfiguration()
-    if let caPath {
-      let pem = try System.readSmallFile(caPath).mapError {
-        ServerStartError("--webhook-ca: \($0.message)")
-      }.get()
-      do {
-        configuration.additionalTrustRoots = [
-          .certificates(try NIOSSLCertificate.fromPEMBytes(pem))
-        ]
-      } catch {
-        throw ServerStartError("--webhook-ca \(caPath) holds no PEM certificate: \(error)")
-      }
+    let pem = try caPath.map { path throws(ServerStartError) in
+      try System.readSmallFile(path).mapError { ServerStartError("--webhook-ca: \($0.message)") }
+        .get()
+    }
+    let configuration: TLSConfiguration
+    do {
+      configuration = try ClientTLS.configuration(alsoTrusting: pem)
+    } catch {
+      throw ServerStartError("--webhook-ca \(caPath ?? "") \(error.message)")
     }
     do {
       return try NIOSSLContext(configuration: configuration)
@@ -137,8 +135,13 @@ final class WebhookDelivery: @unchecked Sendable {
         r.queue.add(seq: d.seq, d.item)
       }
       for url in touched { pump(receivers[url]!) }
-      metrics.queue.record(receivers.values.reduce(0) { $0 + $1.queue.count })
+      recordQueue()
     }
+  }
+
+  /// `countdown_webhook_queue`: the deliveries every URL holds.
+  private func recordQueue() {
+    metrics.queue.record(receivers.values.reduce(0) { $0 + $1.queue.count })
   }
 
   /// Sends what is due to `r` and sets its timer for what comes next.
@@ -205,7 +208,7 @@ final class WebhookDelivery: @unchecked Sendable {
     eventLoop.execute { [self] in
       r.pumpScheduled = false
       pump(r)
-      metrics.queue.record(receivers.values.reduce(0) { $0 + $1.queue.count })
+      recordQueue()
     }
   }
 
@@ -226,16 +229,20 @@ final class WebhookDelivery: @unchecked Sendable {
 /// `Countdown-Signature` (docs/webhooks.md): `t=<unix seconds>,v1=<hex HMAC-SHA256 of
 /// "t.body" with the secret>`.
 enum WebhookSignature {
+  private static let hexDigits = Array("0123456789abcdef".utf8)
+
   static func header(key: SymmetricKey, unixSeconds: Int64, body: [UInt8]) -> String {
     let t = String(unixSeconds)
     var mac = HMAC<SHA256>(key: key)
     mac.update(data: Array(t.utf8))
     mac.update(data: [UInt8(ascii: ".")])
     mac.update(data: body)
-    let hex = mac.finalize().map { byte in
-      let digits: [Character] = Array("0123456789abcdef")
-      return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
-    }.joined()
-    return "t=\(t),v1=\(hex)"
+    var hex: [UInt8] = []
+    hex.reserveCapacity(2 * SHA256.byteCount)
+    for byte in mac.finalize() {
+      hex.append(hexDigits[Int(byte >> 4)])
+      hex.append(hexDigits[Int(byte & 15)])
+    }
+    return "t=\(t),v1=\(String(decoding: hex, as: UTF8.self))"
   }
 }
