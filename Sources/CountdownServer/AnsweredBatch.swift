@@ -30,7 +30,7 @@ final class AnsweredBatch: @unchecked Sendable {
   func flush() {
     scheduled = false
     guard !seqs.isEmpty else { return }
-    writer.forget(pushes: seqs)
+    writer.forget(outbox: seqs)
     seqs = []
   }
 }

@@ -518,23 +518,7 @@ package final class StateStore {
           bind(s, 3, p.timestamp)
         }
       }
-      try run(insert.sqliteStatement, db) { s in
-        for c in OutboxColumn.all {
-          switch c {
-          case .seq: break
-          case .activity: bind(s, c.bind, p.activity)
-          case .token: bind(s, c.bind, p.token)
-          case .event: bind(s, c.bind, p.event.rawValue)
-          case .priority: bind(s, c.bind, Int64(p.priority))
-          case .timestamp: bind(s, c.bind, p.timestamp)
-          case .notBefore: bind(s, c.bind, p.notBefore)
-          case .eventAt: bind(s, c.bind, p.eventAt)
-          case .payload: bind(s, c.bind, blob: p.payload)
-          case .destination: bind(s, c.bind, OutboxDestination.apns.rawValue)
-          }
-        }
-      }
-      seqs.append(db.lastInsertedRowID)
+      seqs.append(try insertOutbox(insert, db, OutboxValues(p)))
       try run(budget.sqliteStatement, db) { s in
         for c in BudgetColumn.all {
           switch c {
@@ -548,29 +532,59 @@ package final class StateStore {
     }
   }
 
+  /// What one row of `push_outbox` holds, whichever its destination (state-file.md).
+  private struct OutboxValues {
+    var activity, token, event: String
+    var priority, timestamp, notBefore, eventAt: Int64
+    var payload: [UInt8]
+    var destination: OutboxDestination
+
+    init(_ p: PushItem) {
+      (activity, token, event) = (p.activity, p.token, p.event.rawValue)
+      (priority, timestamp, notBefore, eventAt) =
+        (Int64(p.priority), p.timestamp, p.notBefore, p.eventAt)
+      (payload, destination) = (p.payload, .apns)
+    }
+
+    /// A webhook: its URL in `token`, no priority, timestamp or budget.
+    init(_ w: WebhookItem) {
+      (activity, token, event) = (w.activity, w.url, w.event.rawValue)
+      (priority, timestamp, notBefore, eventAt) = (0, 0, 0, w.eventAt)
+      (payload, destination) = (w.body, .webhook)
+    }
+  }
+
+  /// Inserts `row` with `insert` (``OutboxColumn/insert``, one switch over the declared
+  /// columns); returns its sequence number.
+  private static func insertOutbox(_ insert: Statement, _ db: Database, _ row: OutboxValues) throws
+    -> Int64
+  {
+    try run(insert.sqliteStatement, db) { s in
+      for c in OutboxColumn.all {
+        switch c {
+        case .seq: break
+        case .activity: bind(s, c.bind, row.activity)
+        case .token: bind(s, c.bind, row.token)
+        case .event: bind(s, c.bind, row.event)
+        case .priority: bind(s, c.bind, row.priority)
+        case .timestamp: bind(s, c.bind, row.timestamp)
+        case .notBefore: bind(s, c.bind, row.notBefore)
+        case .eventAt: bind(s, c.bind, row.eventAt)
+        case .payload: bind(s, c.bind, blob: row.payload)
+        case .destination: bind(s, c.bind, row.destination.rawValue)
+        }
+      }
+    }
+    return db.lastInsertedRowID
+  }
+
   /// The webhook deliveries of a commit (docs/webhooks.md), into the same outbox.
   private static func writeWebhooks(_ db: Database, _ items: [WebhookItem], seqs: inout [Int64])
     throws
   {
     guard !items.isEmpty else { return }
     let insert = try db.cachedStatement(sql: OutboxColumn.insert)
-    for w in items {
-      try run(insert.sqliteStatement, db) { s in
-        for c in OutboxColumn.all {
-          switch c {
-          case .seq: break
-          case .activity: bind(s, c.bind, w.activity)
-          case .token: bind(s, c.bind, w.url)
-          case .event: bind(s, c.bind, w.event.rawValue)
-          case .priority, .timestamp, .notBefore: bind(s, c.bind, Int64(0))
-          case .eventAt: bind(s, c.bind, w.eventAt)
-          case .payload: bind(s, c.bind, blob: w.body)
-          case .destination: bind(s, c.bind, OutboxDestination.webhook.rawValue)
-          }
-        }
-      }
-      seqs.append(db.lastInsertedRowID)
-    }
+    for w in items { seqs.append(try insertOutbox(insert, db, OutboxValues(w))) }
   }
 
   /// The webhook deliveries the outbox holds, in order (docs/webhooks.md).
@@ -590,7 +604,7 @@ package final class StateStore {
 
   /// Deletes answered pushes and webhook deliveries from the outbox (in a transaction of
   /// their own).
-  package func forget(pushes seqs: [Int64]) throws(StoreError) {
+  package func forget(outbox seqs: [Int64]) throws(StoreError) {
     try write([], forget: seqs)
   }
 

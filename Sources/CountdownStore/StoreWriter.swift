@@ -141,9 +141,9 @@ package final class StoreWriter: @unchecked Sendable {
     condition.unlock()
   }
 
-  /// Pushes APNs answered (or that are gone): deleted from the outbox with the next commit,
-  /// or in one of their own. From any thread.
-  package func forget(pushes seqs: [Int64]) {
+  /// Outbox rows answered (pushes, webhook deliveries, or those of a token that is gone):
+  /// deleted from the outbox with the next commit, or in one of their own. From any thread.
+  package func forget(outbox seqs: [Int64]) {
     guard !seqs.isEmpty else { return }
     condition.lock()
     answered.append(contentsOf: seqs)

@@ -45,7 +45,7 @@ struct OutboxTests {
     #expect(seqs.count == 3 && seqs == seqs.sorted())
     // A replacement deletes the waiting push of the same activity, token and timestamp.
     let more = try store.write([], pushes: [.replace(item("a", "t1", ts: 11, "three'"))]).pushes
-    try store.forget(pushes: [seqs[1]])
+    try store.forget(outbox: [seqs[1]])
     store.close()
 
     let again = try StateFileTests.reopen(path, sync: .normal)
@@ -134,7 +134,7 @@ struct OutboxTests {
       }
     }
 
-    writer.forget(pushes: [seqs[0]])
+    writer.forget(outbox: [seqs[0]])
     usleep(300_000)
     // No commit of its own at once: it waits for one of changes.
     #expect(try waiting() == seqs)
@@ -146,7 +146,7 @@ struct OutboxTests {
 
     // With no change to ride on, it gets its own commit within a second or so.
     let started = Date()
-    writer.forget(pushes: [seqs[1]])
+    writer.forget(outbox: [seqs[1]])
     while try waiting() != [], Date().timeIntervalSince(started) < 5 { usleep(20_000) }
     let took = Date().timeIntervalSince(started)
     #expect(try waiting() == [])
@@ -173,7 +173,7 @@ struct OutboxTests {
     let second = try store.write([], webhooks: [hook("http://one/", .ended, #"{"n":2}"#)])
     // The same push replaced: only the APNs row of that activity, token and timestamp goes.
     _ = try store.write([], pushes: [.replace(item("a", "t1", ts: 10, "push'"))])
-    try store.forget(pushes: [first.webhooks[1]])
+    try store.forget(outbox: [first.webhooks[1]])
     store.close()
 
     let again = try StateFileTests.reopen(path, sync: .normal)
