@@ -99,6 +99,8 @@ let package = Package(
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+        // ServerQuiescingHelper: HTTP's graceful stop.
+        .product(name: "NIOExtras", package: "swift-nio-extras"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -226,6 +226,14 @@ struct ServeCommand: AsyncParsableCommand {
       printError("countdown serve: \(error)")
       throw ExitCode.failure
     }
+    // systemd's socket activation and notify socket (docs/systemd.md).
+    do {
+      options.serviceManager = try ServiceManagerEnvironment.read(
+        System.takeEnvironment(ServiceManagerEnvironment.variables), pid: System.processID)
+    } catch {
+      printError("countdown serve: \(error)")
+      throw ExitCode.failure
+    }
     // A write past a file-size limit (ulimit -f) is an error to report, not a signal to die of.
     System.ignoreFileSizeSignal()
     let server = CountdownServer(options: options, logger: logger)
@@ -235,7 +243,8 @@ struct ServeCommand: AsyncParsableCommand {
       printError("countdown serve: \(error)")
       throw ExitCode.failure
     }
-    var line = "countdown serve: pid \(System.processID), socket \(socket) (mode 0600)"
+    var line = "countdown serve: pid \(System.processID), socket \(socket)"
+    line += options.serviceManager.sockets.socket == nil ? " (mode 0600)" : " (from systemd)"
     if let address = server.tcpAddress { line += ", tcp \(Self.hostPort(address))" }
     if let address = server.httpAddress {
       let scheme = server.usesTLS ? "https" : "http"

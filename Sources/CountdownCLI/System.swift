@@ -24,6 +24,17 @@ enum System {
   /// The environment variable `name`, or nil.
   static func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 
+  /// Reads the variables `names` and removes them from the environment (so that a child
+  /// process does not take what they hand over).
+  static func takeEnvironment(_ names: [String]) -> [String: String] {
+    var out: [String: String] = [:]
+    for name in names {
+      if let value = environment(name) { out[name] = value }
+      unsetenv(name)
+    }
+    return out
+  }
+
   /// This process's id.
   static var processID: Int32 { getpid() }
 

@@ -131,6 +131,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
     var listeners: [Channel] = []
     var socketBound = false
     var identity: TLSIdentity?
+    var notifier: ServiceNotifier?
   }
 
   public init(options: ServerOptions, logger: Logger = Logger(label: "countdown.serve")) {
@@ -155,17 +156,24 @@ public final class CountdownServer: Service, @unchecked Sendable {
   /// - Throws: ``ServerStartError`` when another server is live on the socket, an address
   ///   cannot be bound, or `listen` is not loopback and there is no token.
   public func start() throws {
-    let tcp = try options.listen.map { text in try Self.parseHostPort(text, option: "--listen") }
-    if let tcp, !Self.isLoopback(tcp.host), options.token == nil {
+    // A socket handed over by the service manager replaces its flag's bind (docs/systemd.md).
+    let handed = options.serviceManager.sockets
+    let listenText = handed.listen?.hostPort ?? options.listen
+    let tcp = try listenText.map { text in try Self.parseHostPort(text, option: "--listen") }
+    if let tcp, let listenText, !Self.isLoopback(tcp.host), options.token == nil {
       throw ServerStartError(
-        "--listen \(options.listen!) is not a loopback address: give a --token, which each TCP connection must send first"
+        "--listen \(listenText) is not a loopback address: give a --token, which each TCP connection must send first"
       )
     }
-    let http = try options.http.map { text in try Self.parseHostPort(text, option: "--http") }
-    if let http, !Self.isLoopback(http.host), options.token == nil {
+    let httpText = handed.http?.hostPort ?? options.http
+    let http = try httpText.map { text in try Self.parseHostPort(text, option: "--http") }
+    if let http, let httpText, !Self.isLoopback(http.host), options.token == nil {
       throw ServerStartError(
-        "--http \(options.http!) is not a loopback address: give a --token, which each HTTP request must send as \"Authorization: Bearer TOKEN\""
+        "--http \(httpText) is not a loopback address: give a --token, which each HTTP request must send as \"Authorization: Bearer TOKEN\""
       )
+    }
+    let notifier = try options.serviceManager.notifySocket.map { _ throws(ServerStartError) in
+      try ServiceNotifier(environment: options.serviceManager, logger: logger)
     }
     let identity = try Self.tlsIdentity(options)
     let apns = try options.apns.map { o throws(ServerStartError) in
@@ -197,7 +205,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
         )
       }
     }
-    try Self.clearStaleSocket(options.socketPath)
+    if handed.socket == nil { try Self.clearStaleSocket(options.socketPath) }
     let connectionLimit = try Self.connectionLimit(options.maxConnections, logger: logger)
 
     let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.networkThreads))
@@ -341,19 +349,27 @@ public final class CountdownServer: Service, @unchecked Sendable {
       $0.identity = identity
     }
     do {
-      // Mode 0600 from the start: the socket file is created under umask 0177.
-      let unix = try System.withFileModeMask(0o177) {
-        try bootstrap(group, core, tcp: false, identity: nil)
-          .bind(unixDomainSocketPath: options.socketPath).wait()
-      }
-      state.withLockedValue {
-        $0.listeners.append(unix)
-        $0.socketBound = true
+      if let socket = handed.socket {
+        // The manager owns the file (its mode is SocketMode= in the unit) and keeps it.
+        let unix = try bootstrap(group, core, tcp: false, identity: nil)
+          .withBoundSocket(socket.fd).wait()
+        state.withLockedValue { $0.listeners.append(unix) }
+      } else {
+        // Mode 0600 from the start: the socket file is created under umask 0177.
+        let unix = try System.withFileModeMask(0o177) {
+          try bootstrap(group, core, tcp: false, identity: nil)
+            .bind(unixDomainSocketPath: options.socketPath).wait()
+        }
+        state.withLockedValue {
+          $0.listeners.append(unix)
+          $0.socketBound = true
+        }
       }
       if let tcp {
-        let channel = try bootstrap(group, core, tcp: true, identity: identity)
-          .bind(host: tcp.host, port: tcp.port)
-          .wait()
+        let tcpBootstrap = bootstrap(group, core, tcp: true, identity: identity)
+        let channel =
+          try handed.listen.map { try tcpBootstrap.withBoundSocket($0.fd).wait() }
+          ?? tcpBootstrap.bind(host: tcp.host, port: tcp.port).wait()
         state.withLockedValue { $0.listeners.append(channel) }
       }
     } catch {
@@ -363,13 +379,15 @@ public final class CountdownServer: Service, @unchecked Sendable {
     if let http {
       do {
         let front = try HTTPFrontEnd(
-          core: core, host: http.host, port: http.port, identity: identity, logger: logger)
+          core: core, host: http.host, port: http.port, handed: handed.http?.fd,
+          identity: identity, logger: logger)
         state.withLockedValue { $0.http = front }
       } catch {
         stop()
         throw error
       }
     }
+    state.withLockedValue { $0.notifier = notifier }
   }
 
   private func bootstrap(
@@ -436,16 +454,18 @@ public final class CountdownServer: Service, @unchecked Sendable {
   /// Stops accepting, answers every request already read, closes the connections, stops the
   /// loop and removes the socket file. Safe to call more than once.
   public func stop() {
-    let (group, core, listeners, socketBound, http) = state.withLockedValue { s in
+    let (group, core, listeners, socketBound, http, notifier) = state.withLockedValue { s in
       defer {
         s.group = nil
         s.core = nil
         s.http = nil
         s.listeners = []
         s.socketBound = false
+        s.notifier = nil
       }
-      return (s.group, s.core, s.listeners, s.socketBound, s.http)
+      return (s.group, s.core, s.listeners, s.socketBound, s.http, s.notifier)
     }
+    notifier?.stopping()
     if let http, let core {
       // Event streams never end by themselves: end them, then let HTTP finish what it has.
       try? core.hub.eventLoop.submit { core.hub.closeStreams() }.wait()
@@ -476,10 +496,18 @@ public final class CountdownServer: Service, @unchecked Sendable {
     try? group?.syncShutdownGracefully()
   }
 
-  /// Starts (unless ``start()`` was called already), runs until graceful shutdown (SIGTERM or
-  /// SIGINT in a `ServiceGroup`), then stops.
+  /// Starts (unless ``start()`` was called already), tells the service manager it is ready
+  /// (``ServerOptions/serviceManager``), runs until graceful shutdown (SIGTERM or SIGINT in a
+  /// `ServiceGroup`), then stops.
   public func run() async throws {
     if state.withLockedValue({ $0.core == nil }) { try start() }
+    // READY=1 once signals are trapped (the group does that before its services run): a
+    // manager that stops the service the moment it is ready gets a graceful stop.
+    if let (notifier, core) = state.withLockedValue({ s in s.notifier.map { ($0, s.core) } }),
+      let core
+    {
+      notifier.ready(activities: restoredCount ?? 0, loop: core.loop, on: core.hub.eventLoop)
+    }
     try? await gracefulShutdown()
     stop()
   }

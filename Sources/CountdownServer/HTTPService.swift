@@ -8,77 +8,120 @@ import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOExtras
+import NIOHTTP1
 import NIOHTTPTypes
-import ServiceLifecycle
+import NIOPosix
 import Synchronization
 
-/// `--http HOST:PORT` (docs/http.md): Hummingbird on the server's own NIO event loops, in front of
-/// the same engine, hub and state file as the socket protocol.
+/// `--http HOST:PORT` (docs/http.md): HummingbirdCore's HTTP/1.1 channel on the server's own NIO
+/// event loops, in front of the same engine, hub and state file as the socket protocol.
 ///
 /// Each request is decoded here into the §6 request it stands for and run on the loop like a
 /// one-request batch; its answer, and the events it causes, wait for the commit as a socket
 /// reply does. `GET /v1/events` is a hub subscriber like a socket's `subscribe`, framed as
 /// server-sent events, with the same bound, coalescing and cut-off.
+///
+/// The listener is bound here (or handed over by systemd's socket activation, which
+/// Hummingbird's `Application` cannot take), and its connections served as `Application` serves
+/// them: the routes answer, an error they throw is a 500, every answer carries `Date`.
 final class HTTPFrontEnd: Sendable {
-  private let group: ServiceGroup
   private let task: Task<Void, Never>
   private let finished: DispatchSemaphore
+  /// Released by `stop()`, while the event loops run: its deinit completes a promise on one.
+  private let quiescing: NIOLockedValueBox<ServerQuiescingHelper?>
+  private let serverChannel: NIOLockedValueBox<(any Channel)?>
   /// The address bound (its real port when the port asked for was 0).
   let address: SocketAddress?
 
-  /// Binds and starts serving; throws when the address cannot be bound.
-  init(core: ServerCore, host: String, port: Int, identity: TLSIdentity?, logger: Logger)
-    throws(ServerStartError)
-  {
-    let ready = DispatchSemaphore(value: 0)
-    let bound = NIOLockedValueBox<SocketAddress?>(nil)
-    let failure = NIOLockedValueBox<(any Error)?>(nil)
-    let http1 = HTTP1Channel.Configuration(
-      additionalChannelHandlers: [HTTPConnectionGuard(core: core)])
-    let server: HTTPServerBuilder
-    if let identity {
-      server = HTTPServerBuilder { responder in
-        ReloadingTLSChannel(
-          base: HTTP1Channel(responder: responder, configuration: http1), identity: identity)
-      }
-    } else {
-      server = .http1(configuration: http1)
-    }
-    let app = Application(
-      responder: HTTPRoutes(
-        core: core,
-        guardrail: WebGuard(
-          listenHost: host, publicHosts: core.options.publicHosts,
-          corsOrigins: core.options.corsOrigins, tls: identity != nil)),
-      server: server,
-      configuration: ApplicationConfiguration(address: .hostname(host, port: port)),
-      onServerRunning: { channel in
-        bound.withLockedValue { $0 = channel.localAddress }
-        ready.signal()
+  /// Binds `host:port`, or takes the listening descriptor `handed`, and starts serving; throws
+  /// when the address cannot be bound.
+  init(
+    core: ServerCore, host: String, port: Int, handed: Int32? = nil, identity: TLSIdentity?,
+    logger: Logger
+  ) throws(ServerStartError) {
+    let routes = HTTPRoutes(
+      core: core,
+      guardrail: WebGuard(
+        listenHost: host, publicHosts: core.options.publicHosts,
+        corsOrigins: core.options.corsOrigins, tls: identity != nil))
+    let http1 = HTTP1Channel(
+      responder: { request, writer, channel in
+        let context = HTTPContext(
+          source: ApplicationRequestContextSource(channel: channel, logger: logger))
+        var response: Response
+        do {
+          response = try await routes.respond(to: request, context: context)
+        } catch let error as HTTPParserError {
+          throw error
+        } catch {
+          logger.debug("unexpected error answering \(request.uri.path): \(error)")
+          response = Response(status: .internalServerError)
+        }
+        response.headers[.date] = System.httpDate()
+        try await writer.write(response: response.head, body: response.body)
       },
-      eventLoopGroupProvider: .shared(core.group),
-      logger: logger)
-    let group = ServiceGroup(
-      configuration: ServiceGroupConfiguration(
-        services: [app], gracefulShutdownSignals: [], logger: logger))
+      configuration: HTTP1Channel.Configuration(
+        additionalChannelHandlers: [HTTPConnectionGuard(core: core)]))
+    let quiescing = ServerQuiescingHelper(group: core.group)
+    let bootstrap = ServerBootstrap(group: core.group)
+      .serverChannelOption(.backlog, value: 256)
+      .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+      .childChannelOption(.allowRemoteHalfClosure, value: true)
+      .serverChannelInitializer { channel in
+        channel.eventLoop.makeCompletedFuture {
+          try channel.pipeline.syncOperations.addHandler(
+            quiescing.makeServerChannelHandler(channel: channel))
+        }
+      }
+    let ready = DispatchSemaphore(value: 0)
+    let failure = NIOLockedValueBox<(any Error)?>(nil)
+    let serverChannel = NIOLockedValueBox<(any Channel)?>(nil)
     let finished = DispatchSemaphore(value: 0)
+    let tls = identity
     task = Task.detached {
       do {
-        try await group.run()
+        @Sendable func setup(_ channel: any Channel) -> EventLoopFuture<HTTP1Channel.Value> {
+          if let tls {
+            return ReloadingTLSChannel(base: http1, identity: tls).setup(
+              channel: channel, logger: logger)
+          }
+          return http1.setup(channel: channel, logger: logger)
+        }
+        let server: NIOAsyncChannel<HTTP1Channel.Value, Never>
+        if let handed {
+          server = try await bootstrap.bind(handed) { setup($0) }
+        } else {
+          server = try await bootstrap.bind(host: host, port: port) { setup($0) }
+        }
+        serverChannel.withLockedValue { $0 = server.channel }
+        ready.signal()
+        await withDiscardingTaskGroup { group in
+          do {
+            try await server.executeThenClose { inbound in
+              for try await connection in inbound {
+                group.addTask { await http1.handle(value: connection, logger: logger) }
+              }
+            }
+          } catch {
+            logger.error("HTTP stopped accepting: \(error)")
+          }
+        }
       } catch {
         failure.withLockedValue { $0 = error }
+        ready.signal()
       }
-      ready.signal()
       finished.signal()
     }
-    self.group = group
+    self.quiescing = NIOLockedValueBox(quiescing)
+    self.serverChannel = serverChannel
     self.finished = finished
     // A bind that fails answers at once; only a server whose task has not run yet waits here.
     // That task needs a thread of Swift's cooperative pool (two on two cores), which other
     // work in the process can hold for long (a test run's synchronous suites held both for
     // over 30 s): wait up to two minutes rather than fail a server that would start.
     _ = ready.wait(timeout: .now() + .seconds(120))
-    address = bound.withLockedValue { $0 }
+    address = serverChannel.withLockedValue { $0?.localAddress }
     if address == nil {
       let error = failure.withLockedValue { $0 }
       stop()
@@ -89,10 +132,21 @@ final class HTTPFrontEnd: Sendable {
   }
 
   /// Stops accepting, lets the requests in progress finish (event streams are ended first by
-  /// the hub), and waits for the server to be gone (at most 5 s, then it is cancelled).
+  /// the hub) and idle connections close, and waits for the server to be gone (at most 5 s,
+  /// then it is cancelled).
   func stop() {
-    let group = self.group
-    Task.detached { await group.triggerGracefulShutdown() }
+    let quiescing = self.quiescing.withLockedValue { q in
+      defer { q = nil }
+      return q
+    }
+    if let quiescing, let channel = serverChannel.withLockedValue({ $0 }) {
+      // Done once the listener is closed and every connection with it.
+      let promise = channel.eventLoop.makePromise(of: Void.self)
+      let quiet = DispatchSemaphore(value: 0)
+      promise.futureResult.whenComplete { _ in quiet.signal() }
+      quiescing.initiateShutdown(promise: promise)
+      _ = quiet.wait(timeout: .now() + .seconds(5))
+    }
     if finished.wait(timeout: .now() + .seconds(5)) == .timedOut {
       task.cancel()
       _ = finished.wait(timeout: .now() + .seconds(5))

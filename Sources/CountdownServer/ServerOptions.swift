@@ -72,6 +72,10 @@ public struct ServerOptions: Sendable {
   /// Webhooks (docs/webhooks.md), nil for none. Needs a state file: each delivery is
   /// written with the change that made it.
   public var webhooks: WebhookOptions?
+  /// What systemd gave the process (docs/systemd.md): listening sockets that replace the binds
+  /// of `socketPath`, `listen` and `http`, and the notify socket for readiness and the
+  /// watchdog. Empty by default; `countdown serve` reads it from its environment.
+  public var serviceManager = ServiceManagerEnvironment()
 
   public init(
     socketPath: String = "countdown.sock", listen: String? = nil, http: String? = nil,

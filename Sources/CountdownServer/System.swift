@@ -3,7 +3,7 @@
 #endif
 
 /// The service's own system calls, in one internal place: address parsing, the file limit,
-/// the socket file. (The socket client's calls are in CountdownClient's `System.swift`, the
+/// the socket file, the service manager's sockets and notify datagrams, the HTTP date. (The socket client's calls are in CountdownClient's `System.swift`, the
 /// state file's in CountdownStore's; SwiftNIO makes the sockets.)
 enum System {
   // MARK: - Addresses
@@ -91,6 +91,99 @@ enum System {
     #if os(Linux)
       _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
     #endif
+  }
+
+  // MARK: - The service manager (docs/systemd.md)
+
+  static var processID: Int32 { getpid() }
+
+  /// What kind of listening socket the descriptor `fd` is: nil when it is not an open stream
+  /// socket that listens (socket activation hands over only those).
+  static func listeningSocketKind(_ fd: Int32) -> InheritedSocketKind? {
+    var type: Int32 = 0
+    var accepting: Int32 = 0
+    var size = socklen_t(MemoryLayout<Int32>.size)
+    guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0,
+      type == Int32(SOCK_STREAM.rawValue)
+    else { return nil }
+    size = socklen_t(MemoryLayout<Int32>.size)
+    guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &size) == 0, accepting == 1
+    else { return nil }
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let got = withUnsafeMutablePointer(to: &storage) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard got == 0 else { return nil }
+    switch Int32(storage.ss_family) {
+    case AF_UNIX: return .unix
+    case AF_INET:
+      let address = withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in.self) }
+      let host = withUnsafeBytes(of: address.sin_addr) { Self.text(of: AF_INET, $0) }
+      return .ip(host: host, port: Int(UInt16(bigEndian: address.sin_port)))
+    case AF_INET6:
+      let address = withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in6.self) }
+      let host = withUnsafeBytes(of: address.sin6_addr) { Self.text(of: AF_INET6, $0) }
+      return .ip(host: host, port: Int(UInt16(bigEndian: address.sin6_port)))
+    default: return nil
+    }
+  }
+
+  private static func text(of family: Int32, _ address: UnsafeRawBufferPointer) -> String {
+    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+    guard inet_ntop(family, address.baseAddress, &buffer, socklen_t(buffer.count)) != nil
+    else { return "" }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// Marks `fd` close-on-exec, as sd_listen_fds(3) does with the descriptors it hands over.
+  static func setCloseOnExec(_ fd: Int32) {
+    let flags = fcntl(fd, F_GETFD)
+    if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+  }
+
+  /// Sends `message` as one datagram to the AF_UNIX socket at `path` (a leading `@` names the
+  /// abstract namespace), as sd_notify(3) does; the error's text when it cannot be sent.
+  static func sendDatagram(_ message: [UInt8], to path: String) -> String? {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    var bytes = Array(path.utf8)
+    if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
+    let capacity = MemoryLayout.size(ofValue: address.sun_path)
+    guard !bytes.isEmpty, bytes.count < capacity else {
+      return "the notify socket \(path) is not an AF_UNIX socket path"
+    }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (i, b) in bytes.enumerated() { raw[i] = b }
+    }
+    let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (bytes[0] == 0 ? 0 : 1))
+    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { return String(cString: strerror(errno)) }
+    defer { close(fd) }
+    let sent = message.withUnsafeBytes { body in
+      withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          sendto(fd, body.baseAddress, body.count, Int32(MSG_NOSIGNAL), $0, length)
+        }
+      }
+    }
+    return sent == message.count ? nil : String(cString: strerror(errno))
+  }
+
+  // MARK: - Time
+
+  /// The HTTP `Date` of now (RFC 9110 §5.6.7: `Thu, 26 Nov 2026 17:05:09 GMT`).
+  static func httpDate() -> String {
+    var now = time(nil)
+    var t = tm()
+    gmtime_r(&now, &t)
+    let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    let months = [
+      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    return
+      "\(days[Int(t.tm_wday)]), \(two(t.tm_mday)) \(months[Int(t.tm_mon)]) \(t.tm_year + 1900) \(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec)) GMT"
   }
 
   // MARK: - Small files

@@ -49,14 +49,19 @@ class ServeProcess:
                      "--state", os.path.join(dir, "state.db"),
                      "--http", "127.0.0.1:%d" % self.port, *extra]
         self.log = open(os.path.join(dir, "serve.log"), "a")
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        # SWIFTNIO_STRICT: work scheduled on a stopped event loop crashes instead of a warning.
+        env = dict(os.environ, SWIFTNIO_STRICT="1")
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     env=env)
         self.start_line = self.proc.stdout.readline()
         assert "http http://127.0.0.1:%d/" % self.port in self.start_line, self.start_line
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-            self.proc.wait(timeout=15)
+            status = self.proc.wait(timeout=15)
+            # A graceful stop ends with status 0 (not a crash on the way out).
+            assert sig != signal.SIGTERM or status == 0, "countdown serve exited %d" % status
         self.proc.stdout.close()
         self.log.close()
 
