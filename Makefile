@@ -3,6 +3,8 @@
 
 SWIFT ?= swift
 
+# (install, man, deb and packaging are below, with the C library.)
+.PHONY: install-lib uninstall man deb debdeps package docs
 .PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots
 
 deps:
@@ -122,7 +124,7 @@ TSAN_SUPP := suppressions=$(CURDIR)/.ci/tsan.supp
 # run in this process, a stream joining mid-flow among them, and the web-safety tests served in
 # this process (limits, timeouts, the guard) (own scratch path, so the debug build stays).
 tsan: deps
-	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests'
+	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests|ServiceManagerTests'
 	# The durable state: the state file in process, and servers run as children (built with
 	# ThreadSanitizer too), which stop at their first race. Not the disk-failure test: under
 	# its file-size limit the sanitizer's runtime cannot start (SIGBUS).
@@ -174,18 +176,68 @@ lib: deps
 	$(SWIFT) build -c release --product CountdownC
 	cp .build/release/libCountdownC.so $(CLIB)
 
-# Installs the library, the header and countdown.pc under PREFIX.
-install: lib
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 0755 $(CLIB) $(DESTDIR)$(PREFIX)/lib/libcountdown.so
+# `make install` (README "Install"): countdown, its manual page, and the C library, header and
+# countdown.pc under PREFIX (DESTDIR for a staging root). `make install-lib` installs the C
+# part alone. The binary finds the Swift runtime where the toolchain has it (from source);
+# the .deb carries its own (`make deb`).
+BINDIR = $(PREFIX)/bin
+MANDIR = $(PREFIX)/share/man/man1
+LIBDIR ?= $(PREFIX)/lib
+# swift-argument-parser's generate-manual plugin (it builds the package in release first).
+MANPAGE := .build/plugins/GenerateManual/outputs/CountdownCLI/countdown.1
+
+man: deps
+	$(SWIFT) package generate-manual
+
+install-lib: lib
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 0755 $(CLIB) $(DESTDIR)$(LIBDIR)/libcountdown.so
 	install -m 0644 include/countdown.h $(DESTDIR)$(PREFIX)/include/countdown.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' CSupport/countdown.pc.in \
-	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/countdown.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	  CSupport/countdown.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/countdown.pc
+
+install: install-lib man
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)
+	install -m 0755 .build/release/countdown $(DESTDIR)$(BINDIR)/countdown
+	install -m 0644 $(MANPAGE) $(DESTDIR)$(MANDIR)/countdown.1
+
+# What `make install` put under PREFIX, removed again.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/countdown $(DESTDIR)$(MANDIR)/countdown.1 \
+	  $(DESTDIR)$(LIBDIR)/libcountdown.so $(DESTDIR)$(PREFIX)/include/countdown.h \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig/countdown.pc
+
+# The DocC catalogs (Sources/*/*.docc) of the libraries an app embeds, warnings as errors
+# (swift-docc-plugin); the archives land in .build/plugins/Swift-DocC/outputs.
+docs: deps
+	$(SWIFT) package generate-documentation --target Countdown --target CountdownLoop \
+	  --target CountdownClient --warnings-as-errors
+
+# ---- The Debian package (dist/deb/build.sh, docs/systemd.md) ----
+# dpkg-dev (dpkg-architecture, dpkg-deb), patchelf (the runtime's RUNPATH), systemd's tools
+# (systemd-socket-activate, systemd-analyze) and man-db (the units' man: link) for its test.
+debdeps: deps
+	@command -v patchelf >/dev/null && command -v dpkg-architecture >/dev/null \
+	  && command -v systemd-socket-activate >/dev/null && command -v systemd-analyze >/dev/null \
+	  && command -v man >/dev/null || { \
+	  echo "installing patchelf, dpkg-dev, systemd, man-db"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patchelf dpkg-dev systemd man-db; }
+
+# countdown_<version>_<arch>.deb here, from the release build.
+deb: debdeps
+	dist/deb/build.sh $(VERSION) .
+
+# README "Install", run: make install and uninstall under a scratch PREFIX, the .deb
+# installed with dpkg -i (this machine; root), the units verified, the installed binary served
+# under systemd-socket-activate with a NOTIFY_SOCKET listener, the kiosk quick start, dpkg -r
+# (Tests/package/test_package.py; scratch in .build-package).
+package: deb
+	SCRATCH=$(CURDIR)/.build-package python3 Tests/package/test_package.py countdown_$(VERSION)_$$(dpkg --print-architecture).deb
 
 # The C and C++ examples, built through pkg-config against an installation in a scratch
 # prefix, and run for two seconds each.
 examples: cdeps
-	$(MAKE) install PREFIX=$(CURDIR)/$(CSCRATCH)/prefix
+	$(MAKE) install-lib PREFIX=$(CURDIR)/$(CSCRATCH)/prefix
 	PKG_CONFIG_PATH=$(CURDIR)/$(CSCRATCH)/prefix/lib/pkgconfig; export PKG_CONFIG_PATH; \
 	gcc $(CFLAGS_STRICT) Examples/c/kiosk.c $$(pkg-config --cflags --libs countdown) -o $(CSCRATCH)/kiosk && \
 	g++ -std=c++17 -Wall -Wextra -Werror Examples/cpp/kiosk.cpp $$(pkg-config --cflags --libs countdown) -o $(CSCRATCH)/kiosk-cpp

@@ -40,6 +40,8 @@ let package = Package(
     // Live Activity pushes (docs/pushes.md): HTTP/2 to APNs, and the ES256 provider token.
     .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
     .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+    // `make docs`: the DocC catalogs (swift package generate-documentation).
+    .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
   ],
   targets: [
     .systemLibrary(

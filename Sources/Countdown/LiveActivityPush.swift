@@ -60,6 +60,10 @@ public enum LiveActivityPush {
 
   /// The priority of a push: 10 for `start`, `end` and for updates that pause, resume or pass a
   /// milestone (`urgent`); the activity's own (5 by default) for content-only updates.
+  /// - Parameters:
+  ///   - event: The push's event.
+  ///   - urgent: Whether the update pauses, resumes or passes a milestone.
+  ///   - config: The activity's Live Activity settings.
   public static func priority(_ event: Event, urgent: Bool, _ config: LiveActivity) -> Int {
     event == .update && !urgent ? config.priority : 10
   }
@@ -69,6 +73,9 @@ public enum LiveActivityPush {
   /// timer), `pausedAt` (null while running), `isPaused`, `phase` and `milestone` (null when
   /// none passed), `overtime` (true, only for a countdown with overtime), dates in the
   /// activity's encoding; later keys win; then `keys` renames.
+  /// - Parameters:
+  ///   - s: The activity at the push's instant.
+  ///   - config: The activity's Live Activity settings (date encoding, key renames).
   public static func contentState(_ s: Subject, _ config: LiveActivity) -> [String: JSONValue] {
     var state: [String: JSONValue] = [:]
     if case .object(let fields)? = s.content["fields"] { state = fields }
@@ -95,6 +102,9 @@ public enum LiveActivityPush {
   /// The whole payload of a push, compact JSON:
   /// `{"aps":{"timestamp":…,"event":…,"content-state":{…},…}}`.
   /// - Parameters:
+  ///   - event: The push's event (`aps.event`).
+  ///   - s: The activity at the event's instant.
+  ///   - config: The activity's Live Activity settings.
   ///   - at: the event's instant; `aps.timestamp` is its whole seconds (rounded down).
   ///   - alert: whether an update carries an alert (its content's `alertMessage` was set);
   ///     a start always does.

@@ -5,6 +5,8 @@ struct CountdownCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "countdown",
     abstract: "Live Activity timers for Linux: replay scenarios, format durations, serve them.",
+    // The release's version, the C header's CD_VERSION_* (the package test holds them equal).
+    version: "0.4.0",
     subcommands: [
       ReplayCommand.self, FormatCommand.self, ServeCommand.self, SendCommand.self,
       BoardCommand.self,

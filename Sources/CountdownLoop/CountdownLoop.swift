@@ -44,7 +44,7 @@ public final class CountdownLoop: Sendable {
   /// A loop whose engine is rebuilt from `snapshot` (a store's state) and, first thing on its
   /// thread, stepped from the snapshot's instant to the wall clock's now, so that what fell
   /// due in between fires once at its own instant. `onWake` runs at the end of every wake
-  /// that ran commands or produced events (see ``WakeHandler``).
+  /// that ran commands or produced events (see `WakeHandler`).
   /// - Throws: `invalidPayload` naming the activity and field of a bad stored row; the
   ///   errors of ``init(options:onEvent:onBatch:)``.
   package init(
@@ -150,7 +150,7 @@ public final class CountdownLoop: Sendable {
     try await submit { engine throws(CountdownError) in try engine.start(r) }
   }
 
-  /// Updates an activity now (see ``ActivityEngine/update(_:_:at:)``).
+  /// Updates an activity now (see `ActivityEngine/update(_:_:at:)`).
   public func update(_ id: String, _ u: ActivityUpdate) async throws(CountdownError) {
     try await submit { engine throws(CountdownError) in try engine.update(id, u) }
   }

@@ -7,9 +7,9 @@ import Countdown
 
 /// Every C call of the driver, in one internal place: libuv, timerfd, clocks and threads.
 ///
-/// Calls that can fail return a `Result` (or throw) with a ``CountdownError`` of code
+/// Calls that can fail return a `Result` (or throw) with a `CountdownError` of code
 /// `systemError` that names the call and the error; none traps. Tests make any of them fail on
-/// purpose through ``LibUVFaults``, which a loop takes from its options.
+/// purpose through `LibUVFaults`, which a loop takes from its options.
 struct LibUV: Sendable {
   /// The calls made to fail, for tests; empty in real use.
   let faults: LibUVFaults

@@ -1,6 +1,6 @@
 import Countdown
 
-/// The loop's engine as seen by one command: the commands and queries of ``ActivityEngine``,
+/// The loop's engine as seen by one command: the commands and queries of `ActivityEngine`,
 /// each stamped with the command's instant, and no way to move the clock.
 ///
 /// ``CountdownLoop/submit(_:)`` hands one to its closure. It cannot be copied or kept, and it
@@ -46,14 +46,14 @@ public struct LoopEngine: ~Copyable {
   /// Activities not yet dismissed.
   public var count: Int { engine.pointee.count }
 
-  /// Starts an activity now and returns its id (see ``ActivityEngine/start(_:at:)``).
+  /// Starts an activity now and returns its id (see `ActivityEngine/start(_:at:)`).
   @discardableResult
   public func start(_ r: ActivityRequest) throws(CountdownError) -> String {
     catchUp()
     return try engine.pointee.start(r, at: now)
   }
 
-  /// Updates an activity now (see ``ActivityEngine/update(_:_:at:)``).
+  /// Updates an activity now (see `ActivityEngine/update(_:_:at:)`).
   public func update(_ id: String, _ u: ActivityUpdate) throws(CountdownError) {
     catchUp()
     try engine.pointee.update(id, u, at: now)
@@ -84,7 +84,7 @@ public struct LoopEngine: ~Copyable {
     return try engine.pointee.ending(id, e, at: now)
   }
 
-  /// Applies one protocol operation now (see ``ActivityEngine/apply(_:id:at:)``), after the
+  /// Applies one protocol operation now (see `ActivityEngine/apply(_:id:at:)`), after the
   /// ticks that fell due since the command began.
   public func apply(_ operation: WireCommand.Operation, id: String?) throws(CountdownError)
     -> Applied
@@ -129,7 +129,7 @@ public struct LoopEngine: ~Copyable {
   public func activities() -> [ActivityState] { engine.pointee.activities() }
 
   /// The activities as they stand now, in O(1): build their states on another thread with
-  /// ``ActivitiesView/all()`` (or its other queries), so that ticks go on meanwhile.
+  /// `ActivitiesView/all()` (or its other queries), so that ticks go on meanwhile.
   public func activitiesView() -> ActivitiesView { engine.pointee.activitiesView() }
 
   /// How many activities are in each phase, and how many are stale.

@@ -2,7 +2,7 @@ import CLibUV
 import Countdown
 
 /// The libuv loop and its handles, allocated once so that their addresses never move.
-/// All pointer code of the driver is here; its C calls go through ``LibUV``. Used by the
+/// All pointer code of the driver is here; its C calls go through `LibUV`. Used by the
 /// creating thread until the loop thread starts, then only by the loop thread, except
 /// `wake()`, which `LoopCore` calls under its queue lock and never after the async handle is
 /// closed.
