@@ -172,8 +172,10 @@ public final class CountdownServer: Service, @unchecked Sendable {
         "--http \(httpText) is not a loopback address: give a --token, which each HTTP request must send as \"Authorization: Bearer TOKEN\""
       )
     }
-    let notifier = try options.serviceManager.notifySocket.map { _ throws(ServerStartError) in
-      try ServiceNotifier(environment: options.serviceManager, logger: logger)
+    let notifier = options.serviceManager.notifySocket.map {
+      ServiceNotifier(
+        path: $0, watchdogMicroseconds: options.serviceManager.watchdogMicroseconds,
+        logger: logger)
     }
     let identity = try Self.tlsIdentity(options)
     let apns = try options.apns.map { o throws(ServerStartError) in
@@ -503,9 +505,8 @@ public final class CountdownServer: Service, @unchecked Sendable {
     if state.withLockedValue({ $0.core == nil }) { try start() }
     // READY=1 once signals are trapped (the group does that before its services run): a
     // manager that stops the service the moment it is ready gets a graceful stop.
-    if let (notifier, core) = state.withLockedValue({ s in s.notifier.map { ($0, s.core) } }),
-      let core
-    {
+    let (notifier, core) = state.withLockedValue { ($0.notifier, $0.core) }
+    if let notifier, let core {
       notifier.ready(activities: restoredCount ?? 0, loop: core.loop, on: core.hub.eventLoop)
     }
     try? await gracefulShutdown()

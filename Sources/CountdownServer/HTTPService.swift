@@ -78,15 +78,12 @@ final class HTTPFrontEnd: Sendable {
     let failure = NIOLockedValueBox<(any Error)?>(nil)
     let serverChannel = NIOLockedValueBox<(any Channel)?>(nil)
     let finished = DispatchSemaphore(value: 0)
-    let tls = identity
+    let tls = identity.map { ReloadingTLSChannel(base: http1, identity: $0) }
     task = Task.detached {
       do {
         @Sendable func setup(_ channel: any Channel) -> EventLoopFuture<HTTP1Channel.Value> {
-          if let tls {
-            return ReloadingTLSChannel(base: http1, identity: tls).setup(
-              channel: channel, logger: logger)
-          }
-          return http1.setup(channel: channel, logger: logger)
+          tls?.setup(channel: channel, logger: logger)
+            ?? http1.setup(channel: channel, logger: logger)
         }
         let server: NIOAsyncChannel<HTTP1Channel.Value, Never>
         if let handed {

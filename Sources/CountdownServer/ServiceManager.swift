@@ -48,8 +48,7 @@ public struct ServiceManagerEnvironment: Sendable, Equatable {
         throw ServerStartError("WATCHDOG_USEC=\(text) is not a positive number of microseconds")
       }
       // WATCHDOG_PID names the process the pings are for; another's are not ours to send.
-      if let owner = environment["WATCHDOG_PID"], owner != "\(pid)" {
-      } else {
+      if environment["WATCHDOG_PID"].map({ $0 == "\(pid)" }) ?? true {
         out.watchdogMicroseconds = usec
       }
     }
@@ -218,13 +217,10 @@ final class ServiceNotifier: Sendable {
   private let task = NIOLockedValueBox<RepeatedTask?>(nil)
 
   /// Beats every half of the watchdog's interval, or every 10 s without one (status only).
-  init(environment: ServiceManagerEnvironment, logger: Logger) throws(ServerStartError) {
-    guard let path = environment.notifySocket else {
-      throw ServerStartError("no NOTIFY_SOCKET")
-    }
+  init(path: String, watchdogMicroseconds: UInt64?, logger: Logger) {
     self.path = path
     self.logger = logger
-    if let usec = environment.watchdogMicroseconds {
+    if let usec = watchdogMicroseconds {
       watchdog = true
       beat = .microseconds(Int64(clamping: max(usec / 2, 1)))
     } else {

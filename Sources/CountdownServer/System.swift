@@ -3,8 +3,9 @@
 #endif
 
 /// The service's own system calls, in one internal place: address parsing, the file limit,
-/// the socket file, the service manager's sockets and notify datagrams, the HTTP date. (The socket client's calls are in CountdownClient's `System.swift`, the
-/// state file's in CountdownStore's; SwiftNIO makes the sockets.)
+/// the socket file, the service manager's sockets and notify datagrams, the HTTP date. (The
+/// socket client's calls are in CountdownClient's `System.swift`, the state file's in
+/// CountdownStore's; SwiftNIO makes the sockets.)
 enum System {
   // MARK: - Addresses
 
@@ -134,12 +135,6 @@ enum System {
     guard inet_ntop(family, address.baseAddress, &buffer, socklen_t(buffer.count)) != nil
     else { return "" }
     return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-  }
-
-  /// Marks `fd` close-on-exec, as sd_listen_fds(3) does with the descriptors it hands over.
-  static func setCloseOnExec(_ fd: Int32) {
-    let flags = fcntl(fd, F_GETFD)
-    if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
   }
 
   /// Sends `message` as one datagram to the AF_UNIX socket at `path` (a leading `@` names the

@@ -317,9 +317,8 @@ def main():
     if os.geteuid() != 0:
         sys.exit("make package installs into this machine (make install, dpkg -i): run as root")
     os.makedirs(SCRATCH, exist_ok=True)
-    for old in ["service.log"]:
-        if os.path.exists(os.path.join(SCRATCH, old)):
-            os.unlink(os.path.join(SCRATCH, old))
+    if os.path.exists(os.path.join(SCRATCH, "service.log")):
+        os.unlink(os.path.join(SCRATCH, "service.log"))
     blocks = install_blocks()
     assert len(blocks) == 5, blocks
     cleanup()
