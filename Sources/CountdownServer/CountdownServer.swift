@@ -505,12 +505,18 @@ public final class CountdownServer: Service, @unchecked Sendable {
     if state.withLockedValue({ $0.core == nil }) { try start() }
     // READY=1 once signals are trapped (the group does that before its services run): a
     // manager that stops the service the moment it is ready gets a graceful stop.
+    notifyReady()
+    try? await gracefulShutdown()
+    stop()
+  }
+
+  /// Sends `READY=1` to the service manager and begins the watchdog's beats (nothing without
+  /// ``ServerOptions/serviceManager``'s notify socket). ``run()`` calls it.
+  func notifyReady() {
     let (notifier, core) = state.withLockedValue { ($0.notifier, $0.core) }
     if let notifier, let core {
       notifier.ready(activities: restoredCount ?? 0, loop: core.loop, on: core.hub.eventLoop)
     }
-    try? await gracefulShutdown()
-    stop()
   }
 
   // MARK: - Addresses

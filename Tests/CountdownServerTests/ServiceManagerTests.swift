@@ -172,8 +172,10 @@ struct ServiceManagerTests {
     options.serviceManager.watchdogMicroseconds = 200_000
     let server = CountdownServer(options: options)
     try server.start()
-    let running = Task { try await server.run() }
-    defer { running.cancel() }
+    // What run() does once the group traps signals; called here, not from a task, because a
+    // full parallel test run can hold the cooperative pool's threads for longer than 10 s.
+    server.notifyReady()
+    defer { server.stop() }
     let ready = try #require(listener.next(timeout: 10))
     #expect(ready.contains("READY=1"))
     #expect(ready.contains("MAINPID=\(getpid())"))
