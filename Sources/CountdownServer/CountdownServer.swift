@@ -211,6 +211,9 @@ public final class CountdownServer: Service, @unchecked Sendable {
     let connectionLimit = try Self.connectionLimit(options.maxConnections, logger: logger)
 
     let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.networkThreads))
+    // The network threads carry ticks to subscribers: they take the CPU as soon as they wake,
+    // as the loop thread does (`PromptWakeups`).
+    for eventLoop in group.makeIterator() { eventLoop.execute { PromptWakeups.request() } }
     let metrics = ServerMetrics()
     let hub = Hub(
       eventLoop: group.next(), formatter: TimerFormatter(style: options.style),

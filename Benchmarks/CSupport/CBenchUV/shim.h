@@ -11,6 +11,8 @@
 
 #if defined(__linux__)
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 /// Nanoseconds of CLOCK_MONOTONIC.
@@ -39,6 +41,29 @@ static inline uint64_t cbench_cycles(void) {
 static inline int cbench_set_timer_slack_ns(unsigned long ns) {
 #if defined(__linux__)
   return prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0) == 0 ? 0 : -errno;
+#else
+  (void)ns;
+  return -ENOSYS;
+#endif
+}
+
+/// Asks for a scheduling slice of `ns` for the calling thread, as the driver's loop thread
+/// does (`PromptWakeups`: EEVDF's custom slice; the thread's policy and nice value kept);
+/// 0 or -errno.
+static inline int cbench_set_sched_slice_ns(uint64_t ns) {
+#if defined(__linux__)
+  struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+  } attr = {0};
+  if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0) return -errno;
+  attr.size = sizeof attr;
+  attr.flags = 0;
+  attr.runtime = ns;
+  return syscall(SYS_sched_setattr, 0, &attr, 0) == 0 ? 0 : -errno;
 #else
   (void)ns;
   return -ENOSYS;

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CBenchUV
 import Foundation
 
 // What `push` and `webhook` share: their options, a burst of updates, the tick comparison.
@@ -82,6 +83,9 @@ enum TicksBeside {
         let stop = StopFlag()
         let warmUpUntil = monotonicNanoseconds() + 1_500_000_000
         let readerThread = Thread {
+          // The subscriber stands for a board on another machine: it reads as soon as a
+          // tick arrives, as the server's loop and network threads run (`PromptWakeups`).
+          _ = cbench_set_sched_slice_ns(100_000)
           Client.readTicks(
             [reader], recorder: recorder, others: nil, stop: stop, after: warmUpUntil)
         }
