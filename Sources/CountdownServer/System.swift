@@ -167,18 +167,20 @@ enum System {
 
   // MARK: - Time
 
+  /// The names of the HTTP date's days and months (RFC 9110 §5.6.7).
+  private static let httpDays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+  private static let httpMonths = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+  ]
+
   /// The HTTP `Date` of now (RFC 9110 §5.6.7: `Thu, 26 Nov 2026 17:05:09 GMT`).
   static func httpDate() -> String {
     var now = time(nil)
     var t = tm()
     gmtime_r(&now, &t)
-    let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-    let months = [
-      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
     func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
     return
-      "\(days[Int(t.tm_wday)]), \(two(t.tm_mday)) \(months[Int(t.tm_mon)]) \(t.tm_year + 1900) \(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec)) GMT"
+      "\(httpDays[Int(t.tm_wday)]), \(two(t.tm_mday)) \(httpMonths[Int(t.tm_mon)]) \(t.tm_year + 1900) \(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec)) GMT"
   }
 
   // MARK: - Small files

@@ -215,6 +215,14 @@ struct HTTPTests {
       )
       #expect(r.status == 201, "\(r)")
       #expect(r.headers["content-type"] == "application/json")
+      // Every answer carries the HTTP date of now (RFC 9110 §5.6.7).
+      let dateFormat = DateFormatter()
+      dateFormat.locale = Locale(identifier: "en_US_POSIX")
+      dateFormat.timeZone = TimeZone(identifier: "GMT")
+      dateFormat.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+      let date = try #require(r.headers["date"].flatMap { dateFormat.date(from: $0) }, "\(r)")
+      #expect(abs(date.timeIntervalSinceNow) < 3, "\(r.headers["date"] ?? "")")
+      #expect(r.headers["date"] == dateFormat.string(from: date))
       #expect(Set(r.json.keys) == Self.objectKeys)
       #expect(r.json["id"] as? String == "gate" && r.json["phase"] as? String == "active")
       #expect(r.json["endDate"] as? Int64 == end && r.json["startDate"] as? Int64 == start)
