@@ -75,6 +75,9 @@ let package = Package(
     // Live Activity pushes' decisions (docs/pushes.md), pure and clock-free: the budget per
     // activity and token, what APNs's answers mean, the retry schedule.
     .target(name: "CountdownPush", dependencies: ["Countdown"]),
+    // The cluster's decisions (SPEC §9, docs/cluster.md), pure and clock-free: which shards a
+    // node acquires, renews, stops serving and hands over.
+    .target(name: "CountdownCluster"),
     // The APNs client (docs/pushes.md): one HTTP/2 connection over TLS, the provider JWT.
     .target(
       name: "CountdownAPNs",
@@ -134,6 +137,7 @@ let package = Package(
     ),
     .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
     .testTarget(name: "CountdownClientTests", dependencies: ["CountdownClient", "Countdown"]),
+    .testTarget(name: "CountdownClusterTests", dependencies: ["CountdownCluster", "Countdown"]),
     .testTarget(
       name: "CountdownPushTests",
       dependencies: ["CountdownPush", "Countdown", "CountdownTestSupport"]),

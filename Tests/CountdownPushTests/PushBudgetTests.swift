@@ -1,3 +1,4 @@
+import Countdown
 import Testing
 
 @testable import CountdownPush
@@ -36,7 +37,7 @@ struct PushBudgetTests {
   @Test("Timestamps rise strictly per key, whatever the instants; keys are independent")
   func strictlyRising() {
     var b = PushBudget()
-    var g = SplitMix(seed: 7)
+    var g = SplitMix64(state: 7)
     var now = s
     var lastGiven: [PushBudget.Key: Int64] = [:]
     let keys = [
@@ -72,19 +73,6 @@ struct PushBudgetTests {
     #expect(
       restarted.admit(gate, at: s + 2_000, now: s + 6_000)
         == .new(timestamp: s / 1000 + 6, notBefore: s + 6_000))
-  }
-}
-
-/// A small deterministic generator for the test's instants.
-struct SplitMix {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }
 
