@@ -76,10 +76,11 @@ package struct ShardLeases: Sendable {
     /// Not this node's (another node's, or nobody's).
     case free
     /// An acquisition is in flight.
-    case acquiring(sentAt: Int64)
+    case acquiring
     /// This node serves it with `epoch` until `stopAt` unless a renewal moves that;
-    /// `renewSentAt` is the renewal in flight, `lastRenewAt` when the last one was sent.
-    case owned(epoch: Int64, stopAt: Int64, lastRenewAt: Int64, renewSentAt: Int64?)
+    /// `lastRenewAt` is when the last renewal (or the grant's request) was sent, and
+    /// `renewing` whether that renewal is still unanswered.
+    case owned(epoch: Int64, stopAt: Int64, lastRenewAt: Int64, renewing: Bool)
   }
 
   /// This node's name (`--node`).
@@ -119,8 +120,8 @@ package struct ShardLeases: Sendable {
   package var nextDeadline: Int64? {
     var next: Int64?
     for s in shards {
-      guard case .owned(_, let stopAt, let lastRenewAt, let inFlight) = s else { continue }
-      let renewAt = inFlight == nil ? lastRenewAt + timing.renewEveryMs : stopAt
+      guard case .owned(_, let stopAt, let lastRenewAt, let renewing) = s else { continue }
+      let renewAt = renewing ? stopAt : lastRenewAt + timing.renewEveryMs
       next = min(next ?? .max, min(stopAt, renewAt))
     }
     return next
@@ -151,15 +152,15 @@ package struct ShardLeases: Sendable {
   package mutating func tick(now: Int64) -> [Action] {
     var actions: [Action] = []
     for k in shards.indices {
-      guard case .owned(let epoch, let stopAt, let lastRenewAt, let inFlight) = shards[k] else {
+      guard case .owned(let epoch, let stopAt, let lastRenewAt, let renewing) = shards[k] else {
         continue
       }
       if now >= stopAt {
         shards[k] = .free
         holdOffUntil[k] = now + timing.leaseMs
         actions.append(.stopServing(shard: k, reason: .leaseLapsing))
-      } else if inFlight == nil, now >= lastRenewAt + timing.renewEveryMs {
-        shards[k] = .owned(epoch: epoch, stopAt: stopAt, lastRenewAt: now, renewSentAt: now)
+      } else if !renewing, now >= lastRenewAt + timing.renewEveryMs {
+        shards[k] = .owned(epoch: epoch, stopAt: stopAt, lastRenewAt: now, renewing: true)
         actions.append(.renew(shard: k, epoch: epoch))
       }
     }
@@ -178,7 +179,7 @@ package struct ShardLeases: Sendable {
       checkInvariants()
       return []
     }
-    shards[shard] = .owned(epoch: epoch, stopAt: stopAt, lastRenewAt: sentAt, renewSentAt: nil)
+    shards[shard] = .owned(epoch: epoch, stopAt: stopAt, lastRenewAt: sentAt, renewing: false)
     checkInvariants()
     return [.serve(shard: shard, epoch: epoch)]
   }
@@ -193,13 +194,13 @@ package struct ShardLeases: Sendable {
   /// `sentAt + leaseMs - guardMs`. An answer for a lease this node no longer serves changes
   /// nothing (a shard once stopped is served again only through a new acquisition).
   package mutating func renewed(_ shard: Int, epoch: Int64, sentAt: Int64) {
-    guard case .owned(let held, let stopAt, let lastRenewAt, let inFlight) = shards[shard],
+    guard case .owned(let held, let stopAt, let lastRenewAt, let renewing) = shards[shard],
       held == epoch
     else { return }
     let moved = max(stopAt, sentAt + timing.leaseMs - timing.guardMs)
     shards[shard] = .owned(
       epoch: held, stopAt: moved, lastRenewAt: lastRenewAt,
-      renewSentAt: inFlight == sentAt ? nil : inFlight)
+      renewing: renewing && sentAt != lastRenewAt)
     checkInvariants()
   }
 
@@ -208,7 +209,7 @@ package struct ShardLeases: Sendable {
   package mutating func renewFailed(_ shard: Int, epoch: Int64) {
     guard case .owned(let held, let stopAt, let lastRenewAt, _) = shards[shard], held == epoch
     else { return }
-    shards[shard] = .owned(epoch: held, stopAt: stopAt, lastRenewAt: lastRenewAt, renewSentAt: nil)
+    shards[shard] = .owned(epoch: held, stopAt: stopAt, lastRenewAt: lastRenewAt, renewing: false)
     checkInvariants()
   }
 
@@ -244,7 +245,7 @@ package struct ShardLeases: Sendable {
       }
       if let until = holdOffUntil[v.shard], now < until { continue }
       holdOffUntil[v.shard] = nil
-      shards[v.shard] = .acquiring(sentAt: now)
+      shards[v.shard] = .acquiring
       actions.append(.acquire(shard: v.shard))
       held += 1
     }
@@ -254,17 +255,13 @@ package struct ShardLeases: Sendable {
   // MARK: - Invariants
 
   /// Checks, in debug builds, what every input must leave true: an owned shard has a positive
-  /// epoch, its last renewal before its stop, and at most one renewal in flight, sent no
-  /// earlier than the last.
+  /// epoch and its last renewal before its stop.
   func checkInvariants() {
     #if DEBUG
       for s in shards {
-        guard case .owned(let epoch, let stopAt, let lastRenewAt, let inFlight) = s else {
-          continue
-        }
+        guard case .owned(let epoch, let stopAt, let lastRenewAt, _) = s else { continue }
         precondition(epoch > 0, "an owned shard has an epoch")
         precondition(lastRenewAt < stopAt, "a lease is renewed before its stop")
-        if let inFlight { precondition(inFlight == lastRenewAt, "one renewal in flight") }
       }
       precondition(target >= 1 && target <= shards.count, "the share is within the shards")
     #endif

@@ -183,14 +183,13 @@ struct LibUV: Sendable {
   static func onlineCores() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 }
 
-/// C calls that a test makes fail, each with a realistic error code.
 /// The threads that must run as soon as they wake: the loop thread (a tick is due at its
 /// instant) and a service's network threads (they carry the ticks to subscribers). Each asks
 /// the kernel for its shortest scheduling slice, 0.1 ms (EEVDF's custom slice, Linux 6.12 and
 /// later, no privilege needed), instead of the default 0.7 ms × (1 + log2 cores). On a box of
 /// few cores a woken thread of a shorter slice than the one running takes the CPU at once
-/// instead of after the other's slice; the CPU shares do not change. docs/performance.md,
-/// "Threads and the scheduler", has the measurements.
+/// instead of after the other's slice; the CPU shares do not change. docs/driver.md says
+/// more; BENCHMARKS.md, "Short slices", has the measurements.
 package enum PromptWakeups {
   /// The slice asked for, in nanoseconds.
   package static let sliceNanoseconds: UInt64 = 100_000
@@ -208,6 +207,7 @@ package enum PromptWakeups {
   }
 }
 
+/// C calls that a test makes fail, each with a realistic error code.
 struct LibUVFaults: OptionSet, Sendable {
   let rawValue: UInt32
   static let loopInit = LibUVFaults(rawValue: 1 << 0)
