@@ -603,11 +603,14 @@ struct HTTPTests {
       let stream = try EventStream(port: h.port, query: "?ticks=1")
       #expect(stream.next()?.name == "snapshot")
       _ = stream.next(timeout: 2)  // the first ticks after the snapshot
-      // Each write is one HTTP chunk: count the chunk-size lines for 2 s, and each tick's
-      // lateness at arrival.
+      // Each write is one HTTP chunk: count the chunk-size lines for 2 s, the span of the
+      // ticks' instants within each chunk (the server's own time, whatever this reader's), and
+      // each tick's lateness at arrival.
       var chunks = 0
       var ticks = 0
       var late: [Int64] = []
+      var spans: [Int64] = []
+      var chunk: (first: Int64, last: Int64)?
       var firstAt: Int64?
       var lastAt: Int64 = 0
       let until = Date().addingTimeInterval(2)
@@ -615,15 +618,19 @@ struct HTTPTests {
         let text = line.hasSuffix("\r") ? line.dropLast() : Substring(line)
         if !text.isEmpty, text.allSatisfy(\.isHexDigit) {
           chunks += 1
+          if let c = chunk { spans.append(c.last - c.first) }
+          chunk = nil
         } else if text.hasPrefix("data: {\"at\":") {
           ticks += 1
           let at = Int64(text.dropFirst(12).prefix { $0.isNumber }) ?? 0
           late.append(nowMs() - at)
           if firstAt == nil { firstAt = at }
           lastAt = max(lastAt, at)
+          chunk = (min(chunk?.first ?? at, at), max(chunk?.last ?? at, at))
         }
       }
       late.sort()
+      spans.sort()
       // At most one write per 3 ms of the server's time: the span of the ticks read (a reader
       // that fell behind reads more than 2 s of the server's output in its 2 s), with 10% for
       // timer slack; unpaced it would be one write per millisecond with ticks.
@@ -632,8 +639,17 @@ struct HTTPTests {
       #expect(
         Double(chunks) <= Double(span) / 3 * 1.1 + 10,
         "\(chunks) writes over \(span) ms of ticks, \(ticks) ticks")
-      // Pacing adds at most 3 ms; the rest is this machine's noise (CI shares two cores).
-      #expect(late[late.count / 2] <= 20, "median lateness \(late[late.count / 2]) ms")
+      // Pacing holds an event at most 3 ms: a write carries the ticks of at most 3 ms (4 with
+      // the milliseconds' rounding) in the median write, whether or not this reader keeps up.
+      // Its arrival is this machine's business too (the other suites share its two cores, and
+      // a reader behind by 150 ms has been seen): the earliest arrivals show that the server
+      // adds no standing delay.
+      #expect(
+        spans.count > 100 && spans[spans.count / 2] <= 4,
+        "median write holds \(spans.isEmpty ? -1 : spans[spans.count / 2]) ms of ticks")
+      #expect(
+        !late.isEmpty && late[late.count / 100] <= 20,
+        "1st percentile of lateness \(late.isEmpty ? -1 : late[late.count / 100]) ms")
     }
   }
 
