@@ -7,7 +7,7 @@ import Countdown
 /// A new column is a new case (at the end) with the migration that adds it as `addedIn`:
 /// the migration that made the table creates the columns of its own version, and each later
 /// one adds its own (`ALTER TABLE … ADD COLUMN`), so an old file and a new one end up alike.
-enum ActivityColumn: Int32, CaseIterable {
+package enum ActivityColumn: Int32, CaseIterable {
   case id, ord, kind, phase, stale, expired, anchor, pausedTotal, frozenAt, content
   case countdownStart, goalMs, staleDate, milestones, nextMilestone, endOnExpiry
   case startedAt, endedAt, endReason, dismissAt, lastTimestamp
@@ -17,11 +17,11 @@ enum ActivityColumn: Int32, CaseIterable {
   case overtime
 
   /// The column's name in SQL.
-  var name: String { "\(self)" }
+  package var name: String { "\(self)" }
   /// Its position in a `SELECT` of ``ActivityColumn/allCases``.
-  var read: Int32 { rawValue }
+  package var read: Int32 { rawValue }
   /// Its parameter in an `INSERT` of ``ActivityColumn/allCases``.
-  var bind: Int32 { rawValue + 1 }
+  package var bind: Int32 { rawValue + 1 }
 
   /// The migration that added the column.
   var addedIn: StateSchema {
@@ -33,7 +33,7 @@ enum ActivityColumn: Int32, CaseIterable {
   }
 
   /// Its SQL type and constraints. Kinds, phases and end reasons are stored by name.
-  var declaration: String {
+  package var declaration: String {
     switch self {
     case .id: "TEXT PRIMARY KEY NOT NULL"
     case .kind: "TEXT NOT NULL CHECK (kind IN (\(Self.names(ActivityKind.allCases))))"
@@ -53,8 +53,8 @@ enum ActivityColumn: Int32, CaseIterable {
 
   /// `endOnExpiry`'s codes for the policies that are not an instant (an instant is stored as
   /// its milliseconds, never negative).
-  static let dismissImmediately: Int64 = -1
-  static let dismissByDefault: Int64 = -2
+  package static let dismissImmediately: Int64 = -1
+  package static let dismissByDefault: Int64 = -2
 
   /// `"a", "b"`: the raw values of `cases` quoted for SQL.
   private static func names<T: RawRepresentable<String>>(_ cases: [T]) -> String {
@@ -63,10 +63,10 @@ enum ActivityColumn: Int32, CaseIterable {
 
   /// Every column in declaration order, made once (`allCases` builds a new array at each
   /// call, and a bind runs for every row written).
-  static let all = allCases
+  package static let all = allCases
 
   /// The columns, comma-separated, in declaration order.
-  static let list = allCases.map(\.name).joined(separator: ", ")
+  package static let list = allCases.map(\.name).joined(separator: ", ")
 
   /// `CREATE TABLE activity` with the columns added up to and including `version`.
   static func createTable(_ table: String, upTo version: StateSchema) -> String {
@@ -77,18 +77,26 @@ enum ActivityColumn: Int32, CaseIterable {
 }
 
 /// The columns of the one-row `engine` table, declared once.
-enum EngineColumn: Int32, CaseIterable {
+package enum EngineColumn: Int32, CaseIterable {
   case now, nextOrder, idGeneratorState, enabled, maxActivities, maxActiveDurationMs
 
-  var name: String { "\(self)" }
-  var read: Int32 { rawValue }
+  package var name: String { "\(self)" }
+  package var read: Int32 { rawValue }
   /// Its parameter in ``upsert`` (after the fixed row id).
-  var bind: Int32 { rawValue + 1 }
+  package var bind: Int32 { rawValue + 1 }
+
+  /// Its SQL type and constraints (as the state file's v1 made them).
+  package var declaration: String {
+    switch self {
+    case .maxActivities, .maxActiveDurationMs: "INTEGER"
+    case .now, .nextOrder, .idGeneratorState, .enabled: "INTEGER NOT NULL"
+    }
+  }
 
   /// Every column in declaration order, made once.
-  static let all = allCases
+  package static let all = allCases
 
-  static let list = allCases.map(\.name).joined(separator: ", ")
+  package static let list = allCases.map(\.name).joined(separator: ", ")
   static let upsert =
     "INSERT OR REPLACE INTO engine (id, \(list)) VALUES (1, \(allCases.map { _ in "?" }.joined(separator: ", ")))"
 }
@@ -98,19 +106,19 @@ enum EngineColumn: Int32, CaseIterable {
 /// (`seq`). Declared once. A Live Activity push has `destination` `apns` and its device token
 /// in `token`; a webhook delivery has `webhook`, its URL in `token`, the event's kind in
 /// `event`, 0 for `priority` and `timestamp`, and its body in `payload`.
-enum OutboxColumn: Int32, CaseIterable {
+package enum OutboxColumn: Int32, CaseIterable {
   case seq, activity, token, event, priority, timestamp, notBefore, eventAt, payload
   case destination
 
   /// The schema version that added it.
   var addedIn: StateSchema { self == .destination ? .v6 : .v4 }
 
-  var name: String { "\(self)" }
-  var read: Int32 { rawValue }
+  package var name: String { "\(self)" }
+  package var read: Int32 { rawValue }
   /// Its parameter in ``insert`` (which leaves `seq` to SQLite).
-  var bind: Int32 { rawValue }
+  package var bind: Int32 { rawValue }
 
-  var declaration: String {
+  package var declaration: String {
     switch self {
     case .seq: "INTEGER PRIMARY KEY AUTOINCREMENT"
     case .activity, .token, .event: "TEXT NOT NULL"
@@ -121,8 +129,8 @@ enum OutboxColumn: Int32, CaseIterable {
     }
   }
 
-  static let all = allCases
-  static let list = allCases.map(\.name).joined(separator: ", ")
+  package static let all = allCases
+  package static let list = allCases.map(\.name).joined(separator: ", ")
   /// The table as `version` made it (later columns are added by their migrations).
   static func createTable(upTo version: StateSchema) -> String {
     "CREATE TABLE push_outbox (\(allCases.filter { $0.addedIn <= version }.map { "\($0.name) \($0.declaration)" }.joined(separator: ", ")))"
@@ -132,28 +140,28 @@ enum OutboxColumn: Int32, CaseIterable {
 }
 
 /// Whom an outbox row is for.
-enum OutboxDestination: String, CaseIterable {
+package enum OutboxDestination: String, CaseIterable {
   case apns, webhook
 }
 
 /// The columns of `push_budget`: per activity and token, the last push timestamp given and
 /// when that push goes (``PushBudget``), so that timestamps keep rising across a restart.
-enum BudgetColumn: Int32, CaseIterable {
+package enum BudgetColumn: Int32, CaseIterable {
   case activity, token, timestamp, notBefore
 
-  var name: String { "\(self)" }
-  var read: Int32 { rawValue }
-  var bind: Int32 { rawValue + 1 }
+  package var name: String { "\(self)" }
+  package var read: Int32 { rawValue }
+  package var bind: Int32 { rawValue + 1 }
 
-  var declaration: String {
+  package var declaration: String {
     switch self {
     case .activity, .token: "TEXT NOT NULL"
     case .timestamp, .notBefore: "INTEGER NOT NULL"
     }
   }
 
-  static let all = allCases
-  static let list = allCases.map(\.name).joined(separator: ", ")
+  package static let all = allCases
+  package static let list = allCases.map(\.name).joined(separator: ", ")
   static let createTable =
     "CREATE TABLE push_budget (\(allCases.map { "\($0.name) \($0.declaration)" }.joined(separator: ", ")), PRIMARY KEY (activity, token)) WITHOUT ROWID"
   static let upsert =

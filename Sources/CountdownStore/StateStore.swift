@@ -85,7 +85,7 @@ package struct StoreChanges: Sendable {
 /// Opening checks the file before writing anything to it: a file that is not a Countdown
 /// database, one written by a newer schema, or a directory that cannot be written is a
 /// ``StoreError`` and the file is left as it was.
-package final class StateStore {
+package final class StateStore: DurableStore {
   /// `PRAGMA application_id` of a Countdown state file ("CDWN").
   static let applicationID: Int32 = 0x4344_574E
   let path: String
@@ -308,11 +308,6 @@ package final class StateStore {
       return try queue.read { db -> EngineSnapshot? in
         guard let e = try Row.fetchOne(db, sql: "SELECT \(EngineColumn.list) FROM engine")
         else { return nil }
-        func column(_ c: EngineColumn) -> Int { Int(c.read) }
-        let options = EngineOptions(
-          maxActivities: e[column(.maxActivities)],
-          maxActiveDurationMs: e[column(.maxActiveDurationMs)],
-          enabled: (e[column(.enabled)] as Int64) != 0)
         let statement = try db.makeStatement(sql: "SELECT \(ActivityColumn.list) FROM activity")
         var rows: [StoredActivity] = []
         let s = statement.sqliteStatement
@@ -323,80 +318,16 @@ package final class StateStore {
             throw StoreError(
               "reading activities: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
           }
-          rows.append(try Self.activity(s))
+          rows.append(try ActivityColumn.activity { Self.value(s, $0.read) })
         }
         sqlite3_reset(s)
-        return EngineSnapshot(
-          now: Instant(milliseconds: e[column(.now)]), options: options,
-          nextOrder: UInt64(bitPattern: e[column(.nextOrder)]),
-          idGeneratorState: UInt64(bitPattern: e[column(.idGeneratorState)]),
-          activities: rows)
+        return EngineColumn.engine({ Self.value(e, $0.read) }, activities: rows)
       }
     } catch let error as StoreError {
       throw StoreError("cannot read the state file \(path): \(error.message)")
     } catch {
       throw StoreError("cannot read the state file \(path): \(Self.describe(error))")
     }
-  }
-
-  private static func activity(_ s: OpaquePointer) throws(StoreError) -> StoredActivity {
-    func int(_ c: ActivityColumn) -> Int64 { sqlite3_column_int64(s, c.read) }
-    func optional(_ c: ActivityColumn) -> Int64? {
-      sqlite3_column_type(s, c.read) == SQLITE_NULL ? nil : sqlite3_column_int64(s, c.read)
-    }
-    func text(_ c: ActivityColumn) -> String? {
-      guard let p = sqlite3_column_text(s, c.read) else { return nil }
-      return String(cString: p)
-    }
-    let id = text(.id) ?? ""
-    func bad(_ what: String) -> StoreError {
-      StoreError("activity \(JSONValue.string(id).canonicalText): \(what)")
-    }
-    func named<T: RawRepresentable<String> & CaseIterable>(_ c: ActivityColumn) throws(StoreError)
-      -> T
-    {
-      let name = text(c) ?? "NULL"
-      guard let value = T(rawValue: name) else {
-        throw bad("\(c.name) \(name) is not one of \(T.allCases.map(\.rawValue))")
-      }
-      return value
-    }
-    let kind: ActivityKind = try named(.kind)
-    let phase: ActivityPhase = try named(.phase)
-    let reason: EndReason = try named(.endReason)
-    var milestones: [Milestone] = []
-    if let m = text(.milestones) {
-      guard let decoded = decodeMilestones(m) else { throw bad("milestones \(m) cannot be read") }
-      milestones = decoded
-    }
-    var liveActivity: LiveActivity?
-    if let text = text(.liveActivity) {
-      guard case .object(let o)? = try? JSONParser.parse(text) else {
-        throw bad("liveActivity \(text) is not a JSON object")
-      }
-      do {
-        liveActivity = try LiveActivity(object: o)
-      } catch {
-        throw bad("liveActivity: \(error.message)")
-      }
-    }
-    let endOnExpiry: DismissalPolicy? =
-      switch optional(.endOnExpiry) {
-      case nil: nil
-      case ActivityColumn.dismissImmediately: .immediate
-      case ActivityColumn.dismissByDefault: .default
-      case let at?: .after(Instant(milliseconds: at))
-      }
-    return StoredActivity(
-      id: id, kind: kind, phase: phase, order: UInt64(bitPattern: int(.ord)),
-      stale: int(.stale) != 0, expired: int(.expired) != 0, anchor: int(.anchor),
-      pausedTotal: int(.pausedTotal), frozenAt: int(.frozenAt), content: text(.content) ?? "",
-      countdownStart: optional(.countdownStart), goalMs: optional(.goalMs),
-      staleDate: optional(.staleDate), milestones: milestones,
-      nextMilestone: Int(int(.nextMilestone)), endOnExpiry: endOnExpiry,
-      startedAt: int(.startedAt), endedAt: int(.endedAt), endReason: reason,
-      dismissAt: int(.dismissAt), lastTimestamp: optional(.lastTimestamp),
-      liveActivity: liveActivity, overtime: int(.overtime) != 0)
   }
 
   /// Milestones as JSON: `[["name", atMs], …]` in firing order, a third member with the
@@ -438,10 +369,8 @@ package final class StateStore {
   /// also given the next sequence number; docs/webhooks.md). Returns the sequence numbers
   /// of `pushes` and of `webhooks`, in order.
   /// - Throws: ``StoreError`` (disk full, I/O error…); the transaction is rolled back then.
-  @discardableResult
   package func write(
-    _ groups: [StoreChanges], pushes: [PushOperation] = [], webhooks: [WebhookItem] = [],
-    forget: [Int64] = []
+    _ groups: [StoreChanges], pushes: [PushOperation], webhooks: [WebhookItem], forget: [Int64]
   ) throws(StoreError) -> (pushes: [Int64], webhooks: [Int64]) {
     var seqs: [Int64] = []
     var webhookSeqs: [Int64] = []
@@ -465,18 +394,7 @@ package final class StateStore {
         let e = last.engine
         let engine = try db.cachedStatement(sql: EngineColumn.upsert)
         try Self.run(engine.sqliteStatement, db) { s in
-          for c in EngineColumn.all {
-            let value: Int64? =
-              switch c {
-              case .now: e.now.milliseconds
-              case .nextOrder: Int64(bitPattern: e.nextOrder)
-              case .idGeneratorState: Int64(bitPattern: e.idGeneratorState)
-              case .enabled: e.options.enabled ? 1 : 0
-              case .maxActivities: e.options.maxActivities.map(Int64.init)
-              case .maxActiveDurationMs: e.options.maxActiveDurationMs
-              }
-            Self.bind(s, c.bind, value)
-          }
+          for c in EngineColumn.all { Self.bind(s, c.bind, c.value(e)) }
         }
         return .commit
       }
@@ -520,37 +438,8 @@ package final class StateStore {
       }
       seqs.append(try insertOutbox(insert, db, OutboxValues(p)))
       try run(budget.sqliteStatement, db) { s in
-        for c in BudgetColumn.all {
-          switch c {
-          case .activity: bind(s, c.bind, p.activity)
-          case .token: bind(s, c.bind, p.token)
-          case .timestamp: bind(s, c.bind, p.timestamp)
-          case .notBefore: bind(s, c.bind, p.notBefore)
-          }
-        }
+        for c in BudgetColumn.all { bind(s, c.bind, c.value(p)) }
       }
-    }
-  }
-
-  /// What one row of `push_outbox` holds, whichever its destination (state-file.md).
-  private struct OutboxValues {
-    var activity, token, event: String
-    var priority, timestamp, notBefore, eventAt: Int64
-    var payload: [UInt8]
-    var destination: OutboxDestination
-
-    init(_ p: PushItem) {
-      (activity, token, event) = (p.activity, p.token, p.event.rawValue)
-      (priority, timestamp, notBefore, eventAt) =
-        (Int64(p.priority), p.timestamp, p.notBefore, p.eventAt)
-      (payload, destination) = (p.payload, .apns)
-    }
-
-    /// A webhook: its URL in `token`, no priority, timestamp or budget.
-    init(_ w: WebhookItem) {
-      (activity, token, event) = (w.activity, w.url, w.event.rawValue)
-      (priority, timestamp, notBefore, eventAt) = (0, 0, 0, w.eventAt)
-      (payload, destination) = (w.body, .webhook)
     }
   }
 
@@ -560,20 +449,7 @@ package final class StateStore {
     -> Int64
   {
     try run(insert.sqliteStatement, db) { s in
-      for c in OutboxColumn.all {
-        switch c {
-        case .seq: break
-        case .activity: bind(s, c.bind, row.activity)
-        case .token: bind(s, c.bind, row.token)
-        case .event: bind(s, c.bind, row.event)
-        case .priority: bind(s, c.bind, row.priority)
-        case .timestamp: bind(s, c.bind, row.timestamp)
-        case .notBefore: bind(s, c.bind, row.notBefore)
-        case .eventAt: bind(s, c.bind, row.eventAt)
-        case .payload: bind(s, c.bind, blob: row.payload)
-        case .destination: bind(s, c.bind, row.destination.rawValue)
-        }
-      }
+      for c in OutboxColumn.all where c != .seq { bind(s, c.bind, row.value(c)) }
     }
     return db.lastInsertedRowID
   }
@@ -591,21 +467,9 @@ package final class StateStore {
   package func loadWebhooks() throws(StoreError) -> [(seq: Int64, item: WebhookItem)] {
     try reading("the webhook deliveries") { db in
       try Self.outbox(db, .webhook) { row throws(StoreError) in
-        let name: String = row[.event]
-        guard let event = ActivityEvent.Kind(rawValue: name) else {
-          throw StoreError("webhook delivery \(row[.seq] as Int64): event \(name) is not known")
-        }
-        return WebhookItem(
-          activity: row[.activity], url: row[.token], event: event, eventAt: row[.eventAt],
-          body: Array(row[.payload] as Data))
+        try OutboxValues.webhook { Self.value(row, $0.read) }
       }
     }
-  }
-
-  /// Deletes answered pushes and webhook deliveries from the outbox (in a transaction of
-  /// their own).
-  package func forget(outbox seqs: [Int64]) throws(StoreError) {
-    try write([], forget: seqs)
   }
 
   /// What the outbox holds: the pushes not yet answered, in order, and the budget spent
@@ -616,45 +480,25 @@ package final class StateStore {
   ) {
     try reading("the pushes") { db in
       let pending = try Self.outbox(db, .apns) { row throws(StoreError) in
-        let name: String = row[.event]
-        guard let event = LiveActivityPush.Event(rawValue: name) else {
-          throw StoreError("push \(row[.seq] as Int64): event \(name) is not known")
-        }
-        return PushItem(
-          activity: row[.activity], token: row[.token], event: event, priority: row[.priority],
-          timestamp: row[.timestamp], notBefore: row[.notBefore], eventAt: row[.eventAt],
-          payload: Array(row[.payload] as Data))
+        try OutboxValues.push { Self.value(row, $0.read) }
       }
-      var budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)] = []
-      for row in try Row.fetchAll(db, sql: "SELECT \(BudgetColumn.list) FROM push_budget") {
-        func column(_ c: BudgetColumn) -> Int { Int(c.read) }
-        budget.append(
-          (
-            PushBudget.Key(activity: row[column(.activity)], token: row[column(.token)]),
-            row[column(.timestamp)], row[column(.notBefore)]
-          ))
+      let budget = try Row.fetchAll(db, sql: "SELECT \(BudgetColumn.list) FROM push_budget").map {
+        row in BudgetColumn.budget { Self.value(row, $0.read) }
       }
       return (pending, budget)
     }
   }
 
-  /// A row of `push_outbox`, read by column.
-  private struct OutboxRow {
-    let row: Row
-    subscript<Value: DatabaseValueConvertible>(_ c: OutboxColumn) -> Value { row[Int(c.read)] }
-  }
-
   /// The outbox's rows for `destination`, in order, each made into an item by `item`.
   private static func outbox<Item>(
     _ db: Database, _ destination: OutboxDestination,
-    _ item: (OutboxRow) throws(StoreError) -> Item
+    _ item: (Row) throws(StoreError) -> Item
   ) throws -> [(seq: Int64, item: Item)] {
     var out: [(seq: Int64, item: Item)] = []
     let sql =
       "SELECT \(OutboxColumn.list) FROM push_outbox WHERE destination = '\(destination.rawValue)' ORDER BY seq"
     for row in try Row.fetchAll(db, sql: sql) {
-      let r = OutboxRow(row: row)
-      out.append((r[.seq], try item(r)))
+      out.append((row[Int(OutboxColumn.seq.read)], try item(row)))
     }
     return out
   }
@@ -707,54 +551,43 @@ package final class StateStore {
   static let activityUpsert =
     "INSERT OR REPLACE INTO activity (\(ActivityColumn.list)) VALUES (\(ActivityColumn.allCases.map { _ in "?" }.joined(separator: ", ")))"
 
-  /// Binds each column of `a` to its parameter: one switch over the declared columns, so a
-  /// new column that is not written does not compile.
+  /// Binds each column of `a` to its parameter.
   private static func bind(_ s: OpaquePointer, _ a: StoredActivity) {
-    for c in ActivityColumn.all {
-      let i = c.bind
-      switch c {
-      case .id: bind(s, i, a.id)
-      case .ord: bind(s, i, Int64(bitPattern: a.order))
-      case .kind: bind(s, i, a.kind.rawValue)
-      case .phase: bind(s, i, a.phase.rawValue)
-      case .stale: bind(s, i, a.stale ? 1 : 0)
-      case .expired: bind(s, i, a.expired ? 1 : 0)
-      case .anchor: bind(s, i, a.anchor)
-      case .pausedTotal: bind(s, i, a.pausedTotal)
-      case .frozenAt: bind(s, i, a.frozenAt)
-      case .content: bind(s, i, a.content)
-      case .countdownStart: bind(s, i, a.countdownStart)
-      case .goalMs: bind(s, i, a.goalMs)
-      case .staleDate: bind(s, i, a.staleDate)
-      case .milestones:
-        if a.milestones.isEmpty {
-          sqlite3_bind_null(s, i)
-        } else {
-          bind(s, i, encodeMilestones(a.milestones))
-        }
-      case .nextMilestone: bind(s, i, Int64(a.nextMilestone))
-      case .endOnExpiry:
-        let policy: Int64? =
-          switch a.endOnExpiry {
-          case nil: nil
-          case .immediate?: ActivityColumn.dismissImmediately
-          case .default?: ActivityColumn.dismissByDefault
-          case .after(let at)?: at.milliseconds
-          }
-        bind(s, i, policy)
-      case .startedAt: bind(s, i, a.startedAt)
-      case .endedAt: bind(s, i, a.endedAt)
-      case .endReason: bind(s, i, a.endReason.rawValue)
-      case .dismissAt: bind(s, i, a.dismissAt)
-      case .lastTimestamp: bind(s, i, a.lastTimestamp)
-      case .liveActivity:
-        if let live = a.liveActivity {
-          bind(s, i, JSONValue.object(live.object).canonicalText)
-        } else {
-          sqlite3_bind_null(s, i)
-        }
-      case .overtime: bind(s, i, a.overtime ? 1 : 0)
-      }
+    for c in ActivityColumn.all { bind(s, c.bind, c.value(a)) }
+  }
+
+  private static func bind(_ s: OpaquePointer, _ i: Int32, _ v: StoredValue) {
+    switch v {
+    case .null: sqlite3_bind_null(s, i)
+    case .int(let n): sqlite3_bind_int64(s, i, n)
+    case .text(let t): bind(s, i, t)
+    case .bytes(let b): bind(s, i, blob: b)
+    }
+  }
+
+  /// Column `i` of the statement's current row.
+  private static func value(_ s: OpaquePointer, _ i: Int32) -> StoredValue {
+    switch sqlite3_column_type(s, i) {
+    case SQLITE_NULL: return .null
+    case SQLITE_INTEGER: return .int(sqlite3_column_int64(s, i))
+    case SQLITE_BLOB:
+      let n = Int(sqlite3_column_bytes(s, i))
+      guard n > 0, let p = sqlite3_column_blob(s, i) else { return .bytes([]) }
+      return .bytes(Array(UnsafeRawBufferPointer(start: p, count: n)))
+    default:
+      guard let p = sqlite3_column_text(s, i) else { return .null }
+      return .text(String(cString: p))
+    }
+  }
+
+  /// Column `i` of a fetched row.
+  private static func value(_ row: Row, _ i: Int32) -> StoredValue {
+    switch (row[Int(i)] as DatabaseValue).storage {
+    case .null: .null
+    case .int64(let n): .int(n)
+    case .double(let d): .int(Int64(d))
+    case .string(let t): .text(t)
+    case .blob(let d): .bytes(Array(d))
     }
   }
 

@@ -74,7 +74,7 @@ package final class StoreWriter: @unchecked Sendable {
     }
   }
 
-  private let store: StateStore
+  private let store: any DurableStore
   private let condition = NSCondition()
   private var queue: [Unit] = []
   private var closing = false
@@ -117,7 +117,7 @@ package final class StoreWriter: @unchecked Sendable {
   /// commit, on the writer thread. With `webhooks`, likewise each unit's `webhookEvents`
   /// become one delivery per URL.
   package init(
-    store: StateStore, reload: @escaping @Sendable (EngineSnapshot?, UInt64) -> Void,
+    store: any DurableStore, reload: @escaping @Sendable (EngineSnapshot?, UInt64) -> Void,
     onError: @escaping @Sendable (StoreError) -> Void,
     pushes: PushHooks? = nil, webhooks: WebhookHooks? = nil
   ) {

@@ -34,15 +34,8 @@ struct StateFileTests {
     return dir
   }
 
-  /// What a file holds and what an engine holds, side by side: the stored engine options are
-  /// the limits and `enabled` (the rest are the process's own).
   static func same(_ loaded: EngineSnapshot, _ live: EngineSnapshot) -> Bool {
-    loaded.now == live.now && loaded.nextOrder == live.nextOrder
-      && loaded.idGeneratorState == live.idGeneratorState
-      && loaded.options.maxActivities == live.options.maxActivities
-      && loaded.options.maxActiveDurationMs == live.options.maxActiveDurationMs
-      && loaded.options.enabled == live.options.enabled
-      && loaded.activities.sorted { $0.order < $1.order } == live.activities
+    sameStoredState(loaded, live)
   }
 
   @Test(

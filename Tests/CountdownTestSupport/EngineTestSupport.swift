@@ -164,3 +164,14 @@ package func everyFieldEngine() throws -> (engine: ActivityEngine, gateContent: 
   try e.setMaxActiveDuration(3_600_000, at: e.now)
   return (e, r.content)
 }
+
+/// What a store holds and what an engine holds, side by side: the stored engine options are
+/// the limits and `enabled` (the rest are the process's own); rows in the engine's order.
+package func sameStoredState(_ loaded: EngineSnapshot, _ live: EngineSnapshot) -> Bool {
+  loaded.now == live.now && loaded.nextOrder == live.nextOrder
+    && loaded.idGeneratorState == live.idGeneratorState
+    && loaded.options.maxActivities == live.options.maxActivities
+    && loaded.options.maxActiveDurationMs == live.options.maxActiveDurationMs
+    && loaded.options.enabled == live.options.enabled
+    && loaded.activities.sorted { $0.order < $1.order } == live.activities
+}
