@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots
+.PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -47,6 +47,7 @@ test: deps
 	$(MAKE) pushes
 	$(MAKE) webhooks
 	$(MAKE) openapi
+	$(MAKE) postgres
 
 # The board's browser tests need Debian's chromium and chromium-driver and PyPI's selenium;
 # the terminal board's, tmux.
@@ -60,6 +61,18 @@ browserdeps:
 # the JWT's ES256 check).
 pushdeps:
 	@python3 -c "import h2, cryptography" 2>/dev/null || { echo "installing h2, cryptography"; pip install -q h2 cryptography; }
+
+# The state in PostgreSQL (docs/cluster.md): Debian's PostgreSQL server (15 here), started
+# for the run in a scratch directory under /tmp on a free port (Tests/postgres/with-postgres.sh),
+# and the tests that need it: CountdownPostgresTests, which `swift test` alone skips, saying so.
+pgdeps:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v psql >/dev/null || { \
+	  echo "installing postgresql"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql postgresql-client; }
+
+postgres: deps pgdeps
+	$(SWIFT) build --build-tests
+	Tests/postgres/with-postgres.sh $(SWIFT) test --skip-build --filter "PostgresStoreTests|PostgresSettingsTests"
 
 # Live Activity pushes end to end: `countdown serve --apns-*` (the debug build) against the
 # APNs stand-in, real TLS and HTTP/2 on loopback (Tests/pushes; scratch in .build-pushes).

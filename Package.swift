@@ -40,6 +40,8 @@ let package = Package(
     // Live Activity pushes (docs/pushes.md): HTTP/2 to APNs, and the ES256 provider token.
     .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
     .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+    // The cluster's store (docs/cluster.md): PostgreSQL's wire protocol, on SwiftNIO.
+    .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     // `make docs`: the DocC catalogs (swift package generate-documentation).
     .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
   ],
@@ -71,6 +73,17 @@ let package = Package(
     .target(
       name: "CountdownStore",
       dependencies: ["Countdown", "CountdownPush", .product(name: "GRDB", package: "GRDB.swift")]),
+    // The same state in PostgreSQL (docs/cluster.md): the store a cluster's nodes share.
+    .target(
+      name: "CountdownPostgres",
+      dependencies: [
+        "Countdown", "CountdownPush", "CountdownStore",
+        .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        .product(name: "Logging", package: "swift-log"),
+      ]),
     .target(name: "CountdownClient", dependencies: ["Countdown"]),
     // Live Activity pushes' decisions (docs/pushes.md), pure and clock-free: the budget per
     // activity and token, what APNs's answers mean, the retry schedule.
@@ -160,6 +173,9 @@ let package = Package(
         .product(name: "GRDB", package: "GRDB.swift"),
       ],
       exclude: ["Fixtures"]),
+    .testTarget(
+      name: "CountdownPostgresTests",
+      dependencies: ["CountdownPostgres", "CountdownStore", "Countdown", "CountdownTestSupport"]),
     .testTarget(
       name: "CountdownServerTests",
       dependencies: [

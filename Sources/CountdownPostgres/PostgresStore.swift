@@ -1,0 +1,514 @@
+import Countdown
+import CountdownPush
+import CountdownStore
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+
+/// A server's state in PostgreSQL (docs/cluster.md, "The store"): the rows of the state file
+/// (``ActivityColumn``, ``EngineColumn``, ``OutboxColumn``, ``BudgetColumn``, declared once
+/// for both) in tables named `countdown_…`, written with the same group commit.
+///
+/// One connection, driven from the thread that calls (the store writer's): each call sends
+/// its statements on the connection's event loop and waits for the answers, which is allowed
+/// off an event loop. A wake's transaction is `BEGIN`, a statement per table with every row
+/// of the wake as one JSON array (`jsonb_to_recordset`, so that nulls and the column list
+/// come from the column declarations), and `COMMIT`.
+///
+/// One server per database until the cluster's leases come: the connection holds a
+/// session-level advisory lock, which PostgreSQL lets go when the connection ends (the
+/// process stopped or died). A lost connection fails the call that found it (a
+/// ``StoreError``, as a disk error does for the file); the next call connects again, taking
+/// the lock again, before it writes.
+package final class PostgresStore: DurableStore {
+  /// Where the database is: parsed from `postgres://user:password@host:port/database`.
+  package struct Location: Sendable, Equatable {
+    package var host: String
+    package var port: Int
+    package var user: String
+    package var password: String?
+    package var database: String
+    /// `sslmode=require`: TLS, the server's certificate checked against the system's CAs.
+    package var requireTLS: Bool
+
+    /// `postgres://` or `postgresql://`, user and database required, port 5432 by default,
+    /// `?sslmode=disable` (the default) or `require`.
+    package static func parse(_ url: String) throws(StoreError) -> Location {
+      func bad(_ why: String) -> StoreError {
+        StoreError(
+          "--postgres \(redacted(url)): \(why); give postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require]"
+        )
+      }
+      guard let c = URLComponents(string: url), let scheme = c.scheme else {
+        throw bad("not a URL")
+      }
+      guard scheme == "postgres" || scheme == "postgresql" else {
+        throw bad("the scheme is \(scheme), not postgres")
+      }
+      guard let host = c.host, !host.isEmpty else { throw bad("no host") }
+      guard let user = c.user, !user.isEmpty else { throw bad("no user") }
+      let database = String(c.path.drop { $0 == "/" })
+      guard !database.isEmpty, !database.contains("/") else { throw bad("no database") }
+      var requireTLS = false
+      for item in c.queryItems ?? [] {
+        switch (item.name, item.value) {
+        case ("sslmode", "disable"?): requireTLS = false
+        case ("sslmode", "require"?): requireTLS = true
+        default: throw bad("\(item.name)=\(item.value ?? "") is not known")
+        }
+      }
+      return Location(
+        host: host, port: c.port ?? 5432, user: user, password: c.password, database: database,
+        requireTLS: requireTLS)
+    }
+
+    /// The URL with its password replaced by `***`, for messages.
+    package static func redacted(_ url: String) -> String {
+      guard var c = URLComponents(string: url), c.password != nil else { return url }
+      c.password = "***"
+      return c.string ?? url
+    }
+
+    /// `PostgreSQL database D at HOST:PORT`, for messages.
+    package var place: String { "PostgreSQL database \(database) at \(host):\(port)" }
+  }
+
+  /// The tables' schema version this build writes (`countdown_schema`).
+  static let schemaVersion = 1
+  /// `pg_advisory_lock`'s key: "CDWN", as the state file's application id.
+  static let lockKey: Int64 = 0x4344_574E
+
+  package let location: Location
+  private let group: MultiThreadedEventLoopGroup
+  private let logger: Logger
+  private var connection: PostgresConnection?
+  private var closed = false
+
+  /// Connects, takes the database (one server at a time) and makes or checks the tables.
+  /// - Throws: ``StoreError`` naming the database: unreachable, refused, in use by another
+  ///   server, written by a newer countdown.
+  package init(_ location: Location) throws(StoreError) {
+    self.location = location
+    group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    var logger = Logger(label: "countdown.postgres")
+    logger.logLevel = .critical
+    self.logger = logger
+    do {
+      _ = try ready()
+      try migrate()
+    } catch {
+      close()
+      throw error
+    }
+  }
+
+  // MARK: - The connection
+
+  /// The open connection, connecting (and taking the database's lock) when there is none.
+  private func ready() throws(StoreError) -> PostgresConnection {
+    if let c = connection, !c.isClosed { return c }
+    connection = nil
+    var tls = PostgresConnection.Configuration.TLS.disable
+    if location.requireTLS {
+      do {
+        tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+      } catch {
+        throw StoreError("cannot use TLS to reach \(location.place): \(error)")
+      }
+    }
+    var config = PostgresConnection.Configuration(
+      host: location.host, port: location.port, username: location.user,
+      password: location.password, database: location.database, tls: tls)
+    config.options.connectTimeout = .seconds(5)
+    let c: PostgresConnection
+    do {
+      c = try PostgresConnection.connect(
+        on: group.next(), configuration: config, id: 1, logger: logger
+      ).wait()
+    } catch {
+      throw StoreError("cannot reach \(location.place): \(Self.describe(error))")
+    }
+    do {
+      let rows = try c.query(
+        "SELECT pg_try_advisory_lock(\(Self.lockKey))", logger: logger
+      ).wait().rows
+      guard let got = try rows.first?.decode(Bool.self), got else {
+        _ = try? c.close().wait()
+        throw StoreError(
+          "another countdown serve is using \(location.place); stop it first or give another --postgres database"
+        )
+      }
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      _ = try? c.close().wait()
+      throw StoreError("cannot use \(location.place): \(Self.describe(error))")
+    }
+    connection = c
+    return c
+  }
+
+  /// Runs `sql` with `binds`; the rows back.
+  @discardableResult
+  private func run(_ c: PostgresConnection, _ sql: String, _ binds: PostgresBindings = .init())
+    throws -> [PostgresRow]
+  {
+    try c.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait().rows
+  }
+
+  /// `body` in one transaction on the connection: committed when it returns, rolled back
+  /// when it throws (the connection closed if even that fails).
+  private func transaction<T>(_ what: String, _ body: (PostgresConnection) throws -> T)
+    throws(StoreError) -> T
+  {
+    guard !closed else { throw StoreError("\(location.place) is closed") }
+    let c = try ready()
+    do {
+      try run(c, "BEGIN")
+      let result = try body(c)
+      try run(c, "COMMIT")
+      return result
+    } catch {
+      if (try? run(c, "ROLLBACK")) == nil {
+        _ = try? c.close().wait()
+        connection = nil
+      }
+      throw StoreError("cannot \(what) \(location.place): \(Self.describe(error))")
+    }
+  }
+
+  /// What went wrong, in PostgreSQL's words when it answered.
+  static func describe(_ error: any Error) -> String {
+    if let e = error as? StoreError { return e.message }
+    guard let e = error as? PSQLError else { return "\(error)" }
+    if let message = e.serverInfo?[.message] {
+      return "\(message) (SQLSTATE \(e.serverInfo?[.sqlState] ?? "?"))"
+    }
+    if let underlying = e.underlying { return "\(e.code): \(underlying)" }
+    return "\(e.code)"
+  }
+
+  // MARK: - The tables
+
+  /// What a column holds, as PostgreSQL types it.
+  enum Kind {
+    case int, text, bytes
+
+    /// The kind of a column declared `declaration` (the state file's SQL).
+    init(_ declaration: String) {
+      self =
+        declaration.hasPrefix("INTEGER") ? .int : declaration.hasPrefix("BLOB") ? .bytes : .text
+    }
+
+    var type: String {
+      switch self {
+      case .int: "bigint"
+      case .text: "text"
+      case .bytes: "bytea"
+      }
+    }
+  }
+
+  /// A column declaration of the state file in PostgreSQL's types.
+  static func postgres(_ declaration: String) -> String {
+    var d = declaration
+    d = d.replacingFirst("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGINT PRIMARY KEY")
+    d = d.replacingFirst("INTEGER", "BIGINT")
+    d = d.replacingFirst("BLOB", "BYTEA")
+    return d
+  }
+
+  /// The tables of schema v1, made in one transaction.
+  static var createTables: [String] {
+    func columns(_ declared: [(name: String, declaration: String)]) -> String {
+      declared.map { "\($0.name) \(postgres($0.declaration))" }.joined(separator: ", ")
+    }
+    let engine = columns(EngineColumn.allCases.map { ($0.name, $0.declaration) })
+    let activity = columns(ActivityColumn.allCases.map { ($0.name, $0.declaration) })
+    let outbox = columns(OutboxColumn.allCases.map { ($0.name, $0.declaration) })
+    let budget = columns(BudgetColumn.allCases.map { ($0.name, $0.declaration) })
+    return [
+      "CREATE TABLE countdown_schema (version int NOT NULL)",
+      "INSERT INTO countdown_schema VALUES (\(schemaVersion))",
+      "CREATE TABLE countdown_engine (id int PRIMARY KEY CHECK (id = 1), \(engine))",
+      "CREATE TABLE countdown_activity (\(activity))",
+      "CREATE TABLE countdown_outbox (\(outbox))",
+      "CREATE SEQUENCE countdown_outbox_seq OWNED BY countdown_outbox.seq",
+      "CREATE TABLE countdown_budget (\(budget), PRIMARY KEY (activity, token))",
+    ]
+  }
+
+  /// Makes the tables in a new database; refuses one a newer countdown wrote.
+  private func migrate() throws(StoreError) {
+    let found: Int? = try transaction("read the schema of") { c in
+      let exists = try run(c, "SELECT to_regclass('countdown_schema') IS NOT NULL").first?
+        .decode(Bool.self)
+      guard exists == true else {
+        for sql in Self.createTables { try run(c, sql) }
+        return nil
+      }
+      return try run(c, "SELECT max(version) FROM countdown_schema").first?.decode(Int?.self)
+    }
+    if let found, found > Self.schemaVersion {
+      throw StoreError(
+        "\(location.place) was written by a newer countdown (schema \(found); this one knows up to \(Self.schemaVersion)); it was left untouched. Run the newer countdown, or give another --postgres database"
+      )
+    }
+  }
+
+  // MARK: - Reading
+
+  package func load() throws(StoreError) -> EngineSnapshot? {
+    try transaction("read") { c -> EngineSnapshot? in
+      guard
+        let e = try run(c, "SELECT \(EngineColumn.list) FROM countdown_engine").first?
+          .makeRandomAccess()
+      else { return nil }
+      var activities: [StoredActivity] = []
+      for row in try run(c, "SELECT \(ActivityColumn.list) FROM countdown_activity ORDER BY ord") {
+        let r = row.makeRandomAccess()
+        activities.append(
+          try ActivityColumn.activity {
+            (try? Self.value(r, Int($0.read), Kind($0.declaration))) ?? .null
+          })
+      }
+      return EngineColumn.engine(
+        { (try? Self.value(e, Int($0.read), Kind($0.declaration))) ?? .null },
+        activities: activities)
+    }
+  }
+
+  package func loadPushes() throws(StoreError) -> (
+    pending: [(seq: Int64, item: PushItem)],
+    budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)]
+  ) {
+    try transaction("read the pushes in") { c in
+      let pending = try outbox(c, .apns) { column throws(StoreError) in
+        try OutboxValues.push(column)
+      }
+      var budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)] = []
+      for row in try run(c, "SELECT \(BudgetColumn.list) FROM countdown_budget") {
+        let r = row.makeRandomAccess()
+        budget.append(
+          BudgetColumn.budget { (try? Self.value(r, Int($0.read), Kind($0.declaration))) ?? .null })
+      }
+      return (pending, budget)
+    }
+  }
+
+  package func loadWebhooks() throws(StoreError) -> [(seq: Int64, item: WebhookItem)] {
+    try transaction("read the webhook deliveries in") { c in
+      try outbox(c, .webhook) { column throws(StoreError) in try OutboxValues.webhook(column) }
+    }
+  }
+
+  private func outbox<Item>(
+    _ c: PostgresConnection, _ destination: OutboxDestination,
+    _ item: ((OutboxColumn) -> StoredValue) throws(StoreError) -> Item
+  ) throws -> [(seq: Int64, item: Item)] {
+    var out: [(seq: Int64, item: Item)] = []
+    let sql =
+      "SELECT \(OutboxColumn.list) FROM countdown_outbox WHERE destination = '\(destination.rawValue)' ORDER BY seq"
+    for row in try run(c, sql) {
+      let r = row.makeRandomAccess()
+      let column = { (k: OutboxColumn) in
+        (try? Self.value(r, Int(k.read), Kind(k.declaration))) ?? .null
+      }
+      out.append((column(.seq).int ?? 0, try item(column)))
+    }
+    return out
+  }
+
+  /// Cell `i` of a row, as a column of `kind` holds it.
+  static func value(_ r: PostgresRandomAccessRow, _ i: Int, _ kind: Kind) throws -> StoredValue {
+    switch kind {
+    case .int: return try r[i].decode(Int64?.self).map(StoredValue.int) ?? .null
+    case .text: return try r[i].decode(String?.self).map(StoredValue.text) ?? .null
+    case .bytes:
+      guard let b = try r[i].decode(ByteBuffer?.self) else { return .null }
+      return .bytes(Array(b.readableBytesView))
+    }
+  }
+
+  // MARK: - Writing
+
+  package func write(
+    _ groups: [StoreChanges], pushes: [PushOperation], webhooks: [WebhookItem], forget: [Int64]
+  ) throws(StoreError) -> (pushes: [Int64], webhooks: [Int64]) {
+    // Each activity's last state in the wake: its row, or its removal.
+    var last: [String: StoredActivity?] = [:]
+    var removed: [String] = []
+    for g in groups {
+      for id in g.removed {
+        last[id] = .some(nil)
+        removed.append(id)
+      }
+      for a in g.engine.activities { last[a.id] = .some(a) }
+    }
+    let rows = last.values.compactMap { $0 }
+    let gone = last.filter { $0.value == nil }.map(\.key)
+    return try transaction("write to") { c in
+      if !forget.isEmpty {
+        try run(c, "DELETE FROM countdown_outbox WHERE seq = ANY($1)", binds(forget))
+      }
+      if !removed.isEmpty {
+        try run(c, "DELETE FROM countdown_budget WHERE activity = ANY($1)", binds(removed))
+      }
+      if !gone.isEmpty {
+        try run(c, "DELETE FROM countdown_activity WHERE id = ANY($1)", binds(gone))
+      }
+      if !rows.isEmpty {
+        try run(
+          c,
+          Self.upsert(
+            "countdown_activity", ActivityColumn.allCases.map { ($0.name, Kind($0.declaration)) },
+            key: "id"),
+          binds(Self.json(rows) { a in ActivityColumn.allCases.map { ($0.name, $0.value(a)) } }))
+      }
+      if let e = groups.last?.engine {
+        try run(
+          c,
+          Self.upsert(
+            "countdown_engine",
+            [("id", .int)] + EngineColumn.allCases.map { ($0.name, Kind($0.declaration)) },
+            key: "id"),
+          binds(
+            Self.json([e]) { e in
+              [("id", .int(1))] + EngineColumn.allCases.map { ($0.name, $0.value(e)) }
+            }))
+      }
+      let items = pushes.map { OutboxValues($0.item) } + webhooks.map(OutboxValues.init)
+      guard !items.isEmpty else { return ([Int64](), [Int64]()) }
+      let seqs = try run(
+        c, "SELECT nextval('countdown_outbox_seq') FROM generate_series(1, $1)",
+        binds(Int64(items.count))
+      ).map { try $0.decode(Int64.self) }.sorted()
+      let outboxColumns = OutboxColumn.allCases.map { ($0.name, Kind($0.declaration)) }
+      try run(
+        c, Self.insert("countdown_outbox", outboxColumns),
+        binds(
+          Self.json(Array(zip(seqs, items))) { seq, item in
+            OutboxColumn.allCases.map { ($0.name, $0 == .seq ? .int(seq) : item.value($0)) }
+          }))
+      // A replacement deletes the waiting push it replaces: the same activity, token and
+      // second, made before it (in an earlier commit or earlier in this one).
+      let replacements = zip(seqs, pushes).filter {
+        if case .replace = $0.1 { true } else { false }
+      }
+      if !replacements.isEmpty {
+        try run(
+          c,
+          """
+          DELETE FROM countdown_outbox o
+           USING jsonb_to_recordset($1::jsonb) AS r(activity text, token text, timestamp bigint, seq bigint)
+           WHERE o.destination = 'apns' AND o.activity = r.activity AND o.token = r.token
+             AND o.timestamp = r.timestamp AND o.seq < r.seq
+          """,
+          binds(
+            Self.json(replacements) { seq, op in
+              [
+                ("activity", .text(op.item.activity)), ("token", .text(op.item.token)),
+                ("timestamp", .int(op.item.timestamp)), ("seq", .int(seq)),
+              ]
+            }))
+      }
+      if !pushes.isEmpty {
+        // The budget each push spent, the last per activity and token.
+        var spent: [PushBudget.Key: PushItem] = [:]
+        for op in pushes {
+          spent[PushBudget.Key(activity: op.item.activity, token: op.item.token)] = op.item
+        }
+        try run(
+          c,
+          Self.upsert(
+            "countdown_budget", BudgetColumn.allCases.map { ($0.name, Kind($0.declaration)) },
+            key: "activity, token"),
+          binds(
+            Self.json(Array(spent.values)) { p in
+              BudgetColumn.allCases.map { ($0.name, $0.value(p)) }
+            }))
+      }
+      return (Array(seqs.prefix(pushes.count)), Array(seqs.dropFirst(pushes.count)))
+    }
+  }
+
+  package func close() {
+    guard !closed else { return }
+    closed = true
+    if let c = connection { _ = try? c.close().wait() }
+    connection = nil
+    try? group.syncShutdownGracefully()
+  }
+
+  // MARK: - SQL and JSON
+
+  private func binds<T: PostgresDynamicTypeEncodable>(_ value: T) -> PostgresBindings {
+    var b = PostgresBindings()
+    b.append(value)
+    return b
+  }
+
+  /// `INSERT INTO table (columns) SELECT … FROM jsonb_to_recordset($1)`: every row of a
+  /// JSON array, each column typed as declared (bytes come as hex).
+  static func insert(_ table: String, _ columns: [(name: String, kind: Kind)]) -> String {
+    let list = columns.map(\.name).joined(separator: ", ")
+    let select = columns.map { $0.kind == .bytes ? "decode(r.\($0.name), 'hex')" : "r.\($0.name)" }
+      .joined(separator: ", ")
+    let record = columns.map { "\($0.name) \($0.kind == .bytes ? "text" : $0.kind.type)" }
+      .joined(separator: ", ")
+    return
+      "INSERT INTO \(table) (\(list)) SELECT \(select) FROM jsonb_to_recordset($1::jsonb) AS r(\(record))"
+  }
+
+  /// ``insert(_:_:)`` that replaces the row with the same `key`.
+  static func upsert(_ table: String, _ columns: [(name: String, kind: Kind)], key: String)
+    -> String
+  {
+    let keys = Set(key.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+    let set = columns.filter { !keys.contains($0.name) }.map { "\($0.name) = EXCLUDED.\($0.name)" }
+      .joined(separator: ", ")
+    return "\(insert(table, columns)) ON CONFLICT (\(key)) DO UPDATE SET \(set)"
+  }
+
+  /// A JSON array of one object per item, its members named as the columns (in lower case,
+  /// as PostgreSQL folds unquoted names).
+  static func json<Item>(_ items: [Item], _ columns: (Item) -> [(String, StoredValue)]) -> String {
+    var out: [JSONValue] = []
+    out.reserveCapacity(items.count)
+    for item in items {
+      var o: [String: JSONValue] = [:]
+      for (name, v) in columns(item) {
+        let key = name.lowercased()
+        switch v {
+        case .null: o[key] = .null
+        case .int(let n): o[key] = .int(n)
+        case .text(let t): o[key] = .string(t)
+        case .bytes(let b): o[key] = .string(hex(b))
+        }
+      }
+      out.append(.object(o))
+    }
+    return JSONValue.array(out).canonicalText
+  }
+
+  static func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes {
+      out.append(digits[Int(b >> 4)])
+      out.append(digits[Int(b & 15)])
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+}
+
+extension String {
+  fileprivate func replacingFirst(_ target: String, _ replacement: String) -> String {
+    guard let r = range(of: target) else { return self }
+    return replacingCharacters(in: r, with: replacement)
+  }
+}
