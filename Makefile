@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps
+.PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -72,7 +72,8 @@ pgdeps:
 
 postgres: deps pgdeps
 	$(SWIFT) build --build-tests
-	Tests/postgres/with-postgres.sh $(SWIFT) test --skip-build --filter "PostgresStoreTests|PostgresSettingsTests"
+	Tests/postgres/with-postgres.sh $(SWIFT) test --skip-build --no-parallel \
+	  --filter "PostgresStoreTests|PostgresSettingsTests|OnPostgres"
 
 # Live Activity pushes end to end: `countdown serve --apns-*` (the debug build) against the
 # APNs stand-in, real TLS and HTTP/2 on loopback (Tests/pushes; scratch in .build-pushes).
@@ -128,6 +129,14 @@ release: deps
 # Formatting throughput beside Foundation (release build of the Benchmarks package).
 bench-format: deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/countdown-bench format
+
+# Acknowledged starts/s with the state in memory, in the file (sync normal, full) and in a
+# scratch PostgreSQL server on loopback, fsync on (countdown-bench store --postgres), side by
+# side.
+bench-postgres: deps pgdeps
+	cd Benchmarks && $(SWIFT) build -c release
+	COUNTDOWN_PG_SETTINGS="-c fsync=on" Tests/postgres/with-postgres.sh sh -c \
+	  'Benchmarks/.build/release/countdown-bench store --parts commands --postgres "$$COUNTDOWN_TEST_POSTGRES"'
 
 # .ci/tsan.supp names the one report known to be the Swift runtime's uninstrumented atomics
 # (SwiftNIO's pooled receive buffer) and why.

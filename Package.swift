@@ -109,7 +109,7 @@ let package = Package(
       name: "CountdownServer",
       dependencies: [
         "Countdown", "CountdownLoop", "CountdownProtocol", "CountdownStore", "CountdownClient",
-        "CountdownPush", "CountdownAPNs",
+        "CountdownPush", "CountdownAPNs", "CountdownPostgres",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -131,7 +131,7 @@ let package = Package(
     .executableTarget(
       name: "CountdownCLI",
       dependencies: [
-        "Countdown", "CountdownLoop", "CountdownServer", "CountdownClient",
+        "Countdown", "CountdownLoop", "CountdownServer", "CountdownClient", "CountdownPostgres",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"),
@@ -180,7 +180,7 @@ let package = Package(
       name: "CountdownServerTests",
       dependencies: [
         "CountdownServer", "CountdownStore", "Countdown", "CountdownCLI", "CountdownClient",
-        "CountdownTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+        "CountdownTestSupport", "CountdownPostgres", .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),

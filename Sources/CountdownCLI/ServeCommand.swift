@@ -1,6 +1,7 @@
 import ArgumentParser
 import Countdown
 import CountdownClient
+import CountdownPostgres
 import CountdownServer
 import Dispatch
 import Logging
@@ -19,15 +20,24 @@ struct ServeCommand: AsyncParsableCommand {
       exits 0. State is kept in an SQLite file (--state, WAL): a reply with "ok":true is sent \
       only once its change is committed, and a restart on the same file (after any stop, kill \
       -9 included) has every activity back, with what fell due meanwhile applied once. \
-      --http adds the HTTP API, server-sent events, /metrics and the kiosk board page at /.
+      --postgres keeps the same state in a PostgreSQL database instead (one server per \
+      database). --http adds the HTTP API, server-sent events, /metrics and the kiosk board page at /.
       """
   )
 
   @Option(help: "The Unix domain socket (mode 0600).")
   var socket = "countdown.sock"
 
-  @Option(help: "The SQLite state file; :memory: keeps nothing across restarts.")
-  var state = "countdown.db"
+  @Option(
+    help: "The SQLite state file (default countdown.db); :memory: keeps nothing across restarts."
+  )
+  var state: String?
+
+  @Option(
+    help: ArgumentHelp(
+      "Keep the state in this PostgreSQL database instead of a file (one server per database).",
+      valueName: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require]"))
+  var postgres: String?
 
   @Option(
     help: ArgumentHelp(
@@ -184,7 +194,20 @@ struct ServeCommand: AsyncParsableCommand {
     guard StoreSync(rawValue: sync) != nil else {
       throw ValidationError("--sync must be normal or full, not \(sync)")
     }
-    guard !state.isEmpty else { throw ValidationError("--state must name a file or :memory:") }
+    guard state?.isEmpty != true else {
+      throw ValidationError("--state must name a file or :memory:")
+    }
+    if let postgres {
+      guard state == nil else {
+        throw ValidationError(
+          "give --state or --postgres, not both: the state is kept in one place")
+      }
+      do {
+        _ = try PostgresStore.Location.parse(postgres)
+      } catch {
+        throw ValidationError(error.message)
+      }
+    }
     _ = try apns.options()
   }
 
@@ -208,7 +231,9 @@ struct ServeCommand: AsyncParsableCommand {
       style: styleOptions.timerStyle,
       engine: limits.engineOptions,
       maxConnections: maxConnections, subscriberBufferBytes: subscriberBufferBytes,
-      slowConsumerMilliseconds: slowConsumerMs, statePath: state, sync: StoreSync(rawValue: sync)!)
+      slowConsumerMilliseconds: slowConsumerMs, statePath: state ?? "countdown.db",
+      sync: StoreSync(rawValue: sync)!)
+    options.postgres = postgres
     options.publicHosts = publicHosts
     options.boardControls = BoardControls(rawValue: boardControls)!
     options.corsOrigins = corsOrigins
@@ -253,7 +278,7 @@ struct ServeCommand: AsyncParsableCommand {
     if server.usesTLS { line += " (TLS; SIGHUP reloads the certificate)" }
     if let restored = server.restoredCount {
       line +=
-        ", state \(state) (sync \(sync), \(restored) \(restored == 1 ? "activity" : "activities") restored)"
+        ", state \(options.statePlace)\(postgres == nil ? " (sync \(sync), " : " (")\(restored) \(restored == 1 ? "activity" : "activities") restored)"
     } else {
       line += ", state in memory only (activities are lost when the server stops)"
     }

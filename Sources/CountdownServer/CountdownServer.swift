@@ -179,17 +179,17 @@ public final class CountdownServer: Service, @unchecked Sendable {
     }
     let identity = try Self.tlsIdentity(options)
     let apns = try options.apns.map { o throws(ServerStartError) in
-      guard options.statePath != ":memory:" else {
+      guard options.keepsState else {
         throw ServerStartError(
-          "Live Activity pushes need a state file (--state FILE, not :memory:): each push is written with the change that made it, and sent after a restart"
+          "Live Activity pushes need a state file (--state FILE, not :memory:) or --postgres: each push is written with the change that made it, and sent after a restart"
         )
       }
       return try PushDelivery.prepare(o)
     }
     if let w = options.webhooks {
-      guard options.statePath != ":memory:" else {
+      guard options.keepsState else {
         throw ServerStartError(
-          "webhooks need a state file (--state FILE, not :memory:): each delivery is written with the change that made it, and sent after a restart"
+          "webhooks need a state file (--state FILE, not :memory:) or --postgres: each delivery is written with the change that made it, and sent after a restart"
         )
       }
       for url in w.urls {
@@ -222,7 +222,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
     let loop: CountdownLoop
     var durable: Durable?
     let loopOptions = LoopOptions(precision: options.precision, engine: options.engine)
-    if options.statePath == ":memory:" {
+    if !options.keepsState {
       do {
         loop = try CountdownLoop(
           options: loopOptions,
@@ -234,7 +234,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
         throw ServerStartError("cannot start the timer loop: \(error)")
       }
     } else {
-      let store: StateStore
+      let store: any DurableStore
       let snapshot: EngineSnapshot?
       do {
         (store, snapshot) = try Self.openStore(options)
@@ -338,7 +338,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
         webhooks?.stop()
         writer.close()
         try? group.syncShutdownGracefully()
-        throw ServerStartError("cannot restore the state in \(options.statePath): \(error)")
+        throw ServerStartError("cannot restore the state in \(options.statePlace): \(error)")
       }
       loopBox.withLockedValue { $0 = loop }
       durable = Durable(

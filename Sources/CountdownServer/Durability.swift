@@ -1,5 +1,6 @@
 import Countdown
 import CountdownLoop
+import CountdownPostgres
 import CountdownPush
 import CountdownStore
 import Logging
@@ -95,13 +96,19 @@ struct Durable {
 }
 
 extension CountdownServer {
-  /// Opens the state file and reads what it holds (nil for a new file), with the limits given
-  /// to this server put over the stored ones.
+  /// Opens the state file or the PostgreSQL database and reads what it holds (nil when
+  /// nothing was committed yet), with the limits given to this server put over the stored
+  /// ones.
   static func openStore(_ options: ServerOptions) throws(ServerStartError) -> (
-    StateStore, EngineSnapshot?
+    any DurableStore, EngineSnapshot?
   ) {
     do throws(StoreError) {
-      let store = try StateStore(path: options.statePath, sync: options.sync)
+      let store: any DurableStore =
+        if let url = options.postgres {
+          try PostgresStore(PostgresStore.Location.parse(url))
+        } else {
+          try StateStore(path: options.statePath, sync: options.sync)
+        }
       let snapshot: EngineSnapshot?
       do throws(StoreError) {
         snapshot = try store.load()
@@ -142,10 +149,10 @@ extension CountdownServer {
         journal.epoch = epoch
         journal.storedOptions = StoredOptions(state.options)
         logger.notice(
-          "the engine was rebuilt from the state file's last commit; writing again")
+          "the engine was rebuilt from the last commit; writing again")
       case .failure(let e):
         logger.critical(
-          "the state file's last commit cannot be restored (\(e)); changes keep failing with storageFailed"
+          "the last commit cannot be restored (\(e)); changes keep failing with storageFailed"
         )
       }
     }

@@ -1,5 +1,6 @@
 import Countdown
 import CountdownLoop
+import CountdownPostgres
 
 @_exported import enum CountdownStore.StoreSync
 
@@ -66,6 +67,19 @@ public struct ServerOptions: Sendable {
   public var statePath: String
   /// How hard each commit presses to the disk (see ``StoreSync``).
   public var sync: StoreSync
+  /// A PostgreSQL database that keeps the state instead of ``statePath``
+  /// (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require]`;
+  /// docs/cluster.md): one server per database until the cluster's leases come.
+  public var postgres: String?
+
+  /// Whether the state outlives the process (a state file or PostgreSQL).
+  public var keepsState: Bool { postgres != nil || statePath != ":memory:" }
+
+  /// Where the state is kept, for messages: the file's path or the database (its password
+  /// hidden).
+  public var statePlace: String {
+    postgres.map { PostgresStore.Location.redacted($0) } ?? statePath
+  }
   /// Live Activity pushes through APNs (docs/pushes.md), nil for none. Needs a state file:
   /// each push is written with the change that made it.
   public var apns: APNsOptions?

@@ -7,60 +7,10 @@ import Testing
 @testable import CountdownPostgres
 @testable import CountdownStore
 
-/// The server PostgreSQL tests run against: `make postgres` starts one
-/// (Tests/postgres/with-postgres.sh) and says where in `COUNTDOWN_TEST_POSTGRES`.
-enum TestServer {
-  static let url = ProcessInfo.processInfo.environment["COUNTDOWN_TEST_POSTGRES"]
-  static let restartCommand = ProcessInfo.processInfo.environment["COUNTDOWN_TEST_PG_RESTART"]
-
+extension PostgresTestServer {
   /// A new, empty database on the server; its location.
   static func freshDatabase() throws -> PostgresStore.Location {
-    let name = "countdown_t\(UInt32.random(in: 0...UInt32.max))"
-    try psql("CREATE DATABASE \(name)")
-    var location = try PostgresStore.Location.parse(try #require(url))
-    location.database = name
-    return location
-  }
-
-  /// Runs `sql` with psql (in `database`, else the server's own), failing on an error.
-  @discardableResult
-  static func psql(_ sql: String, in database: String? = nil) throws -> String {
-    var target = try #require(url)
-    if let database { target = String(target[..<target.lastIndex(of: "/")!]) + "/" + database }
-    return try run(["psql", target, "-v", "ON_ERROR_STOP=1", "-qAtc", sql])
-  }
-
-  /// Restarts the server at once (`pg_ctl restart -m immediate`, as after a crash).
-  static func restart() throws {
-    try run(["/bin/sh", "-c", try #require(restartCommand)])
-  }
-
-  /// Runs `arguments` (found on the PATH) and waits for it; its output (both streams)
-  /// back, an error when it fails. posix_spawn and waitpid: Foundation's `Process` was seen
-  /// to wait forever in `waitUntilExit` for a psql that had exited.
-  @discardableResult
-  static func run(_ arguments: [String]) throws -> String {
-    let output = "/tmp/cd-pg-out-\(UInt32.random(in: 0...UInt32.max))"
-    defer { unlink(output) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    var argv = arguments.map { strdup($0) } + [nil]
-    defer { for a in argv { free(a) } }
-    var pid: pid_t = 0
-    let rc = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
-    guard rc == 0 else {
-      throw StoreError("cannot run \(arguments[0]): \(String(cString: strerror(rc)))")
-    }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-    guard status == 0 else {
-      throw StoreError("\(arguments.joined(separator: " ")) failed (\(status)): \(text)")
-    }
-    return text
+    try PostgresStore.Location.parse(try freshDatabaseURL())
   }
 }
 
@@ -139,7 +89,7 @@ struct PostgresSettingsTests {
 /// them restarts the server).
 @Suite(
   "PostgreSQL store", .serialized,
-  .enabled(if: TestServer.url != nil, "needs a PostgreSQL server: run make postgres"))
+  .enabled(if: PostgresTestServer.url != nil, "needs a PostgreSQL server: run make postgres"))
 struct PostgresStoreTests {
   @Test("Random runs written wake by wake: PostgreSQL holds what the state file holds")
   func sameAsTheFile() throws {
@@ -150,7 +100,7 @@ struct PostgresStoreTests {
     var g = RandomRun(seed: seed)
     var rows = 0
     for round in 0..<12 {
-      let pg = try PostgresStore(try TestServer.freshDatabase())
+      let pg = try PostgresStore(try PostgresTestServer.freshDatabase())
       defer { pg.close() }
       let file = try StateStore(path: "\(dir)/s\(round).db", sync: .normal)
       defer { file.close() }
@@ -193,7 +143,7 @@ struct PostgresStoreTests {
 
   @Test("Every field survives PostgreSQL: paused, stale, expired, ended, milestones, Live Activity")
   func everyField() throws {
-    let location = try TestServer.freshDatabase()
+    let location = try PostgresTestServer.freshDatabase()
     let (e, _) = try everyFieldEngine()
     let live = e.snapshot()
     let store = try PostgresStore(location)
@@ -213,7 +163,7 @@ struct PostgresStoreTests {
 
   @Test("The outbox: pushes and webhooks in order, replaced, forgotten, the budget beside them")
   func outbox() throws {
-    let location = try TestServer.freshDatabase()
+    let location = try PostgresTestServer.freshDatabase()
     let dir = "/tmp/cd-pg-\(UInt32.random(in: 0...UInt32.max))"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -284,7 +234,7 @@ struct PostgresStoreTests {
 
   @Test("One server per database: a second is refused by name until the first lets go")
   func oneServer() throws {
-    let location = try TestServer.freshDatabase()
+    let location = try PostgresTestServer.freshDatabase()
     let first = try PostgresStore(location)
     let e = #expect(throws: StoreError.self) { try PostgresStore(location) }
     #expect(
@@ -298,18 +248,19 @@ struct PostgresStoreTests {
 
   @Test("A database a newer countdown wrote is refused and left as it was")
   func newerSchema() throws {
-    let location = try TestServer.freshDatabase()
+    let location = try PostgresTestServer.freshDatabase()
     try PostgresStore(location).close()
-    try TestServer.psql("UPDATE countdown_schema SET version = 99", in: location.database)
+    try PostgresTestServer.psql("UPDATE countdown_schema SET version = 99", in: location.database)
     let e = #expect(throws: StoreError.self) { try PostgresStore(location) }
     #expect(e?.message.contains("written by a newer countdown (schema 99") == true)
     #expect(
-      try TestServer.psql("SELECT version FROM countdown_schema", in: location.database) == "99\n")
+      try PostgresTestServer.psql("SELECT version FROM countdown_schema", in: location.database)
+        == "99\n")
   }
 
   /// A new database with a store on it that committed countdown "a", and the engine.
   static func storeHoldingA() throws -> (PostgresStore.Location, PostgresStore, ActivityEngine) {
-    let location = try TestServer.freshDatabase()
+    let location = try PostgresTestServer.freshDatabase()
     let store = try PostgresStore(location)
     var engine = ActivityEngine(now: t0)
     try engine.start(.countdown(id: "a", to: at(60_000), title: "A"), at: t0)
@@ -325,7 +276,7 @@ struct PostgresStoreTests {
     defer { store.close() }
     let before = try #require(try store.load())
     // The database refuses the row of "b" (as a full disk or a lost lease would refuse it).
-    try TestServer.psql(
+    try PostgresTestServer.psql(
       "ALTER TABLE countdown_activity ADD CONSTRAINT no_b CHECK (id <> 'b')", in: location.database)
     try engine.advance(to: at(1_000))
     try engine.start(.countdown(id: "b", to: at(60_000), title: "B"), at: engine.now)
@@ -356,9 +307,9 @@ struct PostgresStoreTests {
     var (location, store, engine) = try Self.storeHoldingA()
     defer { store.close() }
     let started = "SELECT pg_postmaster_start_time()"
-    let before = try TestServer.psql(started)
-    try TestServer.restart()
-    #expect(try TestServer.psql(started) != before, "the server was not restarted")
+    let before = try PostgresTestServer.psql(started)
+    try PostgresTestServer.restart()
+    #expect(try PostgresTestServer.psql(started) != before, "the server was not restarted")
     try engine.start(.countdown(id: "b", to: at(60_000), title: "B"), at: t0)
     var failures: [String] = []
     var written = false

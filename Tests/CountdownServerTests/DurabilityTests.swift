@@ -1,4 +1,6 @@
+import CountdownPostgres
 import CountdownStore
+import CountdownTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -28,20 +30,75 @@ struct DurabilityTests {
     if left > 0 { usleep(UInt32(left) * 1000) }
   }
 
-  static func serve(_ dir: URL, _ extra: [String] = [], via: [String] = []) throws -> ServerProcess
-  {
-    try ServerProcess(["--socket", "c.sock", "--state", "s.db"] + extra, in: dir, via: via)
+  static func serve(
+    _ dir: URL, _ extra: [String] = [], via: [String] = [], state: [String] = ["--state", "s.db"]
+  ) throws -> ServerProcess {
+    try ServerProcess(["--socket", "c.sock"] + state + extra, in: dir, via: via)
   }
 
   @Test(
     "Restart: paused, stale, expired and dismissed while down, milestones passed while down, timestamp order, limits"
   )
   func restartCases() async throws {
+    try await Self.restartCases(state: ["--state", "s.db"]) { dir in
+      try StateStore(path: dir.appendingPathComponent("s.db").path, sync: .normal)
+    }
+  }
+
+  @Test(
+    "The same restart with the state in PostgreSQL (--postgres), kill -9 included",
+    .enabled(if: PostgresTestServer.url != nil, "needs a PostgreSQL server: run make postgres"))
+  func restartCasesOnPostgres() async throws {
+    let url = try PostgresTestServer.freshDatabaseURL()
+    try await Self.restartCases(state: ["--postgres", url]) { _ in
+      try PostgresStore(PostgresStore.Location.parse(url))
+    }
+  }
+
+  @Test(
+    "--postgres: a bad URL or --state beside it is a usage error (64); a database that does not answer exits 1 naming it, before listening"
+  )
+  func postgresFlag() async throws {
     try await onThread {
       let dir = temporaryDirectory()
       defer { try? FileManager.default.removeItem(at: dir) }
       let socket = dir.appendingPathComponent("c.sock").path
-      var server = try Self.serve(dir)
+      let cases: [([String], Int32, String)] = [
+        (
+          ["--postgres", "mysql://a:pw@h/d"], 64,
+          "--postgres mysql://a:***@h/d: the scheme is mysql, not postgres"
+        ),
+        (
+          ["--postgres", "postgres://a@h/d", "--state", "s.db"], 64,
+          "give --state or --postgres, not both"
+        ),
+        // Port 9 (discard) on loopback: nothing listens there.
+        (
+          ["--postgres", "postgres://a:pw@127.0.0.1:9/d"], 1,
+          "countdown serve: cannot reach PostgreSQL database d at 127.0.0.1:9"
+        ),
+      ]
+      for (arguments, status, message) in cases {
+        let server = try ServerProcess(["--socket", "c.sock"] + arguments, in: dir)
+        #expect(server.exitStatus(within: 15) == status, "\(arguments)")
+        let text = server.errorText
+        #expect(text.contains(message), "\(arguments): \(text)")
+        #expect(!text.contains(":pw@"), "a password in a message: \(text)")
+        #expect(!FileManager.default.fileExists(atPath: socket))
+      }
+    }
+  }
+
+  /// Restarts after kill -9 with the state in `state` (arguments of `serve`), read back at
+  /// the end through `open`.
+  static func restartCases(
+    state: [String], open: @escaping @Sendable (URL) throws -> any DurableStore
+  ) async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let socket = dir.appendingPathComponent("c.sock").path
+      var server = try Self.serve(dir, state: state)
       var c = try TestClient(unix: socket)
       let t = nowMs()
       try Self.ok(
@@ -75,7 +132,7 @@ struct DurabilityTests {
       kill(server.pid, SIGKILL)
       #expect(server.exitStatus(within: 5) != nil)
       Self.waitUntil(t + 2_600)
-      server = try Self.serve(dir)
+      server = try Self.serve(dir, state: state)
       #expect(server.startLine.contains("5 activities restored"), "\(server.startLine)")
       c = try TestClient(unix: socket)
 
@@ -107,7 +164,7 @@ struct DurabilityTests {
       #expect(server.exitStatus(within: 10) == 0)
 
       // What fell due while the server was down was applied at its own instant.
-      let store = try StateStore(path: dir.appendingPathComponent("s.db").path, sync: .normal)
+      let store = try open(dir)
       defer { store.close() }
       let snapshot = try #require(try store.load())
       let rows = Dictionary(uniqueKeysWithValues: snapshot.activities.map { ($0.id, $0) })

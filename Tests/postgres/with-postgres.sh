@@ -5,6 +5,9 @@
 # The command gets COUNTDOWN_TEST_POSTGRES (the server's URL) and COUNTDOWN_TEST_PG_RESTART
 # (a shell command that restarts it at once, `pg_ctl restart -m immediate`, as a crash
 # would); the server is stopped and its directory removed afterwards, whatever the result.
+# COUNTDOWN_PG_SETTINGS replaces the server's settings beyond its port (default -c fsync=off,
+# for the tests: a crash of the operating system is not what they check; the benchmark
+# gives -c fsync=on).
 set -eu
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$bin/initdb" ] || { echo "with-postgres: no PostgreSQL server (make pgdeps)" >&2; exit 1; }
@@ -16,7 +19,7 @@ if [ "$(id -u)" = 0 ]; then
 else
   as() { "$@"; }
 fi
-options="-p $port -k $data -c listen_addresses=127.0.0.1 -c fsync=off"
+options="-p $port -k $data -c listen_addresses=127.0.0.1 ${COUNTDOWN_PG_SETTINGS:--c fsync=off}"
 stop() { as "$bin/pg_ctl" -D "$data/db" stop -m immediate >/dev/null 2>&1 || true; rm -rf "$data"; }
 trap stop EXIT INT TERM
 as "$bin/initdb" -D "$data/db" -A trust -U postgres >"$data/initdb.log" 2>&1 ||

@@ -30,12 +30,14 @@ struct ServeChild: AsyncParsableCommand {
   @Option var apnsCa: String?
   @Option var apnsKey: String?
   @Option var webhook: [String] = []
+  @Option var postgres: String?
 
   func run() async throws {
     raiseDescriptorLimit()
     var options = ServerOptions(
       socketPath: socket, http: http, subscriberBufferBytes: subscriberBufferBytes,
       statePath: state, sync: StoreSync(rawValue: sync) ?? .normal)
+    options.postgres = postgres
     options.tlsCertificatePath = tlsCert
     options.tlsKeyPath = tlsKey
     if let replyBufferBytes { options.replyBufferBytes = replyBufferBytes }
@@ -312,9 +314,10 @@ struct ServeBench: ParsableCommand {
   /// Pipelines `commands` requests over `connections` connections and times the replies.
   static func throughput(
     op: String, connections: Int, commands: Int, state: String = ":memory:",
-    sync: String = "normal", replyBufferBytes: Int? = nil
+    sync: String = "normal", replyBufferBytes: Int? = nil, extra: [String] = []
   ) throws -> Double {
-    let child = try Child(state: state, sync: sync, replyBufferBytes: replyBufferBytes)
+    let child = try Child(
+      state: state, sync: sync, replyBufferBytes: replyBufferBytes, extra: extra)
     defer { child.stop() }
     let clients = try (0..<connections).map { _ in try Client(child.socket) }
     // gets need activities to get.

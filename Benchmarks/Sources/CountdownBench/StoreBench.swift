@@ -38,6 +38,12 @@ struct StoreBench: ParsableCommand {
   @Option(help: "Directory for the state files (on the disk to measure).")
   var directory = "/tmp"
 
+  @Option(
+    help:
+      "A PostgreSQL server's URL (its postgres database): the commands runs also keep the state there, each in a new database (make bench-postgres starts a scratch server)."
+  )
+  var postgres: String?
+
   func run() throws {
     let dir = "\(directory)/cdb-store-\(getpid())"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -55,16 +61,40 @@ struct StoreBench: ParsableCommand {
   }
 
   func commandRuns(_ fresh: (String) -> String) throws {
-    print("| acknowledged commands | connections | :memory: | sync normal | sync full |")
-    print("|---|---|---|---|---|")
+    let pg = postgres != nil
+    print(
+      "| acknowledged commands | connections | :memory: | sync normal | sync full |\(pg ? " PostgreSQL |" : "")"
+    )
+    print("|---|---|---|---|---|\(pg ? "---|" : "")")
     for (op, connections) in [("start", 1), ("start", 8)] {
       let memory = try ServeBench.throughput(op: op, connections: connections, commands: commands)
       let normal = try ServeBench.throughput(
         op: op, connections: connections, commands: commands, state: fresh("n"), sync: "normal")
       let full = try ServeBench.throughput(
         op: op, connections: connections, commands: commands, state: fresh("f"), sync: "full")
-      print("| \(op) | \(connections) | \(Int(memory))/s | \(Int(normal))/s | \(Int(full))/s |")
+      var line = "| \(op) | \(connections) | \(Int(memory))/s | \(Int(normal))/s | \(Int(full))/s |"
+      if let postgres {
+        let url = try Self.freshDatabase(postgres)
+        let rate = try ServeBench.throughput(
+          op: op, connections: connections, commands: commands, extra: ["--postgres", url])
+        line += " \(Int(rate))/s |"
+      }
+      print(line)
     }
+  }
+
+  /// A new database on the server at `url` (with psql); its URL.
+  static func freshDatabase(_ url: String) throws -> String {
+    let name = "cdb_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = ["psql", url, "-qc", "CREATE DATABASE \(name)"]
+    try p.run()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0, let slash = url.lastIndex(of: "/") else {
+      throw ValidationError("cannot create a database on \(url) with psql")
+    }
+    return String(url[...slash]) + name
   }
 
   /// Fills a file with `activities` countdowns through a server, stops it, and times a new
