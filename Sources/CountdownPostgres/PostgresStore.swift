@@ -15,7 +15,7 @@ import PostgresNIO
 /// One connection, driven from the thread that calls (the store writer's): each call sends
 /// its statements on the connection's event loop and waits for the answers, which is allowed
 /// off an event loop. A wake's transaction is `BEGIN`, a statement per table with every row
-/// of the wake as one JSON array (`jsonb_to_recordset`, so that nulls and the column list
+/// of the wake as one JSON array (`json_to_recordset`, so that nulls and the column list
 /// come from the column declarations), and `COMMIT`.
 ///
 /// One server per database until the cluster's leases come: the connection holds a
@@ -366,7 +366,7 @@ package final class PostgresStore: DurableStore {
           Self.upsert(
             "countdown_activity", ActivityColumn.allCases.map { ($0.name, Kind($0.declaration)) },
             key: "id"),
-          binds(Self.json(rows) { a in ActivityColumn.allCases.map { ($0.name, $0.value(a)) } }))
+          binds(Self.json(rows) { a in ActivityColumn.all.map { ($0.name, $0.value(a)) } }))
       }
       if let e = groups.last?.engine {
         try run(
@@ -403,7 +403,7 @@ package final class PostgresStore: DurableStore {
           c,
           """
           DELETE FROM countdown_outbox o
-           USING jsonb_to_recordset($1::jsonb) AS r(activity text, token text, timestamp bigint, seq bigint)
+           USING json_to_recordset($1::json) AS r(activity text, token text, timestamp bigint, seq bigint)
            WHERE o.destination = 'apns' AND o.activity = r.activity AND o.token = r.token
              AND o.timestamp = r.timestamp AND o.seq < r.seq
           """,
@@ -451,16 +451,18 @@ package final class PostgresStore: DurableStore {
     return b
   }
 
-  /// `INSERT INTO table (columns) SELECT … FROM jsonb_to_recordset($1)`: every row of a
-  /// JSON array, each column typed as declared (bytes come as hex).
+  /// `INSERT INTO table (columns) SELECT … FROM json_to_recordset($1)`: every row of a
+  /// JSON array, each column typed as declared (bytes come as hex). The record's columns are
+  /// quoted, so that the JSON's members keep the columns' own names.
   static func insert(_ table: String, _ columns: [(name: String, kind: Kind)]) -> String {
     let list = columns.map(\.name).joined(separator: ", ")
-    let select = columns.map { $0.kind == .bytes ? "decode(r.\($0.name), 'hex')" : "r.\($0.name)" }
-      .joined(separator: ", ")
-    let record = columns.map { "\($0.name) \($0.kind == .bytes ? "text" : $0.kind.type)" }
+    let select = columns.map {
+      $0.kind == .bytes ? "decode(r.\"\($0.name)\", 'hex')" : "r.\"\($0.name)\""
+    }.joined(separator: ", ")
+    let record = columns.map { "\"\($0.name)\" \($0.kind == .bytes ? "text" : $0.kind.type)" }
       .joined(separator: ", ")
     return
-      "INSERT INTO \(table) (\(list)) SELECT \(select) FROM jsonb_to_recordset($1::jsonb) AS r(\(record))"
+      "INSERT INTO \(table) (\(list)) SELECT \(select) FROM json_to_recordset($1::json) AS r(\(record))"
   }
 
   /// ``insert(_:_:)`` that replaces the row with the same `key`.
@@ -473,36 +475,44 @@ package final class PostgresStore: DurableStore {
     return "\(insert(table, columns)) ON CONFLICT (\(key)) DO UPDATE SET \(set)"
   }
 
-  /// A JSON array of one object per item, its members named as the columns (in lower case,
-  /// as PostgreSQL folds unquoted names).
+  /// A JSON array of one object per item, its members named as the columns, written
+  /// straight into bytes.
   static func json<Item>(_ items: [Item], _ columns: (Item) -> [(String, StoredValue)]) -> String {
-    var out: [JSONValue] = []
-    out.reserveCapacity(items.count)
-    for item in items {
-      var o: [String: JSONValue] = [:]
-      for (name, v) in columns(item) {
-        let key = name.lowercased()
+    var out = JSONWriter()
+    out.bytes.reserveCapacity(items.count * 320)
+    out.raw("[")
+    for (k, item) in items.enumerated() {
+      if k > 0 { out.raw(",") }
+      out.raw("{")
+      for (j, (name, v)) in columns(item).enumerated() {
+        if j > 0 { out.raw(",") }
+        out.write(string: name)
+        out.raw(":")
         switch v {
-        case .null: o[key] = .null
-        case .int(let n): o[key] = .int(n)
-        case .text(let t): o[key] = .string(t)
-        case .bytes(let b): o[key] = .string(hex(b))
+        case .null: out.raw("null")
+        case .int(let n): out.write(int: n)
+        case .text(let t): out.write(string: t)
+        case .bytes(let b):
+          out.raw("\"")
+          appendHex(b, to: &out.bytes)
+          out.raw("\"")
         }
       }
-      out.append(.object(o))
+      out.raw("}")
     }
-    return JSONValue.array(out).canonicalText
+    out.raw("]")
+    return out.string
   }
 
-  static func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes {
-      out.append(digits[Int(b >> 4)])
-      out.append(digits[Int(b & 15)])
+  static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
+    let digits: StaticString = "0123456789abcdef"
+    out.reserveCapacity(out.count + bytes.count * 2)
+    digits.withUTF8Buffer { d in
+      for b in bytes {
+        out.append(d[Int(b >> 4)])
+        out.append(d[Int(b & 15)])
+      }
     }
-    return String(decoding: out, as: UTF8.self)
   }
 }
 

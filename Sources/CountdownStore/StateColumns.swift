@@ -16,8 +16,10 @@ package enum ActivityColumn: Int32, CaseIterable {
   /// 1 for a countdown that runs on past its end (overtime), else 0.
   case overtime
 
-  /// The column's name in SQL.
-  package var name: String { "\(self)" }
+  /// The column's name in SQL (made once: `"\(self)"` reflects on the case at each call, and
+  /// the PostgreSQL store names every column of every row it writes).
+  package var name: String { Self.names[Int(rawValue)] }
+  private static let names = allCases.map { "\($0)" }
   /// Its position in a `SELECT` of ``ActivityColumn/allCases``.
   package var read: Int32 { rawValue }
   /// Its parameter in an `INSERT` of ``ActivityColumn/allCases``.
@@ -80,7 +82,8 @@ package enum ActivityColumn: Int32, CaseIterable {
 package enum EngineColumn: Int32, CaseIterable {
   case now, nextOrder, idGeneratorState, enabled, maxActivities, maxActiveDurationMs
 
-  package var name: String { "\(self)" }
+  package var name: String { Self.names[Int(rawValue)] }
+  private static let names = allCases.map { "\($0)" }
   package var read: Int32 { rawValue }
   /// Its parameter in ``upsert`` (after the fixed row id).
   package var bind: Int32 { rawValue + 1 }
@@ -113,7 +116,8 @@ package enum OutboxColumn: Int32, CaseIterable {
   /// The schema version that added it.
   var addedIn: StateSchema { self == .destination ? .v6 : .v4 }
 
-  package var name: String { "\(self)" }
+  package var name: String { Self.names[Int(rawValue)] }
+  private static let names = allCases.map { "\($0)" }
   package var read: Int32 { rawValue }
   /// Its parameter in ``insert`` (which leaves `seq` to SQLite).
   package var bind: Int32 { rawValue }
@@ -149,7 +153,8 @@ package enum OutboxDestination: String, CaseIterable {
 package enum BudgetColumn: Int32, CaseIterable {
   case activity, token, timestamp, notBefore
 
-  package var name: String { "\(self)" }
+  package var name: String { Self.names[Int(rawValue)] }
+  private static let names = allCases.map { "\($0)" }
   package var read: Int32 { rawValue }
   package var bind: Int32 { rawValue + 1 }
 
