@@ -193,25 +193,6 @@ package final class PostgresStore: DurableStore {
 
   // MARK: - The tables
 
-  /// What a column holds, as PostgreSQL types it.
-  enum Kind {
-    case int, text, bytes
-
-    /// The kind of a column declared `declaration` (the state file's SQL).
-    init(_ declaration: String) {
-      self =
-        declaration.hasPrefix("INTEGER") ? .int : declaration.hasPrefix("BLOB") ? .bytes : .text
-    }
-
-    var type: String {
-      switch self {
-      case .int: "bigint"
-      case .text: "text"
-      case .bytes: "bytea"
-      }
-    }
-  }
-
   /// A column declaration of the state file in PostgreSQL's types.
   static func postgres(_ declaration: String) -> String {
     var d = declaration
@@ -219,6 +200,12 @@ package final class PostgresStore: DurableStore {
     d = d.replacingFirst("INTEGER", "BIGINT")
     d = d.replacingFirst("BLOB", "BYTEA")
     return d
+  }
+
+  /// The columns' names and kinds, for ``insert(_:_:)`` and ``upsert(_:_:key:)``.
+  static func named<Column: StoredColumn>(_ columns: [Column]) -> [(name: String, kind: StoredKind)]
+  {
+    columns.map { ($0.name, $0.kind) }
   }
 
   /// The tables of schema v1, made in one transaction.
@@ -264,20 +251,15 @@ package final class PostgresStore: DurableStore {
   package func load() throws(StoreError) -> EngineSnapshot? {
     try transaction("read") { c -> EngineSnapshot? in
       guard
-        let e = try run(c, "SELECT \(EngineColumn.list) FROM countdown_engine").first?
-          .makeRandomAccess()
+        let row = try run(c, "SELECT \(EngineColumn.list) FROM countdown_engine").first
       else { return nil }
+      let e = try Self.cells(row, "countdown_engine", EngineColumn.self)
       var activities: [StoredActivity] = []
       for row in try run(c, "SELECT \(ActivityColumn.list) FROM countdown_activity ORDER BY ord") {
-        let r = row.makeRandomAccess()
-        activities.append(
-          try ActivityColumn.activity {
-            (try? Self.value(r, Int($0.read), Kind($0.declaration))) ?? .null
-          })
+        let r = try Self.cells(row, "countdown_activity", ActivityColumn.self)
+        activities.append(try ActivityColumn.activity { r[Int($0.read)] })
       }
-      return EngineColumn.engine(
-        { (try? Self.value(e, Int($0.read), Kind($0.declaration))) ?? .null },
-        activities: activities)
+      return EngineColumn.engine({ e[Int($0.read)] }, activities: activities)
     }
   }
 
@@ -291,9 +273,8 @@ package final class PostgresStore: DurableStore {
       }
       var budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)] = []
       for row in try run(c, "SELECT \(BudgetColumn.list) FROM countdown_budget") {
-        let r = row.makeRandomAccess()
-        budget.append(
-          BudgetColumn.budget { (try? Self.value(r, Int($0.read), Kind($0.declaration))) ?? .null })
+        let r = try Self.cells(row, "countdown_budget", BudgetColumn.self)
+        budget.append(BudgetColumn.budget { r[Int($0.read)] })
       }
       return (pending, budget)
     }
@@ -313,24 +294,41 @@ package final class PostgresStore: DurableStore {
     let sql =
       "SELECT \(OutboxColumn.list) FROM countdown_outbox WHERE destination = '\(destination.rawValue)' ORDER BY seq"
     for row in try run(c, sql) {
-      let r = row.makeRandomAccess()
-      let column = { (k: OutboxColumn) in
-        (try? Self.value(r, Int(k.read), Kind(k.declaration))) ?? .null
-      }
+      let r = try Self.cells(row, "countdown_outbox", OutboxColumn.self)
+      let column = { (k: OutboxColumn) in r[Int(k.read)] }
       out.append((column(.seq).int ?? 0, try item(column)))
     }
     return out
   }
 
-  /// Cell `i` of a row, as a column of `kind` holds it.
-  static func value(_ r: PostgresRandomAccessRow, _ i: Int, _ kind: Kind) throws -> StoredValue {
-    switch kind {
-    case .int: return try r[i].decode(Int64?.self).map(StoredValue.int) ?? .null
-    case .text: return try r[i].decode(String?.self).map(StoredValue.text) ?? .null
-    case .bytes:
-      guard let b = try r[i].decode(ByteBuffer?.self) else { return .null }
-      return .bytes(Array(b.readableBytesView))
+  /// The cells of a row of `table` that selected every column of `Column` in order, each
+  /// as its column's kind holds it.
+  /// - Throws: ``StoreError`` naming the table, the column and the row's first cell (its
+  ///   key) when a cell is not of its column's type (the table was changed by hand).
+  static func cells<Column: StoredColumn>(
+    _ row: PostgresRow, _ table: String, _: Column.Type
+  ) throws(StoreError) -> [StoredValue] {
+    let r = row.makeRandomAccess()
+    var out: [StoredValue] = []
+    out.reserveCapacity(Column.all.count)
+    for column in Column.all {
+      let cell = r[Int(column.read)]
+      do {
+        switch column.kind {
+        case .int: out.append(try cell.decode(Int64?.self).map(StoredValue.int) ?? .null)
+        case .text: out.append(try cell.decode(String?.self).map(StoredValue.text) ?? .null)
+        case .bytes:
+          out.append(
+            try cell.decode(ByteBuffer?.self).map { .bytes(Array($0.readableBytesView)) } ?? .null)
+        }
+      } catch {
+        let key = (try? r[0].decode(String.self)) ?? (try? r[0].decode(Int64.self)).map { "\($0)" }
+        throw StoreError(
+          "\(table).\(column.name) of the row \(key ?? "?") is not \(column.kind.postgresType) as countdown declares it (\(cell.dataType)); was the table changed by hand?"
+        )
+      }
     }
+    return out
   }
 
   // MARK: - Writing
@@ -364,7 +362,7 @@ package final class PostgresStore: DurableStore {
         try run(
           c,
           Self.upsert(
-            "countdown_activity", ActivityColumn.allCases.map { ($0.name, Kind($0.declaration)) },
+            "countdown_activity", Self.named(ActivityColumn.all),
             key: "id"),
           binds(Self.json(rows) { a in ActivityColumn.all.map { ($0.name, $0.value(a)) } }))
       }
@@ -373,7 +371,7 @@ package final class PostgresStore: DurableStore {
           c,
           Self.upsert(
             "countdown_engine",
-            [("id", .int)] + EngineColumn.allCases.map { ($0.name, Kind($0.declaration)) },
+            [("id", StoredKind.int)] + Self.named(EngineColumn.all),
             key: "id"),
           binds(
             Self.json([e]) { e in
@@ -386,7 +384,7 @@ package final class PostgresStore: DurableStore {
         c, "SELECT nextval('countdown_outbox_seq') FROM generate_series(1, $1)",
         binds(Int64(items.count))
       ).map { try $0.decode(Int64.self) }.sorted()
-      let outboxColumns = OutboxColumn.allCases.map { ($0.name, Kind($0.declaration)) }
+      let outboxColumns = Self.named(OutboxColumn.all)
       try run(
         c, Self.insert("countdown_outbox", outboxColumns),
         binds(
@@ -424,7 +422,7 @@ package final class PostgresStore: DurableStore {
         try run(
           c,
           Self.upsert(
-            "countdown_budget", BudgetColumn.allCases.map { ($0.name, Kind($0.declaration)) },
+            "countdown_budget", Self.named(BudgetColumn.all),
             key: "activity, token"),
           binds(
             Self.json(Array(spent.values)) { p in
@@ -454,19 +452,21 @@ package final class PostgresStore: DurableStore {
   /// `INSERT INTO table (columns) SELECT … FROM json_to_recordset($1)`: every row of a
   /// JSON array, each column typed as declared (bytes come as hex). The record's columns are
   /// quoted, so that the JSON's members keep the columns' own names.
-  static func insert(_ table: String, _ columns: [(name: String, kind: Kind)]) -> String {
+  static func insert(_ table: String, _ columns: [(name: String, kind: StoredKind)]) -> String {
     let list = columns.map(\.name).joined(separator: ", ")
     let select = columns.map {
       $0.kind == .bytes ? "decode(r.\"\($0.name)\", 'hex')" : "r.\"\($0.name)\""
     }.joined(separator: ", ")
-    let record = columns.map { "\"\($0.name)\" \($0.kind == .bytes ? "text" : $0.kind.type)" }
-      .joined(separator: ", ")
+    let record = columns.map {
+      "\"\($0.name)\" \($0.kind == .bytes ? "text" : $0.kind.postgresType)"
+    }
+    .joined(separator: ", ")
     return
       "INSERT INTO \(table) (\(list)) SELECT \(select) FROM json_to_recordset($1::json) AS r(\(record))"
   }
 
   /// ``insert(_:_:)`` that replaces the row with the same `key`.
-  static func upsert(_ table: String, _ columns: [(name: String, kind: Kind)], key: String)
+  static func upsert(_ table: String, _ columns: [(name: String, kind: StoredKind)], key: String)
     -> String
   {
     let keys = Set(key.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
@@ -512,6 +512,17 @@ package final class PostgresStore: DurableStore {
         out.append(d[Int(b >> 4)])
         out.append(d[Int(b & 15)])
       }
+    }
+  }
+}
+
+extension StoredKind {
+  /// How PostgreSQL types the column.
+  var postgresType: String {
+    switch self {
+    case .int: "bigint"
+    case .text: "text"
+    case .bytes: "bytea"
     }
   }
 }

@@ -1,5 +1,59 @@
 import Countdown
 
+/// A table's columns, declared once as the cases of an enumeration: each case's SQL name,
+/// type and constraints (as the state file declares them; the PostgreSQL store maps the
+/// types), and its position in a `SELECT` of all of them. What each one holds of an activity,
+/// the engine, an outbox row or the budget is in StoredRows.swift.
+package protocol StoredColumn: RawRepresentable<Int32>, CaseIterable, Hashable, Sendable
+where AllCases == [Self] {
+  /// Its SQL type and constraints, in SQLite's words.
+  var declaration: String { get }
+  /// The names, kinds and order of the columns, made once: `ColumnTable<Self>()`.
+  static var table: ColumnTable<Self> { get }
+}
+
+/// What a stored column holds: an integer, text or bytes (its declaration's type).
+package enum StoredKind: Sendable {
+  case int, text, bytes
+
+  /// The kind of a column declared `declaration` (SQLite's type names).
+  init(_ declaration: String) {
+    self =
+      declaration.hasPrefix("INTEGER") ? .int : declaration.hasPrefix("BLOB") ? .bytes : .text
+  }
+}
+
+/// What is asked of a table's columns at every row written or read, made once per table (a
+/// case's name is `"\(self)"`, reflected at each call, and its declaration builds strings).
+package struct ColumnTable<Column: StoredColumn>: Sendable {
+  /// Every column in declaration order (`allCases` builds a new array at each call).
+  package let all: [Column]
+  /// The columns' names, comma-separated, in declaration order.
+  package let list: String
+  fileprivate let names: [String]
+  fileprivate let kinds: [StoredKind]
+
+  package init() {
+    all = Column.allCases
+    names = all.map { "\($0)" }
+    kinds = all.map { StoredKind($0.declaration) }
+    list = names.joined(separator: ", ")
+  }
+}
+
+extension StoredColumn {
+  /// The column's name in SQL.
+  package var name: String { Self.table.names[Int(rawValue)] }
+  /// What it holds.
+  package var kind: StoredKind { Self.table.kinds[Int(rawValue)] }
+  /// Its position (0-based) in a `SELECT` of ``list``.
+  package var read: Int32 { rawValue }
+  /// Every column in declaration order.
+  package static var all: [Self] { table.all }
+  /// The columns' names, comma-separated, in declaration order.
+  package static var list: String { table.list }
+}
+
 /// The columns of the state file's `activity` table, declared once. The schema's names and
 /// types, the position a read takes (0-based) and the one a bind takes (1-based) all come
 /// from here; the reference is docs/state-file.md.
@@ -7,7 +61,7 @@ import Countdown
 /// A new column is a new case (at the end) with the migration that adds it as `addedIn`:
 /// the migration that made the table creates the columns of its own version, and each later
 /// one adds its own (`ALTER TABLE … ADD COLUMN`), so an old file and a new one end up alike.
-package enum ActivityColumn: Int32, CaseIterable {
+package enum ActivityColumn: Int32, StoredColumn {
   case id, ord, kind, phase, stale, expired, anchor, pausedTotal, frozenAt, content
   case countdownStart, goalMs, staleDate, milestones, nextMilestone, endOnExpiry
   case startedAt, endedAt, endReason, dismissAt, lastTimestamp
@@ -16,12 +70,7 @@ package enum ActivityColumn: Int32, CaseIterable {
   /// 1 for a countdown that runs on past its end (overtime), else 0.
   case overtime
 
-  /// The column's name in SQL (made once: `"\(self)"` reflects on the case at each call, and
-  /// the PostgreSQL store names every column of every row it writes).
-  package var name: String { Self.names[Int(rawValue)] }
-  private static let names = allCases.map { "\($0)" }
-  /// Its position in a `SELECT` of ``ActivityColumn/allCases``.
-  package var read: Int32 { rawValue }
+  package static let table = ColumnTable<Self>()
   /// Its parameter in an `INSERT` of ``ActivityColumn/allCases``.
   package var bind: Int32 { rawValue + 1 }
 
@@ -63,13 +112,6 @@ package enum ActivityColumn: Int32, CaseIterable {
     cases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
   }
 
-  /// Every column in declaration order, made once (`allCases` builds a new array at each
-  /// call, and a bind runs for every row written).
-  package static let all = allCases
-
-  /// The columns, comma-separated, in declaration order.
-  package static let list = allCases.map(\.name).joined(separator: ", ")
-
   /// `CREATE TABLE activity` with the columns added up to and including `version`.
   static func createTable(_ table: String, upTo version: StateSchema) -> String {
     let columns = allCases.filter { $0.addedIn <= version }
@@ -79,12 +121,10 @@ package enum ActivityColumn: Int32, CaseIterable {
 }
 
 /// The columns of the one-row `engine` table, declared once.
-package enum EngineColumn: Int32, CaseIterable {
+package enum EngineColumn: Int32, StoredColumn {
   case now, nextOrder, idGeneratorState, enabled, maxActivities, maxActiveDurationMs
 
-  package var name: String { Self.names[Int(rawValue)] }
-  private static let names = allCases.map { "\($0)" }
-  package var read: Int32 { rawValue }
+  package static let table = ColumnTable<Self>()
   /// Its parameter in ``upsert`` (after the fixed row id).
   package var bind: Int32 { rawValue + 1 }
 
@@ -96,10 +136,6 @@ package enum EngineColumn: Int32, CaseIterable {
     }
   }
 
-  /// Every column in declaration order, made once.
-  package static let all = allCases
-
-  package static let list = allCases.map(\.name).joined(separator: ", ")
   static let upsert =
     "INSERT OR REPLACE INTO engine (id, \(list)) VALUES (1, \(allCases.map { _ in "?" }.joined(separator: ", ")))"
 }
@@ -109,16 +145,14 @@ package enum EngineColumn: Int32, CaseIterable {
 /// (`seq`). Declared once. A Live Activity push has `destination` `apns` and its device token
 /// in `token`; a webhook delivery has `webhook`, its URL in `token`, the event's kind in
 /// `event`, 0 for `priority` and `timestamp`, and its body in `payload`.
-package enum OutboxColumn: Int32, CaseIterable {
+package enum OutboxColumn: Int32, StoredColumn {
   case seq, activity, token, event, priority, timestamp, notBefore, eventAt, payload
   case destination
 
   /// The schema version that added it.
   var addedIn: StateSchema { self == .destination ? .v6 : .v4 }
 
-  package var name: String { Self.names[Int(rawValue)] }
-  private static let names = allCases.map { "\($0)" }
-  package var read: Int32 { rawValue }
+  package static let table = ColumnTable<Self>()
   /// Its parameter in ``insert`` (which leaves `seq` to SQLite).
   package var bind: Int32 { rawValue }
 
@@ -133,8 +167,6 @@ package enum OutboxColumn: Int32, CaseIterable {
     }
   }
 
-  package static let all = allCases
-  package static let list = allCases.map(\.name).joined(separator: ", ")
   /// The table as `version` made it (later columns are added by their migrations).
   static func createTable(upTo version: StateSchema) -> String {
     "CREATE TABLE push_outbox (\(allCases.filter { $0.addedIn <= version }.map { "\($0.name) \($0.declaration)" }.joined(separator: ", ")))"
@@ -150,12 +182,10 @@ package enum OutboxDestination: String, CaseIterable {
 
 /// The columns of `push_budget`: per activity and token, the last push timestamp given and
 /// when that push goes (``PushBudget``), so that timestamps keep rising across a restart.
-package enum BudgetColumn: Int32, CaseIterable {
+package enum BudgetColumn: Int32, StoredColumn {
   case activity, token, timestamp, notBefore
 
-  package var name: String { Self.names[Int(rawValue)] }
-  private static let names = allCases.map { "\($0)" }
-  package var read: Int32 { rawValue }
+  package static let table = ColumnTable<Self>()
   package var bind: Int32 { rawValue + 1 }
 
   package var declaration: String {
@@ -165,8 +195,6 @@ package enum BudgetColumn: Int32, CaseIterable {
     }
   }
 
-  package static let all = allCases
-  package static let list = allCases.map(\.name).joined(separator: ", ")
   static let createTable =
     "CREATE TABLE push_budget (\(allCases.map { "\($0.name) \($0.declaration)" }.joined(separator: ", ")), PRIMARY KEY (activity, token)) WITHOUT ROWID"
   static let upsert =

@@ -258,6 +258,21 @@ struct PostgresStoreTests {
         == "99\n")
   }
 
+  @Test("A column changed by hand to another type is a StoreError naming it, not a zero")
+  func columnOfAnotherType() throws {
+    let (location, store, _) = try Self.storeHoldingA()
+    store.close()
+    try PostgresTestServer.psql(
+      "ALTER TABLE countdown_activity ALTER COLUMN anchor TYPE text USING 'soon'",
+      in: location.database)
+    let reopened = try PostgresStore(location)
+    defer { reopened.close() }
+    let e = #expect(throws: StoreError.self) { try reopened.load() }
+    #expect(
+      e?.message.contains("countdown_activity.anchor of the row a is not bigint") == true,
+      "\(e?.message ?? "")")
+  }
+
   /// A new database with a store on it that committed countdown "a", and the engine.
   static func storeHoldingA() throws -> (PostgresStore.Location, PostgresStore, ActivityEngine) {
     let location = try PostgresTestServer.freshDatabase()
