@@ -113,30 +113,118 @@ public enum LiveActivityPush {
     _ event: Event, _ s: Subject, _ config: LiveActivity, at: Int64, alert: Bool = false,
     dismissal: Int64? = nil
   ) -> [UInt8] {
-    var aps: [String: JSONValue] = [
-      "timestamp": .int(floorSeconds(at)), "event": .string(event.rawValue),
-      "content-state": .object(contentState(s, config)),
-    ]
-    if let stale = s.staleDate { aps["stale-date"] = .int(floorSeconds(stale)) }
-    if let r = s.content["relevance"], r != .null { aps["relevance-score"] = r }
+    // Written straight into bytes with the members in the order a JSON object's sorted keys
+    // take (JSONWriter's), so that the bytes are those of `{"aps": …}` as a JSONValue: the
+    // writer thread builds one or more of these for every push.
+    var out = JSONWriter()
+    out.bytes.reserveCapacity(320)
+    out.raw("{\"aps\":{")
     let title = s.content["title"] ?? .string("")
     switch event {
     case .start:
-      aps["attributes-type"] = config.attributesType.map(JSONValue.string) ?? .null
-      aps["attributes"] = config.attributes.map(JSONValue.object) ?? .object([:])
-      aps["input-push-token"] = .int(1)
       let body = s.content["alertMessage"] ?? s.content["subtitle"] ?? .string("")
-      aps["alert"] = .object(["title": title, "body": body])
+      out.raw("\"alert\":{\"body\":")
+      out.write(body)
+      out.raw(",\"title\":")
+      out.write(title)
+      out.raw("},\"attributes\":")
+      out.write(.object(config.attributes ?? [:]))
+      out.raw(",\"attributes-type\":")
+      if let type = config.attributesType { out.write(string: type) } else { out.raw("null") }
+      out.raw(",")
     case .update:
       if alert, let body = s.content["alertMessage"] {
-        aps["alert"] = .object(["title": title, "body": body])
+        out.raw("\"alert\":{\"body\":")
+        out.write(body)
+        out.raw(",\"title\":")
+        out.write(title)
+        out.raw("},")
       }
-    case .end:
-      if let dismissal { aps["dismissal-date"] = .int(floorSeconds(dismissal)) }
+    case .end: break
     }
-    var out = JSONWriter()
-    out.write(.object(["aps": .object(aps)]))
+    out.raw("\"content-state\":")
+    writeContentState(s, config, to: &out)
+    if event == .end, let dismissal {
+      out.raw(",\"dismissal-date\":")
+      out.write(int: floorSeconds(dismissal))
+    }
+    out.raw(",\"event\":")
+    out.write(string: event.rawValue)
+    if event == .start { out.raw(",\"input-push-token\":1") }
+    if let r = s.content["relevance"], r != .null {
+      out.raw(",\"relevance-score\":")
+      out.write(r)
+    }
+    if let stale = s.staleDate {
+      out.raw(",\"stale-date\":")
+      out.write(int: floorSeconds(stale))
+    }
+    out.raw(",\"timestamp\":")
+    out.write(int: floorSeconds(at))
+    out.raw("}}")
     return out.bytes
+  }
+
+  /// ``contentState(_:_:)`` written as a JSON object: straight into bytes, in sorted key order,
+  /// when the content has no `fields` and the keys no renames (a push's usual case); through
+  /// the dictionary otherwise.
+  static func writeContentState(_ s: Subject, _ config: LiveActivity, to out: inout JSONWriter) {
+    guard config.keys.isEmpty, s.content["fields"] == nil else {
+      out.write(.object(contentState(s, config)))
+      return
+    }
+    let encoding = config.dateEncoding
+    out.raw("{")
+    // The keys as a JSON object sorts them: alertMessage, color, endDate, isPaused,
+    // milestone, overtime, pausedAt, phase, startDate, subtitle, title.
+    if let v = s.content["alertMessage"], v != .null {
+      out.raw("\"alertMessage\":")
+      out.write(v)
+      out.raw(",")
+    }
+    if let v = s.content["color"], v != .null {
+      out.raw("\"color\":")
+      out.write(v)
+      out.raw(",")
+    }
+    if let end = s.endDate {
+      out.raw("\"endDate\":")
+      write(date: end, encoding, to: &out)
+      out.raw(",")
+    }
+    out.raw(
+      s.phase == .paused ? "\"isPaused\":true,\"milestone\":" : "\"isPaused\":false,\"milestone\":")
+    if let m = s.milestone { out.write(string: m) } else { out.raw("null") }
+    if s.overtime { out.raw(",\"overtime\":true") }
+    out.raw(",\"pausedAt\":")
+    if let p = s.pausedAt { write(date: p, encoding, to: &out) } else { out.raw("null") }
+    out.raw(",\"phase\":")
+    out.write(string: s.phase.rawValue)
+    if let start = s.startDate {
+      out.raw(",\"startDate\":")
+      write(date: start, encoding, to: &out)
+    }
+    if let v = s.content["subtitle"], v != .null {
+      out.raw(",\"subtitle\":")
+      out.write(v)
+    }
+    if let v = s.content["title"], v != .null {
+      out.raw(",\"title\":")
+      out.write(v)
+    }
+    out.raw("}")
+  }
+
+  /// ``date(_:_:)`` written.
+  static func write(date ms: Int64, _ encoding: LiveActivity.DateEncoding, to out: inout JSONWriter)
+  {
+    switch encoding {
+    case .reference, .unix:
+      let v = encoding == .reference ? ms - referenceDateMs : ms
+      if v % 1000 == 0 { out.write(int: v / 1000) } else { out.write(double: Double(v) / 1000) }
+    case .unixMs: out.write(int: ms)
+    case .iso8601: out.write(string: iso8601(floorSeconds(ms)))
+    }
   }
 
   /// The largest APNs payload, in bytes.

@@ -110,6 +110,7 @@ public struct PushPlanner: Sendable {
       if case .string(let m)? = subject?.content["alertMessage"] { alertMessage = m }
       known[e.id] = (row, alertMessage ?? previousAlert)
       guard let subject else { continue }
+      let showing = Self.shows(subject, live)
       let tokens: [String]
       let event: LiveActivityPush.Event
       var urgent = true
@@ -125,7 +126,7 @@ public struct PushPlanner: Sendable {
         alert = alertMessage != nil && alertMessage != previousAlert
         // An update that changes nothing a phone shows (a token added or removed, an option)
         // pushes nothing.
-        if !alert, let shown = shown[e.id], shown == Self.shows(row, live) { continue }
+        if !alert, let shown = shown[e.id], shown == showing { continue }
       case .paused, .resumed, .milestone:
         tokens = live.pushTokens
         event = .update
@@ -135,7 +136,7 @@ public struct PushPlanner: Sendable {
       case .tick, .stale, .expired, .dismissed:
         continue
       }
-      shown[e.id] = Self.shows(row, live)
+      shown[e.id] = showing
       for token in tokens {
         let key = PushBudget.Key(activity: e.id, token: token)
         let decision = budget.admit(key, at: e.at, now: now)
@@ -175,21 +176,20 @@ public struct PushPlanner: Sendable {
   public mutating func restore(
     rows: [StoredActivity], budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)]
   ) {
-    for row in rows where row.liveActivity != nil {
+    for row in rows {
+      guard let live = row.liveActivity else { continue }
+      let subject = LiveActivityPush.Subject(row)
       var alert: String?
-      if case .string(let m)? = LiveActivityPush.Subject(row)?.content["alertMessage"] {
-        alert = m
-      }
+      if case .string(let m)? = subject?.content["alertMessage"] { alert = m }
       known[row.id] = (row, alert)
-      shown[row.id] = Self.shows(row, row.liveActivity!)
+      shown[row.id] = subject.map { Self.shows($0, live) }
     }
     for b in budget { self.budget.restore(b.key, timestamp: b.timestamp, notBefore: b.notBefore) }
   }
 
-  /// What an update push of `row` would show (its payload at a fixed instant, no alert).
-  static func shows(_ row: StoredActivity, _ live: LiveActivity) -> [UInt8]? {
-    guard let subject = LiveActivityPush.Subject(row) else { return nil }
-    return LiveActivityPush.payload(.update, subject, live, at: 0, alert: false, dismissal: nil)
+  /// What an update push of `subject` would show (its payload at a fixed instant, no alert).
+  static func shows(_ subject: LiveActivityPush.Subject, _ live: LiveActivity) -> [UInt8] {
+    LiveActivityPush.payload(.update, subject, live, at: 0, alert: false, dismissal: nil)
   }
 
   /// An end's `dismissal-date`: the end instant for an immediate dismissal, the instant given

@@ -196,3 +196,95 @@ struct LiveActivityPushTests {
     #expect(swapped["x"] == .string("T") && swapped["title"] == .int(1))
   }
 }
+
+/// The payload as a JSON value built member by member (what ``LiveActivityPush/payload``
+/// wrote before it wrote bytes directly): the model its bytes must equal.
+private func modelPayload(
+  _ event: LiveActivityPush.Event, _ s: LiveActivityPush.Subject, _ config: LiveActivity,
+  at: Int64, alert: Bool, dismissal: Int64?
+) -> [UInt8] {
+  var aps: [String: JSONValue] = [
+    "timestamp": .int(LiveActivityPush.floorSeconds(at)), "event": .string(event.rawValue),
+    "content-state": .object(LiveActivityPush.contentState(s, config)),
+  ]
+  if let stale = s.staleDate { aps["stale-date"] = .int(LiveActivityPush.floorSeconds(stale)) }
+  if let r = s.content["relevance"], r != .null { aps["relevance-score"] = r }
+  let title = s.content["title"] ?? .string("")
+  switch event {
+  case .start:
+    aps["attributes-type"] = config.attributesType.map(JSONValue.string) ?? .null
+    aps["attributes"] = config.attributes.map(JSONValue.object) ?? .object([:])
+    aps["input-push-token"] = .int(1)
+    let body = s.content["alertMessage"] ?? s.content["subtitle"] ?? .string("")
+    aps["alert"] = .object(["title": title, "body": body])
+  case .update:
+    if alert, let body = s.content["alertMessage"] {
+      aps["alert"] = .object(["title": title, "body": body])
+    }
+  case .end:
+    if let dismissal { aps["dismissal-date"] = .int(LiveActivityPush.floorSeconds(dismissal)) }
+  }
+  var out = JSONWriter()
+  out.write(.object(["aps": .object(aps)]))
+  return out.bytes
+}
+
+@Suite("LiveActivityPush bytes")
+struct LiveActivityPushBytesTests {
+  @Test("The payload written as bytes equals the model's JSON for random activities and settings")
+  func equalsTheModel() {
+    var rng = SystemRandomNumberGenerator()
+    func maybe<T>(_ v: @autoclosure () -> T) -> T? { Bool.random(using: &rng) ? v() : nil }
+    func instant() -> Int64 {
+      // Whole seconds, milliseconds, before 2001 and before 1970.
+      let base: Int64 = [1_795_248_000_000, 978_307_200_000, 0, -86_400_000].randomElement()!
+      return base + Int64.random(in: -5_000_000...5_000_000, using: &rng) / [1, 1000]
+        .randomElement()!
+        * [1, 1000].randomElement()!
+    }
+    let texts: [JSONValue] = [
+      .string("Gate B12"), .string("é \"q\" \\ \n"), .null, .int(3), .double(0.5), .bool(true),
+    ]
+    var differences = 0
+    for round in 0..<5_000 {
+      var content: [String: JSONValue] = [:]
+      for key in ["title", "subtitle", "color", "alertMessage", "relevance"] {
+        if let v = maybe(texts.randomElement()!) { content[key] = v }
+      }
+      if round % 4 == 0 {
+        content["fields"] = .object(["gate": .string("B12"), "title": .string("F"), "n": .int(2)])
+      } else if round % 9 == 0 {
+        content["fields"] = .string("not an object")
+      }
+      let kind: ActivityKind = Bool.random() ? .countdown : .elapsed
+      let s = LiveActivityPush.Subject(
+        kind: kind, phase: ActivityPhase.allCases.randomElement()!, content: content,
+        endDate: kind == .countdown ? instant() : nil,
+        startDate: kind == .elapsed ? instant() : nil, pausedAt: maybe(instant()),
+        milestone: maybe(["half", "last \"call\""].randomElement()!),
+        staleDate: maybe(instant()), overtime: kind == .countdown && Bool.random())
+      let keys: [String: String] =
+        round % 3 == 0 ? ["startDate": "startedAt", "endDate": "phase", "phase": "endDate"] : [:]
+      let config = LiveActivity(
+        startTokens: maybe(["ab"]) ?? [], attributesType: maybe("GateAttributes"),
+        attributes: maybe(["gate": .string("B12")]), keys: keys,
+        dateEncoding: LiveActivity.DateEncoding.allCases.randomElement()!)
+      let event = LiveActivityPush.Event.allCases.randomElement()!
+      let at = instant()
+      let alert = Bool.random()
+      let dismissal = maybe(instant())
+      let bytes = LiveActivityPush.payload(
+        event, s, config, at: at, alert: alert, dismissal: dismissal)
+      let model = modelPayload(event, s, config, at: at, alert: alert, dismissal: dismissal)
+      if bytes != model {
+        differences += 1
+        if differences <= 3 {
+          Issue.record(
+            "\(String(decoding: bytes, as: UTF8.self))\n  model: \(String(decoding: model, as: UTF8.self))"
+          )
+        }
+      }
+    }
+    #expect(differences == 0)
+  }
+}
