@@ -77,7 +77,7 @@ let package = Package(
     .target(
       name: "CountdownPostgres",
       dependencies: [
-        "Countdown", "CountdownPush", "CountdownStore",
+        "Countdown", "CountdownPush", "CountdownStore", "CountdownCluster",
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
@@ -175,7 +175,10 @@ let package = Package(
       exclude: ["Fixtures"]),
     .testTarget(
       name: "CountdownPostgresTests",
-      dependencies: ["CountdownPostgres", "CountdownStore", "Countdown", "CountdownTestSupport"]),
+      dependencies: [
+        "CountdownPostgres", "CountdownStore", "CountdownCluster", "Countdown",
+        "CountdownTestSupport",
+      ]),
     .testTarget(
       name: "CountdownServerTests",
       dependencies: [

@@ -115,6 +115,15 @@ package struct ShardLeases: Sendable {
     }
   }
 
+  /// When the last renewal of an owned shard was counted as sent (the instant its answer
+  /// names in ``renewed(_:epoch:sentAt:)``); nil for a shard not owned.
+  package func lastRenewal(of shard: Int) -> Int64? {
+    guard shards.indices.contains(shard), case .owned(_, _, let at, _) = shards[shard] else {
+      return nil
+    }
+    return at
+  }
+
   /// The next instant at which ``tick(now:)`` has something to do (a renewal or a stop);
   /// nil when nothing is owned. The driver also ticks after each observation.
   package var nextDeadline: Int64? {

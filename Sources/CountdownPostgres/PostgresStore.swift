@@ -74,6 +74,28 @@ package final class PostgresStore: DurableStore {
 
     /// `PostgreSQL database D at HOST:PORT`, for messages.
     package var place: String { "PostgreSQL database \(database) at \(host):\(port)" }
+
+    /// A new connection to the database (TLS when required; 5 s to connect), named
+    /// `application` in `pg_stat_activity`.
+    package func connect(
+      on eventLoop: any EventLoop, id: Int = 1, application: String = "countdown", logger: Logger
+    ) -> EventLoopFuture<PostgresConnection> {
+      var tls = PostgresConnection.Configuration.TLS.disable
+      if requireTLS {
+        do {
+          tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        } catch {
+          return eventLoop.makeFailedFuture(
+            StoreError("cannot use TLS to reach \(place): \(error)"))
+        }
+      }
+      var config = PostgresConnection.Configuration(
+        host: host, port: port, username: user, password: password, database: database, tls: tls)
+      config.options.connectTimeout = .seconds(5)
+      config.options.additionalStartupParameters = [("application_name", application)]
+      return PostgresConnection.connect(
+        on: eventLoop, configuration: config, id: id, logger: logger)
+    }
   }
 
   /// The tables' schema version this build writes (`countdown_schema`).
@@ -111,23 +133,9 @@ package final class PostgresStore: DurableStore {
   private func ready() throws(StoreError) -> PostgresConnection {
     if let c = connection, !c.isClosed { return c }
     connection = nil
-    var tls = PostgresConnection.Configuration.TLS.disable
-    if location.requireTLS {
-      do {
-        tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-      } catch {
-        throw StoreError("cannot use TLS to reach \(location.place): \(error)")
-      }
-    }
-    var config = PostgresConnection.Configuration(
-      host: location.host, port: location.port, username: location.user,
-      password: location.password, database: location.database, tls: tls)
-    config.options.connectTimeout = .seconds(5)
     let c: PostgresConnection
     do {
-      c = try PostgresConnection.connect(
-        on: group.next(), configuration: config, id: 1, logger: logger
-      ).wait()
+      c = try location.connect(on: group.next(), logger: logger).wait()
     } catch {
       throw StoreError("cannot reach \(location.place): \(Self.describe(error))")
     }

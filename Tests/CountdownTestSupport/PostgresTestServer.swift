@@ -46,7 +46,7 @@ package enum PostgresTestServer {
   /// back, an error when it fails. posix_spawn and waitpid: Foundation's `Process` was seen
   /// to wait forever in `waitUntilExit` for a psql that had exited.
   @discardableResult
-  static func run(_ arguments: [String]) throws -> String {
+  package static func run(_ arguments: [String]) throws -> String {
     let output = "/tmp/cd-pg-out-\(UInt32.random(in: 0...UInt32.max))"
     defer { unlink(output) }
     var actions = posix_spawn_file_actions_t()

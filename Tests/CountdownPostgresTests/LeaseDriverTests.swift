@@ -1,0 +1,254 @@
+import CountdownCluster
+import CountdownStore
+import CountdownTestSupport
+import Foundation
+import Testing
+
+@testable import CountdownPostgres
+
+/// What the nodes of a test said they serve and stop, on the one monotonic clock of the
+/// process, in the order each node said it.
+final class ServingRecord: @unchecked Sendable {
+  struct Entry {
+    var at: Int64
+    var node: String
+    var change: LeaseDriver.Change
+  }
+  private let lock = NSLock()
+  private var entries: [Entry] = []
+
+  func callback(_ node: String) -> @Sendable (LeaseDriver.Change) -> Void {
+    { [self] change in
+      lock.withLock { entries.append(Entry(at: LeaseDriver.now(), node: node, change: change)) }
+    }
+  }
+
+  var all: [Entry] { lock.withLock { entries } }
+
+  /// `node` was killed at `at`: from then on it serves nothing (it does nothing at all).
+  func killed(_ node: String, _ shards: [Int], at: Int64) {
+    lock.withLock {
+      for shard in shards {
+        entries.append(Entry(at: at, node: node, change: .stop(shard: shard, reason: .lost)))
+      }
+    }
+  }
+
+  /// Per node, the shards it serves now by this record.
+  func serving(_ node: String) -> Set<Int> {
+    var s = Set<Int>()
+    for e in all where e.node == node {
+      switch e.change {
+      case .serve(let shard, _): s.insert(shard)
+      case .stop(let shard, _): s.remove(shard)
+      }
+    }
+    return s
+  }
+
+  /// The first instant `node` served `shard` after `after`.
+  func served(_ node: String, _ shard: Int, after: Int64) -> Int64? {
+    all.first {
+      guard $0.node == node, $0.at >= after, case .serve(shard, _) = $0.change else { return false }
+      return true
+    }?.at
+  }
+
+  /// Pairs of nodes that served one shard at the same time: each node's serving intervals
+  /// (serve to stop, or to now) checked against every other's.
+  func overlaps() -> [String] {
+    var intervals: [Int: [(node: String, from: Int64, to: Int64)]] = [:]
+    var open: [String: [Int: Int64]] = [:]
+    for e in all {
+      switch e.change {
+      case .serve(let shard, _): open[e.node, default: [:]][shard] = e.at
+      case .stop(let shard, _):
+        if let from = open[e.node]?[shard] {
+          intervals[shard, default: []].append((e.node, from, e.at))
+          open[e.node]?[shard] = nil
+        }
+      }
+    }
+    let now = LeaseDriver.now()
+    for (node, shards) in open {
+      for (shard, from) in shards { intervals[shard, default: []].append((node, from, now)) }
+    }
+    var found: [String] = []
+    for (shard, list) in intervals {
+      for a in list {
+        for b in list where a.node < b.node && a.from < b.to && b.from < a.to {
+          found.append("shard \(shard): \(a.node) \(a.from)-\(a.to), \(b.node) \(b.from)-\(b.to)")
+        }
+      }
+    }
+    return found
+  }
+}
+
+/// ``LeaseDriver`` against a real PostgreSQL (`make postgres`): nodes in one process, each
+/// with its own connection, on one monotonic clock, so that who served what when can be
+/// compared to the millisecond.
+@Suite(
+  "Shard leases on PostgreSQL", .serialized,
+  .enabled(if: PostgresTestServer.url != nil, "needs a PostgreSQL server: run make postgres"))
+struct LeaseDriverOnPostgresTests {
+  static let timing = ShardLeases.Timing(leaseMs: 1000)
+
+  static func node(
+    _ name: String, _ location: PostgresStore.Location, _ record: ServingRecord, shards: Int = 8
+  ) throws -> LeaseDriver {
+    try LeaseDriver(
+      node: name, shardCount: shards, timing: timing, location: location,
+      onChange: record.callback(name))
+  }
+
+  /// Waits up to `seconds` for `condition`; whether it held.
+  static func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+    let until = Date().addingTimeInterval(seconds)
+    while Date() < until {
+      if try condition() { return true }
+      usleep(20_000)
+    }
+    return try condition()
+  }
+
+  /// The lease table: owner and epoch by shard.
+  static func table(_ location: PostgresStore.Location) throws -> [Int: (String, Int64)] {
+    var out: [Int: (String, Int64)] = [:]
+    let text = try PostgresTestServer.psql(
+      "SELECT shard, coalesce(owner, ''), epoch FROM countdown_leases ORDER BY shard",
+      in: location.database)
+    for line in text.split(separator: "\n") {
+      let f = line.split(separator: "|", omittingEmptySubsequences: false)
+      out[Int(f[0])!] = (String(f[1]), Int64(f[2])!)
+    }
+    return out
+  }
+
+  @Test("Two nodes split eight shards four and four, each served with PostgreSQL's epoch")
+  func split() throws {
+    let location = try PostgresTestServer.freshDatabase()
+    let record = ServingRecord()
+    let a = try Self.node("a", location, record)
+    defer { a.leave() }
+    #expect(Self.eventually(5) { a.served.count == 8 }, "a alone takes every shard")
+    let b = try Self.node("b", location, record)
+    defer { b.leave() }
+    let balanced = Self.eventually(8) { a.served.count == 4 && b.served.count == 4 }
+    #expect(balanced, "a \(a.served.map(\.shard)), b \(b.served.map(\.shard))")
+    let table = try Self.table(location)
+    for (node, driver) in [("a", a), ("b", b)] {
+      for s in driver.served {
+        #expect(table[s.shard]?.0 == node && table[s.shard]?.1 == s.epoch, "shard \(s.shard)")
+      }
+    }
+    // a handed over its highest shards, so that nodes agree without talking.
+    #expect(Set(a.served.map(\.shard)) == [0, 1, 2, 3])
+    #expect(record.serving("a") == [0, 1, 2, 3] && record.serving("b") == [4, 5, 6, 7])
+    #expect(record.overlaps() == [])
+    // Renewals go every fifth of the lease.
+    usleep(1_000_000)
+    #expect(a.counters.renewed >= 4 * 3 && a.counters.renewalsLost == 0)
+  }
+
+  @Test("A node killed: the other serves its shards within the lease + 1 s, never two at once")
+  func killed() throws {
+    let location = try PostgresTestServer.freshDatabase()
+    let record = ServingRecord()
+    let a = try Self.node("a", location, record)
+    let b = try Self.node("b", location, record)
+    defer { b.leave() }
+    #expect(Self.eventually(8) { a.served.count == 4 && b.served.count == 4 })
+    let lost = a.served
+    let killedAt = LeaseDriver.now()
+    a.halt()
+    record.killed("a", lost.map(\.shard), at: killedAt)
+    #expect(Self.eventually(4) { b.served.count == 8 })
+    for s in lost {
+      let at = try #require(record.served("b", s.shard, after: killedAt))
+      #expect(
+        at - killedAt <= Self.timing.leaseMs + 1000, "shard \(s.shard) after \(at - killedAt) ms")
+      // The fence of the old epoch finds no row: a write of the killed node would roll back.
+      let fence = try PostgresTestServer.psql(
+        "SELECT 1 FROM countdown_leases WHERE shard = \(s.shard) AND epoch = \(s.epoch) FOR SHARE",
+        in: location.database)
+      #expect(fence == "")
+    }
+    #expect(record.overlaps() == [])
+  }
+
+  @Test(
+    "A node cut off from PostgreSQL stops each shard before another serves it, then comes back to its share"
+  )
+  func cutOff() throws {
+    let location = try PostgresTestServer.freshDatabase()
+    let record = ServingRecord()
+    let a = try Self.node("a", location, record)
+    defer { a.leave() }
+    let b = try Self.node("b", location, record)
+    defer { b.leave() }
+    #expect(Self.eventually(8) { a.served.count == 4 && b.served.count == 4 })
+    let held = a.served.map(\.shard)
+    // SIGSTOP of the server process that serves a's connection, while it waits idle: a's
+    // queries go unanswered (as behind a cut cable); nothing of its is left half-done.
+    let backend =
+      "SELECT pid FROM pg_stat_activity WHERE application_name = '\(LeaseDriver.application("a"))' AND state = 'idle'"
+    var pid = ""
+    #expect(
+      try Self.eventually(2) {
+        pid = try PostgresTestServer.psql(backend).trimmingCharacters(in: .whitespacesAndNewlines)
+        return !pid.isEmpty && !pid.contains("\n")
+      })
+    let cutAt = LeaseDriver.now()
+    try PostgresTestServer.run(["kill", "-STOP", pid])
+    defer { _ = try? PostgresTestServer.run(["kill", "-CONT", pid]) }
+    #expect(Self.eventually(4) { b.served.count == 8 }, "b takes a's shards")
+    for shard in held {
+      let stop = record.all.first {
+        guard $0.node == "a", $0.at >= cutAt, case .stop(shard, .leaseLapsing) = $0.change else {
+          return false
+        }
+        return true
+      }
+      let served = try #require(record.served("b", shard, after: cutAt))
+      let stopped = try #require(stop, "a stops serving shard \(shard)").at
+      #expect(
+        stopped < served,
+        "shard \(shard): a stopped at +\(stopped - cutAt), b served at +\(served - cutAt)")
+      #expect(served - cutAt <= Self.timing.leaseMs + 1000)
+    }
+    // a's queries are answered again (or, after a lease without answers, it connects anew):
+    // it takes its share back, as a new epoch.
+    try PostgresTestServer.run(["kill", "-CONT", pid])
+    #expect(Self.eventually(10) { a.served.count == 4 && b.served.count == 4 })
+    #expect(record.overlaps() == [])
+  }
+
+  @Test(
+    "Another shard count, or the name of a node alive, is refused by name; a node that left can come back"
+  )
+  func refusals() throws {
+    let location = try PostgresTestServer.freshDatabase()
+    let record = ServingRecord()
+    let a = try Self.node("a", location, record)
+    let other = #expect(throws: StoreError.self) {
+      try Self.node("b", location, record, shards: 16)
+    }
+    #expect(
+      other?.message.contains(
+        "has 8 shards, fixed at its first use; this node was started with --shards 16")
+        == true, "\(other?.message ?? "")")
+    let twin = #expect(throws: StoreError.self) { try Self.node("a", location, record) }
+    #expect(twin?.message.contains("a node named a is alive") == true, "\(twin?.message ?? "")")
+    #expect(Self.eventually(3) { a.served.count == 8 })
+    let leftAt = LeaseDriver.now()
+    a.leave()
+    #expect(record.serving("a") == [])
+    // Left, not lapsed: its leases and its name are free at once.
+    let again = try Self.node("a", location, record)
+    defer { again.leave() }
+    #expect(Self.eventually(3) { again.served.count == 8 })
+    #expect(LeaseDriver.now() - leftAt < Self.timing.leaseMs, "taken back before a lease passed")
+    #expect(record.overlaps() == [])
+  }
+}
