@@ -98,22 +98,41 @@ package final class PostgresStore: DurableStore {
     }
   }
 
-  /// The tables' schema version this build writes (`countdown_schema`).
-  static let schemaVersion = 1
+  /// One shard of a cluster's database, served by this node with the lease's fencing epoch
+  /// (docs/cluster.md): the store reads and writes that shard's rows only, and every write is
+  /// refused once another node holds the shard with a newer epoch.
+  package struct Shard: Sendable, Equatable {
+    package var index: Int
+    package var epoch: Int64
+    package init(_ index: Int, epoch: Int64) {
+      self.index = index
+      self.epoch = epoch
+    }
+  }
+
+  /// The tables' schema version this build writes (`countdown_schema`): 2 adds the `shard`
+  /// columns (a single server's rows are shard 0).
+  static let schemaVersion = 2
   /// `pg_advisory_lock`'s key: "CDWN", as the state file's application id.
   static let lockKey: Int64 = 0x4344_574E
 
   package let location: Location
+  /// The shard this store reads and writes, nil for a single server (shard 0, one server per
+  /// database by the advisory lock, no fence).
+  package let shard: Shard?
+  private var shardIndex: Int64 { Int64(shard?.index ?? 0) }
   private let group: MultiThreadedEventLoopGroup
   private let logger: Logger
   private var connection: PostgresConnection?
   private var closed = false
 
-  /// Connects, takes the database (one server at a time) and makes or checks the tables.
+  /// Connects, takes the database (one server at a time; a shard's store leaves that to the
+  /// leases) and makes, migrates or checks the tables.
   /// - Throws: ``StoreError`` naming the database: unreachable, refused, in use by another
   ///   server, written by a newer countdown.
-  package init(_ location: Location) throws(StoreError) {
+  package init(_ location: Location, shard: Shard? = nil) throws(StoreError) {
     self.location = location
+    self.shard = shard
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     var logger = Logger(label: "countdown.postgres")
     logger.logLevel = .critical
@@ -138,6 +157,10 @@ package final class PostgresStore: DurableStore {
       c = try location.connect(on: group.next(), logger: logger).wait()
     } catch {
       throw StoreError("cannot reach \(location.place): \(Self.describe(error))")
+    }
+    guard shard == nil else {
+      connection = c
+      return c
     }
     do {
       let rows = try c.query(
@@ -228,24 +251,48 @@ package final class PostgresStore: DurableStore {
     return [
       "CREATE TABLE countdown_schema (version int NOT NULL)",
       "INSERT INTO countdown_schema VALUES (\(schemaVersion))",
-      "CREATE TABLE countdown_engine (id int PRIMARY KEY CHECK (id = 1), \(engine))",
-      "CREATE TABLE countdown_activity (\(activity))",
-      "CREATE TABLE countdown_outbox (\(outbox))",
+      "CREATE TABLE countdown_engine (shard int PRIMARY KEY, \(engine))",
+      "CREATE TABLE countdown_activity (\(activity), shard int NOT NULL DEFAULT 0)",
+      "CREATE TABLE countdown_outbox (\(outbox), shard int NOT NULL DEFAULT 0)",
       "CREATE SEQUENCE countdown_outbox_seq OWNED BY countdown_outbox.seq",
-      "CREATE TABLE countdown_budget (\(budget), PRIMARY KEY (activity, token))",
-    ]
+      "CREATE TABLE countdown_budget (\(budget), shard int NOT NULL DEFAULT 0, PRIMARY KEY (activity, token))",
+    ] + shardIndexes
   }
 
-  /// Makes the tables in a new database; refuses one a newer countdown wrote.
+  /// What a shard's load reads by.
+  static let shardIndexes = [
+    "CREATE INDEX countdown_activity_shard ON countdown_activity (shard, ord)",
+    "CREATE INDEX countdown_outbox_shard ON countdown_outbox (shard, seq)",
+    "CREATE INDEX countdown_budget_shard ON countdown_budget (shard)",
+  ]
+
+  /// Schema 1 (one server per database, `countdown_engine`'s one row with `id` 1) to 2: the
+  /// rows there are shard 0's.
+  static let migrateToV2 =
+    [
+      "ALTER TABLE countdown_engine DROP CONSTRAINT IF EXISTS countdown_engine_id_check",
+      "ALTER TABLE countdown_engine RENAME COLUMN id TO shard",
+      "UPDATE countdown_engine SET shard = 0",
+      "ALTER TABLE countdown_activity ADD COLUMN shard int NOT NULL DEFAULT 0",
+      "ALTER TABLE countdown_outbox ADD COLUMN shard int NOT NULL DEFAULT 0",
+      "ALTER TABLE countdown_budget ADD COLUMN shard int NOT NULL DEFAULT 0",
+    ] + shardIndexes + ["UPDATE countdown_schema SET version = 2"]
+
+  /// Makes the tables in a new database, migrates an older one (in one transaction, under a
+  /// transaction lock so that nodes starting together do not race); refuses one a newer
+  /// countdown wrote.
   private func migrate() throws(StoreError) {
     let found: Int? = try transaction("read the schema of") { c in
+      try run(c, "SELECT pg_advisory_xact_lock(\(LeaseDriver.setupLockKey))")
       let exists = try run(c, "SELECT to_regclass('countdown_schema') IS NOT NULL").first?
         .decode(Bool.self)
       guard exists == true else {
         for sql in Self.createTables { try run(c, sql) }
         return nil
       }
-      return try run(c, "SELECT max(version) FROM countdown_schema").first?.decode(Int?.self)
+      let found = try run(c, "SELECT max(version) FROM countdown_schema").first?.decode(Int?.self)
+      if found == 1 { for sql in Self.migrateToV2 { try run(c, sql) } }
+      return found
     }
     if let found, found > Self.schemaVersion {
       throw StoreError(
@@ -259,11 +306,16 @@ package final class PostgresStore: DurableStore {
   package func load() throws(StoreError) -> EngineSnapshot? {
     try transaction("read") { c -> EngineSnapshot? in
       guard
-        let row = try run(c, "SELECT \(EngineColumn.list) FROM countdown_engine").first
+        let row = try run(
+          c, "SELECT \(EngineColumn.list) FROM countdown_engine WHERE shard = $1", binds(shardIndex)
+        ).first
       else { return nil }
       let e = try Self.cells(row, "countdown_engine", EngineColumn.self)
       var activities: [StoredActivity] = []
-      for row in try run(c, "SELECT \(ActivityColumn.list) FROM countdown_activity ORDER BY ord") {
+      for row in try run(
+        c, "SELECT \(ActivityColumn.list) FROM countdown_activity WHERE shard = $1 ORDER BY ord",
+        binds(shardIndex))
+      {
         let r = try Self.cells(row, "countdown_activity", ActivityColumn.self)
         activities.append(try ActivityColumn.activity { r[Int($0.read)] })
       }
@@ -280,7 +332,9 @@ package final class PostgresStore: DurableStore {
         try OutboxValues.push(column)
       }
       var budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)] = []
-      for row in try run(c, "SELECT \(BudgetColumn.list) FROM countdown_budget") {
+      for row in try run(
+        c, "SELECT \(BudgetColumn.list) FROM countdown_budget WHERE shard = $1", binds(shardIndex))
+      {
         let r = try Self.cells(row, "countdown_budget", BudgetColumn.self)
         budget.append(BudgetColumn.budget { r[Int($0.read)] })
       }
@@ -300,8 +354,8 @@ package final class PostgresStore: DurableStore {
   ) throws -> [(seq: Int64, item: Item)] {
     var out: [(seq: Int64, item: Item)] = []
     let sql =
-      "SELECT \(OutboxColumn.list) FROM countdown_outbox WHERE destination = '\(destination.rawValue)' ORDER BY seq"
-    for row in try run(c, sql) {
+      "SELECT \(OutboxColumn.list) FROM countdown_outbox WHERE destination = '\(destination.rawValue)' AND shard = $1 ORDER BY seq"
+    for row in try run(c, sql, binds(shardIndex)) {
       let r = try Self.cells(row, "countdown_outbox", OutboxColumn.self)
       let column = { (k: OutboxColumn) in r[Int(k.read)] }
       out.append((column(.seq).int ?? 0, try item(column)))
@@ -356,7 +410,24 @@ package final class PostgresStore: DurableStore {
     }
     let rows = last.values.compactMap { $0 }
     let gone = last.filter { $0.value == nil }.map(\.key)
+    let shardColumn: [(name: String, kind: StoredKind)] = [("shard", .int)]
+    let shardValue: [(String, StoredValue)] = [("shard", .int(shardIndex))]
     return try transaction("write to") { c in
+      if let shard {
+        // The fence: the lease row with this store's epoch, locked for the transaction (a
+        // takeover waits for this commit). None: another node has the shard; nothing is
+        // written.
+        var b = PostgresBindings()
+        b.append(shard.index)
+        b.append(shard.epoch)
+        let held = try run(
+          c, "SELECT 1 FROM countdown_leases WHERE shard = $1 AND epoch = $2 FOR SHARE", b)
+        guard !held.isEmpty else {
+          throw StoreError(
+            "shard \(shard.index) is no longer this node's: another node holds it with an epoch after \(shard.epoch); nothing was written"
+          )
+        }
+      }
       if !forget.isEmpty {
         try run(c, "DELETE FROM countdown_outbox WHERE seq = ANY($1)", binds(forget))
       }
@@ -370,21 +441,18 @@ package final class PostgresStore: DurableStore {
         try run(
           c,
           Self.upsert(
-            "countdown_activity", Self.named(ActivityColumn.all),
-            key: "id"),
-          binds(Self.json(rows) { a in ActivityColumn.all.map { ($0.name, $0.value(a)) } }))
+            "countdown_activity", Self.named(ActivityColumn.all) + shardColumn, key: "id"),
+          binds(
+            Self.json(rows) { a in ActivityColumn.all.map { ($0.name, $0.value(a)) } + shardValue
+            }))
       }
       if let e = groups.last?.engine {
         try run(
           c,
           Self.upsert(
-            "countdown_engine",
-            [("id", StoredKind.int)] + Self.named(EngineColumn.all),
-            key: "id"),
+            "countdown_engine", shardColumn + Self.named(EngineColumn.all), key: "shard"),
           binds(
-            Self.json([e]) { e in
-              [("id", .int(1))] + EngineColumn.allCases.map { ($0.name, $0.value(e)) }
-            }))
+            Self.json([e]) { e in shardValue + EngineColumn.all.map { ($0.name, $0.value(e)) } }))
       }
       let items = pushes.map { OutboxValues($0.item) } + webhooks.map(OutboxValues.init)
       guard !items.isEmpty else { return ([Int64](), [Int64]()) }
@@ -392,12 +460,12 @@ package final class PostgresStore: DurableStore {
         c, "SELECT nextval('countdown_outbox_seq') FROM generate_series(1, $1)",
         binds(Int64(items.count))
       ).map { try $0.decode(Int64.self) }.sorted()
-      let outboxColumns = Self.named(OutboxColumn.all)
       try run(
-        c, Self.insert("countdown_outbox", outboxColumns),
+        c, Self.insert("countdown_outbox", Self.named(OutboxColumn.all) + shardColumn),
         binds(
           Self.json(Array(zip(seqs, items))) { seq, item in
-            OutboxColumn.allCases.map { ($0.name, $0 == .seq ? .int(seq) : item.value($0)) }
+            OutboxColumn.all.map { ($0.name, $0 == .seq ? .int(seq) : item.value($0)) }
+              + shardValue
           }))
       // A replacement deletes the waiting push it replaces: the same activity, token and
       // second, made before it (in an earlier commit or earlier in this one).
@@ -430,11 +498,11 @@ package final class PostgresStore: DurableStore {
         try run(
           c,
           Self.upsert(
-            "countdown_budget", Self.named(BudgetColumn.all),
+            "countdown_budget", Self.named(BudgetColumn.all) + shardColumn,
             key: "activity, token"),
           binds(
             Self.json(Array(spent.values)) { p in
-              BudgetColumn.allCases.map { ($0.name, $0.value(p)) }
+              BudgetColumn.all.map { ($0.name, $0.value(p)) } + shardValue
             }))
       }
       return (Array(seqs.prefix(pushes.count)), Array(seqs.dropFirst(pushes.count)))

@@ -1,3 +1,4 @@
+import Countdown
 import CountdownCluster
 import CountdownStore
 import CountdownTestSupport
@@ -250,5 +251,59 @@ struct LeaseDriverOnPostgresTests {
     #expect(Self.eventually(3) { again.served.count == 8 })
     #expect(LeaseDriver.now() - leftAt < Self.timing.leaseMs, "taken back before a lease passed")
     #expect(record.overlaps() == [])
+  }
+
+  @Test(
+    "A shard's store writes only with its lease's epoch: the old owner's write after a takeover is refused and changes nothing, the new owner loads what was committed"
+  )
+  func fencedStores() throws {
+    let location = try PostgresTestServer.freshDatabase()
+    let record = ServingRecord()
+    let a = try Self.node("a", location, record, shards: 2)
+    #expect(Self.eventually(3) { a.served.count == 2 })
+    let held = try #require(a.served.first { $0.shard == 1 })
+    // a serves shard 1: its store writes countdown "x" there; shard 0's store writes "y".
+    let storeA = try PostgresStore(location, shard: .init(1, epoch: held.epoch))
+    defer { storeA.close() }
+    var engine = ActivityEngine(now: t0)
+    try engine.start(.countdown(id: "x", to: at(60_000), title: "X"), at: t0)
+    try storeA.write(
+      [StoreChanges(engine: engine, ids: ["x"])], pushes: [.add(pushItem("x", "ab", ts: 1, "{}"))])
+    let committed = engine.snapshot()
+    let epoch0 = try #require(a.served.first { $0.shard == 0 }).epoch
+    let store0 = try PostgresStore(location, shard: .init(0, epoch: epoch0))
+    var other = ActivityEngine(now: t0)
+    try other.start(.countdown(id: "y", to: at(30_000), title: "Y"), at: t0)
+    try store0.write([StoreChanges(engine: other, ids: ["y"])])
+    store0.close()
+    // a dies; b takes both shards with new epochs.
+    a.halt()
+    record.killed("a", [0, 1], at: LeaseDriver.now())
+    let b = try Self.node("b", location, record, shards: 2)
+    defer { b.leave() }
+    #expect(Self.eventually(4) { b.served.count == 2 })
+    let taken = try #require(b.served.first { $0.shard == 1 })
+    #expect(taken.epoch > held.epoch)
+    let storeB = try PostgresStore(location, shard: .init(1, epoch: taken.epoch))
+    defer { storeB.close() }
+    // b loads shard 1's rows only: x and its push, not shard 0's y.
+    let loaded = try #require(try storeB.load())
+    #expect(sameStoredState(loaded, committed))
+    #expect(try storeB.loadPushes().pending.map(\.item.activity) == ["x"])
+    // a's store, still open (a stopped process that continued): its write is refused by the
+    // fence, naming the shard, and changes nothing.
+    try engine.start(.countdown(id: "z", to: at(60_000), title: "Z"), at: t0)
+    let refused = #expect(throws: StoreError.self) {
+      try storeA.write([StoreChanges(engine: engine, ids: ["z"])])
+    }
+    #expect(
+      refused?.message.contains("shard 1 is no longer this node's") == true,
+      "\(refused?.message ?? "")")
+    #expect(sameStoredState(try #require(try storeB.load()), committed))
+    // b's writes go on.
+    var fromB = try ActivityEngine(restoring: loaded)
+    try fromB.pause("x", at: at(1_000))
+    try storeB.write([StoreChanges(engine: fromB, ids: ["x"])])
+    #expect(sameStoredState(try #require(try storeB.load()), fromB.snapshot()))
   }
 }

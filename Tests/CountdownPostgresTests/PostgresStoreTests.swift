@@ -7,6 +7,13 @@ import Testing
 @testable import CountdownPostgres
 @testable import CountdownStore
 
+/// A push of `activity` to `token` at second `ts`, its payload `text`.
+func pushItem(_ activity: String, _ token: String, ts: Int64, _ text: String) -> PushItem {
+  PushItem(
+    activity: activity, token: token, event: .update, priority: 10, timestamp: ts,
+    notBefore: ts * 1000, eventAt: ts * 1000 + 7, payload: Array(text.utf8))
+}
+
 extension PostgresTestServer {
   /// A new, empty database on the server; its location.
   static func freshDatabase() throws -> PostgresStore.Location {
@@ -167,11 +174,6 @@ struct PostgresStoreTests {
     let dir = "/tmp/cd-pg-\(UInt32.random(in: 0...UInt32.max))"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    func item(_ activity: String, _ token: String, ts: Int64, _ text: String) -> PushItem {
-      PushItem(
-        activity: activity, token: token, event: .update, priority: 10, timestamp: ts,
-        notBefore: ts * 1000, eventAt: ts * 1000 + 7, payload: Array(text.utf8))
-    }
     var engine = ActivityEngine(now: t0)
     try engine.start(.countdown(id: "a", to: at(60_000), title: "A"), at: t0)
     try engine.start(.countdown(id: "b", to: at(60_000), title: "B"), at: t0)
@@ -184,15 +186,15 @@ struct PostgresStoreTests {
       let first = try store.write(
         [StoreChanges(engine: engine, ids: ["a", "b"])],
         pushes: [
-          .add(item("a", "t1", ts: 10, "one")), .add(item("a", "t2", ts: 10, "two")),
-          .add(item("a", "t1", ts: 11, "three")),
+          .add(pushItem("a", "t1", ts: 10, "one")), .add(pushItem("a", "t2", ts: 10, "two")),
+          .add(pushItem("a", "t1", ts: 11, "three")),
           // Replaces the one made just before it, in the same commit.
-          .replace(item("a", "t1", ts: 11, "three'")), .add(item("b", "t1", ts: 10, "b")),
+          .replace(pushItem("a", "t1", ts: 11, "three'")), .add(pushItem("b", "t1", ts: 10, "b")),
         ], webhooks: [hook])
       seqs.append(first.pushes + first.webhooks)
       // A replacement of a push of an earlier commit; the second push answered.
       let second = try store.write(
-        [], pushes: [.replace(item("a", "t2", ts: 10, "two'"))], forget: [first.pushes[1]])
+        [], pushes: [.replace(pushItem("a", "t2", ts: 10, "two'"))], forget: [first.pushes[1]])
       seqs.append(second.pushes)
       // "b" dismissed: its budget goes.
       try store.write([StoreChanges(engine: engine.snapshot(of: [String]()), removed: ["b"])])
@@ -271,6 +273,36 @@ struct PostgresStoreTests {
     #expect(
       e?.message.contains("countdown_activity.anchor of the row a is not bigint") == true,
       "\(e?.message ?? "")")
+  }
+
+  @Test("A database of schema 1 (one server) is migrated to 2 on open, its rows shard 0's")
+  func fromSchemaOne() throws {
+    var (location, store, engine) = try Self.storeHoldingA()
+    try store.write([], pushes: [.add(pushItem("a", "ab", ts: 1, "{}"))])
+    store.close()
+    // Back to schema 1's shape: no shard columns or indexes, the engine's row `id` 1.
+    try PostgresTestServer.psql(
+      """
+      DROP INDEX countdown_activity_shard, countdown_outbox_shard, countdown_budget_shard;
+      ALTER TABLE countdown_activity DROP COLUMN shard;
+      ALTER TABLE countdown_outbox DROP COLUMN shard;
+      ALTER TABLE countdown_budget DROP COLUMN shard;
+      ALTER TABLE countdown_engine RENAME COLUMN shard TO id;
+      UPDATE countdown_engine SET id = 1;
+      ALTER TABLE countdown_engine ADD CONSTRAINT countdown_engine_id_check CHECK (id = 1);
+      UPDATE countdown_schema SET version = 1;
+      """, in: location.database)
+    let reopened = try PostgresStore(location)
+    defer { reopened.close() }
+    #expect(
+      try PostgresTestServer.psql("SELECT version FROM countdown_schema", in: location.database)
+        == "2\n")
+    #expect(sameStoredState(try #require(try reopened.load()), engine.snapshot()))
+    #expect(try reopened.loadPushes().pending.map(\.item.activity) == ["a"])
+    // Writes go on (the engine's old CHECK (id = 1) is gone with the rename to shard 0).
+    try engine.start(.countdown(id: "b", to: at(90_000), title: "B"), at: t0)
+    try reopened.write([StoreChanges(engine: engine, ids: ["b"])])
+    #expect(sameStoredState(try #require(try reopened.load()), engine.snapshot()))
   }
 
   /// A new database with a store on it that committed countdown "a", and the engine.
