@@ -211,6 +211,21 @@ package final class PostgresStore: DurableStore {
     }
   }
 
+  /// `body`'s one statement, its own transaction (PostgreSQL rolls it back whole when it
+  /// fails; the connection is dropped when it was lost).
+  private func statement<T>(_ what: String, _ body: (PostgresConnection) throws -> T)
+    throws(StoreError) -> T
+  {
+    guard !closed else { throw StoreError("\(location.place) is closed") }
+    let c = try ready()
+    do {
+      return try body(c)
+    } catch {
+      if c.isClosed { connection = nil }
+      throw StoreError("cannot \(what) \(location.place): \(Self.describe(error))")
+    }
+  }
+
   /// What went wrong, in PostgreSQL's words when it answered.
   static func describe(_ error: any Error) -> String {
     if let e = error as? StoreError { return e.message }
@@ -287,11 +302,13 @@ package final class PostgresStore: DurableStore {
       let exists = try run(c, "SELECT to_regclass('countdown_schema') IS NOT NULL").first?
         .decode(Bool.self)
       guard exists == true else {
-        for sql in Self.createTables { try run(c, sql) }
+        for sql in Self.createTables + [Self.commitFunction] { try run(c, sql) }
         return nil
       }
       let found = try run(c, "SELECT max(version) FROM countdown_schema").first?.decode(Int?.self)
       if found == 1 { for sql in Self.migrateToV2 { try run(c, sql) } }
+      if let found, found > Self.schemaVersion { return found }
+      try run(c, Self.commitFunction)
       return found
     }
     if let found, found > Self.schemaVersion {
@@ -410,103 +427,63 @@ package final class PostgresStore: DurableStore {
     }
     let rows = last.values.compactMap { $0 }
     let gone = last.filter { $0.value == nil }.map(\.key)
-    let shardColumn: [(name: String, kind: StoredKind)] = [("shard", .int)]
     let shardValue: [(String, StoredValue)] = [("shard", .int(shardIndex))]
-    return try transaction("write to") { c in
-      if let shard {
-        // The fence: the lease row with this store's epoch, locked for the transaction (a
-        // takeover waits for this commit). None: another node has the shard; nothing is
-        // written.
-        var b = PostgresBindings()
-        b.append(shard.index)
-        b.append(shard.epoch)
-        let held = try run(
-          c, "SELECT 1 FROM countdown_leases WHERE shard = $1 AND epoch = $2 FOR SHARE", b)
-        guard !held.isEmpty else {
-          throw StoreError(
-            "shard \(shard.index) is no longer this node's: another node holds it with an epoch after \(shard.epoch); nothing was written"
-          )
-        }
-      }
-      if !forget.isEmpty {
-        try run(c, "DELETE FROM countdown_outbox WHERE seq = ANY($1)", binds(forget))
-      }
-      if !removed.isEmpty {
-        try run(c, "DELETE FROM countdown_budget WHERE activity = ANY($1)", binds(removed))
-      }
-      if !gone.isEmpty {
-        try run(c, "DELETE FROM countdown_activity WHERE id = ANY($1)", binds(gone))
-      }
-      if !rows.isEmpty {
-        try run(
-          c,
-          Self.upsert(
-            "countdown_activity", Self.named(ActivityColumn.all) + shardColumn, key: "id"),
-          binds(
-            Self.json(rows) { a in ActivityColumn.all.map { ($0.name, $0.value(a)) } + shardValue
-            }))
-      }
-      if let e = groups.last?.engine {
-        try run(
-          c,
-          Self.upsert(
-            "countdown_engine", shardColumn + Self.named(EngineColumn.all), key: "shard"),
-          binds(
-            Self.json([e]) { e in shardValue + EngineColumn.all.map { ($0.name, $0.value(e)) } }))
-      }
-      let items = pushes.map { OutboxValues($0.item) } + webhooks.map(OutboxValues.init)
-      guard !items.isEmpty else { return ([Int64](), [Int64]()) }
-      let seqs = try run(
-        c, "SELECT nextval('countdown_outbox_seq') FROM generate_series(1, $1)",
-        binds(Int64(items.count))
-      ).map { try $0.decode(Int64.self) }.sorted()
-      try run(
-        c, Self.insert("countdown_outbox", Self.named(OutboxColumn.all) + shardColumn),
-        binds(
-          Self.json(Array(zip(seqs, items))) { seq, item in
-            OutboxColumn.all.map { ($0.name, $0 == .seq ? .int(seq) : item.value($0)) }
-              + shardValue
-          }))
-      // A replacement deletes the waiting push it replaces: the same activity, token and
-      // second, made before it (in an earlier commit or earlier in this one).
-      let replacements = zip(seqs, pushes).filter {
-        if case .replace = $0.1 { true } else { false }
-      }
-      if !replacements.isEmpty {
-        try run(
-          c,
-          """
-          DELETE FROM countdown_outbox o
-           USING json_to_recordset($1::json) AS r(activity text, token text, timestamp bigint, seq bigint)
-           WHERE o.destination = 'apns' AND o.activity = r.activity AND o.token = r.token
-             AND o.timestamp = r.timestamp AND o.seq < r.seq
-          """,
-          binds(
-            Self.json(replacements) { seq, op in
-              [
-                ("activity", .text(op.item.activity)), ("token", .text(op.item.token)),
-                ("timestamp", .int(op.item.timestamp)), ("seq", .int(seq)),
-              ]
-            }))
-      }
-      if !pushes.isEmpty {
-        // The budget each push spent, the last per activity and token.
-        var spent: [PushBudget.Key: PushItem] = [:]
-        for op in pushes {
-          spent[PushBudget.Key(activity: op.item.activity, token: op.item.token)] = op.item
-        }
-        try run(
-          c,
-          Self.upsert(
-            "countdown_budget", Self.named(BudgetColumn.all) + shardColumn,
-            key: "activity, token"),
-          binds(
-            Self.json(Array(spent.values)) { p in
-              BudgetColumn.all.map { ($0.name, $0.value(p)) } + shardValue
-            }))
-      }
-      return (Array(seqs.prefix(pushes.count)), Array(seqs.dropFirst(pushes.count)))
+    // The whole commit is one call of countdown_commit (``commitFunction``): one statement,
+    // one round trip, its own transaction; each table's rows one JSON array, parsed once.
+    var b = PostgresBindings()
+    b.append(shard.map { Int64($0.index) })
+    b.append(shard?.epoch)
+    b.append(forget)
+    b.append(removed)
+    b.append(gone)
+    b.append(
+      Self.json(rows) { a in ActivityColumn.all.map { ($0.name, $0.value(a)) } + shardValue })
+    b.append(
+      Self.json(groups.last.map { [$0.engine] } ?? []) { e in
+        shardValue + EngineColumn.all.map { ($0.name, $0.value(e)) }
+      })
+    // Outbox rows in order, each with its index: the function gives them the sequence's next
+    // numbers in that order.
+    let items = pushes.map { OutboxValues($0.item) } + webhooks.map(OutboxValues.init)
+    b.append(
+      Self.json(Array(items.enumerated())) { i, item in
+        OutboxColumn.all.filter { $0 != .seq }.map { ($0.name, item.value($0)) } + shardValue
+          + [("i", .int(Int64(i)))]
+      })
+    // A replacement deletes the waiting push it replaces: the same activity, token and
+    // second, made before it (in an earlier commit or earlier in this one).
+    let replacements = pushes.enumerated().filter {
+      if case .replace = $0.element { true } else { false }
     }
+    b.append(
+      Self.json(replacements) { i, op in
+        [
+          ("activity", .text(op.item.activity)), ("token", .text(op.item.token)),
+          ("timestamp", .int(op.item.timestamp)), ("i", .int(Int64(i))),
+        ]
+      })
+    // The budget each push spent, the last per activity and token.
+    var spent: [PushBudget.Key: PushItem] = [:]
+    for op in pushes {
+      spent[PushBudget.Key(activity: op.item.activity, token: op.item.token)] = op.item
+    }
+    b.append(
+      Self.json(Array(spent.values)) { p in
+        BudgetColumn.all.map { ($0.name, $0.value(p)) } + shardValue
+      })
+    let seqs = try statement("write to") { c -> [Int64] in
+      try run(
+        c,
+        "SELECT \(Self.commitFunctionName)($1, $2, $3::bigint[], $4::text[], $5::text[], $6::json, $7::json, $8::json, $9::json, $10::json)",
+        b
+      ).first?.decode([Int64].self) ?? []
+    }
+    guard seqs.count == items.count else {
+      throw StoreError(
+        "\(location.place) gave \(seqs.count) outbox numbers for \(items.count) rows; was countdown_commit changed by hand?"
+      )
+    }
+    return (Array(seqs.prefix(pushes.count)), Array(seqs.dropFirst(pushes.count)))
   }
 
   package func close() {
@@ -525,30 +502,86 @@ package final class PostgresStore: DurableStore {
     return b
   }
 
-  /// `INSERT INTO table (columns) SELECT … FROM json_to_recordset($1)`: every row of a
+  /// `INSERT INTO table (columns) SELECT … FROM json_to_recordset(source)`: every row of a
   /// JSON array, each column typed as declared (bytes come as hex). The record's columns are
-  /// quoted, so that the JSON's members keep the columns' own names.
-  static func insert(_ table: String, _ columns: [(name: String, kind: StoredKind)]) -> String {
+  /// quoted, so that the JSON's members keep the columns' own names. `computed` gives
+  /// columns whose value is an expression (over the record `r`) rather than a member, and
+  /// `extra` members the record reads beside the columns.
+  static func insert(
+    _ table: String, _ columns: [(name: String, kind: StoredKind)], from source: String,
+    computed: [String: String] = [:], extra: [(name: String, kind: StoredKind)] = []
+  ) -> String {
     let list = columns.map(\.name).joined(separator: ", ")
     let select = columns.map {
-      $0.kind == .bytes ? "decode(r.\"\($0.name)\", 'hex')" : "r.\"\($0.name)\""
+      computed[$0.name]
+        ?? ($0.kind == .bytes ? "decode(r.\"\($0.name)\", 'hex')" : "r.\"\($0.name)\"")
     }.joined(separator: ", ")
-    let record = columns.map {
+    let record = (columns.filter { computed[$0.name] == nil } + extra).map {
       "\"\($0.name)\" \($0.kind == .bytes ? "text" : $0.kind.postgresType)"
     }
     .joined(separator: ", ")
     return
-      "INSERT INTO \(table) (\(list)) SELECT \(select) FROM json_to_recordset($1::json) AS r(\(record))"
+      "INSERT INTO \(table) (\(list)) SELECT \(select) FROM json_to_recordset(\(source)) AS r(\(record))"
   }
 
-  /// ``insert(_:_:)`` that replaces the row with the same `key`.
-  static func upsert(_ table: String, _ columns: [(name: String, kind: StoredKind)], key: String)
-    -> String
-  {
+  /// ``insert(_:_:from:computed:extra:)`` that replaces the row with the same `key`.
+  static func upsert(
+    _ table: String, _ columns: [(name: String, kind: StoredKind)], key: String,
+    from source: String
+  ) -> String {
     let keys = Set(key.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
     let set = columns.filter { !keys.contains($0.name) }.map { "\($0.name) = EXCLUDED.\($0.name)" }
       .joined(separator: ", ")
-    return "\(insert(table, columns)) ON CONFLICT (\(key)) DO UPDATE SET \(set)"
+    return "\(insert(table, columns, from: source)) ON CONFLICT (\(key)) DO UPDATE SET \(set)"
+  }
+
+  /// The name of the function a commit calls; a new body gets a new name, so that nodes of
+  /// two versions sharing a database each call their own.
+  static let commitFunctionName = "countdown_commit_v1"
+
+  /// The function one commit is (``write(_:pushes:webhooks:forget:)``), made or replaced at
+  /// each open: from a JSON document of the commit's parts, in one transaction (the
+  /// statement's), each step seeing the ones before: the fence, the deletions (answered
+  /// outbox rows, the removed activities' budget, the removed activities), the rows, the
+  /// engine, the outbox rows numbered from the sequence in order, the pushes they replace, the
+  /// budget. The outbox numbers back, in order.
+  static var commitFunction: String {
+    let shard: [(name: String, kind: StoredKind)] = [("shard", .int)]
+    let outbox = named(OutboxColumn.all) + shard
+    return """
+      CREATE OR REPLACE FUNCTION \(commitFunctionName)(
+        fence_shard bigint, fence_epoch bigint, forget bigint[], removed text[], gone text[],
+        activity_rows json, engine_rows json, outbox_rows json, replacements json,
+        budget_rows json) RETURNS bigint[] LANGUAGE plpgsql AS $f$
+      DECLARE
+        seqs bigint[];
+      BEGIN
+        IF fence_shard IS NOT NULL THEN
+          PERFORM 1 FROM countdown_leases WHERE shard = fence_shard AND epoch = fence_epoch
+            FOR SHARE;
+          IF NOT FOUND THEN
+            RAISE EXCEPTION 'shard % is no longer this node''s: another node holds it with an epoch after %; nothing was written',
+              fence_shard, fence_epoch;
+          END IF;
+        END IF;
+        DELETE FROM countdown_outbox WHERE seq = ANY(forget);
+        DELETE FROM countdown_budget WHERE activity = ANY(removed);
+        DELETE FROM countdown_activity WHERE id = ANY(gone);
+        \(upsert("countdown_activity", named(ActivityColumn.all) + shard, key: "id", from: "activity_rows"));
+        \(upsert("countdown_engine", shard + named(EngineColumn.all), key: "shard", from: "engine_rows"));
+        SELECT coalesce(array_agg(n ORDER BY n), '{}') INTO seqs
+          FROM (SELECT nextval('countdown_outbox_seq') AS n
+                  FROM generate_series(1, json_array_length(outbox_rows))) AS s;
+        \(insert("countdown_outbox", outbox, from: "outbox_rows", computed: ["seq": "seqs[r.i + 1]"], extra: [("i", .int)]));
+        DELETE FROM countdown_outbox o
+          USING json_to_recordset(replacements) AS r(activity text, token text, timestamp bigint, i int)
+          WHERE o.destination = 'apns' AND o.activity = r.activity AND o.token = r.token
+            AND o.timestamp = r.timestamp AND o.seq < seqs[r.i + 1];
+        \(upsert("countdown_budget", named(BudgetColumn.all) + shard, key: "activity, token", from: "budget_rows"));
+        RETURN seqs;
+      END
+      $f$
+      """
   }
 
   /// A JSON array of one object per item, its members named as the columns, written

@@ -127,6 +127,7 @@ struct PostgresStoreTests {
         written = recorder.events.count
         groups.append(StoreChanges(engine: engine, ids: ids))
         guard flush else { return }
+        rows += groups.reduce(0) { $0 + $1.engine.activities.count + $1.removed.count }
         try pg.write(groups)
         try file.write(groups)
         groups.removeAll()
@@ -143,9 +144,10 @@ struct PostgresStoreTests {
       var fileInOrder = fromFile
       fileInOrder.activities.sort { $0.order < $1.order }
       #expect(sameStoredState(fromPostgres, fileInOrder), "seed \(seed) round \(round)")
-      rows += fromPostgres.activities.count
     }
-    #expect(rows > 20, "\(rows) rows compared")
+    // The state at the end of a round may be small (most activities dismissed): what the
+    // rounds wrote on the way there is not.
+    #expect(rows > 100, "\(rows) rows written")
   }
 
   @Test("Every field survives PostgreSQL: paused, stale, expired, ended, milestones, Live Activity")
