@@ -14,15 +14,16 @@ import PostgresNIO
 ///
 /// One connection, driven from the thread that calls (the store writer's): each call sends
 /// its statements on the connection's event loop and waits for the answers, which is allowed
-/// off an event loop. A wake's transaction is `BEGIN`, a statement per table with every row
-/// of the wake as one JSON array (`json_to_recordset`, so that nulls and the column list
-/// come from the column declarations), and `COMMIT`.
+/// off an event loop. A group commit is one statement, a call of ``commitFunction`` with each
+/// table's rows as one JSON array (`json_to_recordset`, so that nulls and the column list
+/// come from the column declarations).
 ///
-/// One server per database until the cluster's leases come: the connection holds a
-/// session-level advisory lock, which PostgreSQL lets go when the connection ends (the
-/// process stopped or died). A lost connection fails the call that found it (a
-/// ``StoreError``, as a disk error does for the file); the next call connects again, taking
-/// the lock again, before it writes.
+/// A single server's store (shard 0) holds a session-level advisory lock: one server per
+/// database, let go by PostgreSQL when the connection ends (the process stopped or died). A
+/// shard's store (``Shard``, a cluster node's) holds no lock: every write is fenced by the
+/// shard's lease epoch instead. A lost connection fails the call that found it (a
+/// ``StoreError``, as a disk error does for the file); the next call connects again (taking
+/// the lock again) before it writes.
 package final class PostgresStore: DurableStore {
   /// Where the database is: parsed from `postgres://user:password@host:port/database`.
   package struct Location: Sendable, Equatable {
