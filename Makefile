@@ -145,12 +145,15 @@ TSAN_SUPP := suppressions=$(CURDIR)/.ci/tsan.supp
 # ThreadSanitizer over the real-loop tests, the service's socket tests and its HTTP tests that
 # run in this process, a stream joining mid-flow among them, and the web-safety tests served in
 # this process (limits, timeouts, the guard) (own scratch path, so the debug build stays).
-tsan: deps
+tsan: deps pgdeps
 	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests|ServiceManagerTests'
 	# The durable state: the state file in process, and servers run as children (built with
 	# ThreadSanitizer too), which stop at their first race. Not the disk-failure test: under
 	# its file-size limit the sanitizer's runtime cannot start (SIGBUS).
 	TSAN_OPTIONS=$(TSAN_SUPP):halt_on_error=1:exitcode=66 $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'StateFileTests|DurabilityTests/(restartCases|badStates|crashRounds)'
+	# The PostgreSQL store and the shard leases (two and three nodes in one process, each on an
+	# event loop of its own) against a scratch PostgreSQL.
+	TSAN_OPTIONS=$(TSAN_SUPP):halt_on_error=1:exitcode=66 Tests/postgres/with-postgres.sh $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --no-parallel --filter 'LeaseDriverOnPostgresTests|PostgresStoreTests'
 
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
