@@ -151,7 +151,7 @@ tsan: deps pgdeps
 	# ThreadSanitizer too), which stop at their first race. Not the disk-failure test: under
 	# its file-size limit the sanitizer's runtime cannot start (SIGBUS).
 	TSAN_OPTIONS=$(TSAN_SUPP):halt_on_error=1:exitcode=66 $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'StateFileTests|DurabilityTests/(restartCases|badStates|crashRounds)'
-	# The PostgreSQL store and the shard leases (two and three nodes in one process, each on an
+	# The PostgreSQL store and the shard leases (two nodes in one process, each on an
 	# event loop of its own) against a scratch PostgreSQL.
 	TSAN_OPTIONS=$(TSAN_SUPP):halt_on_error=1:exitcode=66 Tests/postgres/with-postgres.sh $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --no-parallel --filter 'LeaseDriverOnPostgresTests|PostgresStoreTests'
 

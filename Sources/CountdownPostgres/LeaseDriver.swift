@@ -16,7 +16,7 @@ import PostgresNIO
 /// (`NIODeadline`); PostgreSQL's own clock (`clock_timestamp()`) dates the leases.
 ///
 /// Not yet wired into `countdown serve` (issue 35's next step: one engine per node holding
-/// the shards it serves); `make postgres` runs it against a real PostgreSQL with two and three
+/// the shards it serves); `make postgres` runs it against a real PostgreSQL with two
 /// nodes.
 package final class LeaseDriver: @unchecked Sendable {
   // @unchecked Sendable: every `var` is touched on `eventLoop` only.
