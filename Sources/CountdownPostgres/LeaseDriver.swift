@@ -335,14 +335,17 @@ package final class LeaseDriver: @unchecked Sendable {
 
   // MARK: - Outside
 
-  /// The shards served now, with their epochs.
-  package var served: [(shard: Int, epoch: Int64)] {
-    (try? eventLoop.submit { [self] in leases.served }.wait()) ?? []
-  }
+  /// The shards served now, with their epochs (from any thread, `onChange` included).
+  package var served: [(shard: Int, epoch: Int64)] { onLoop { $0.leases.served } ?? [] }
 
-  /// What the driver has done so far.
-  package var counters: Counts {
-    (try? eventLoop.submit { [self] in counts }.wait()) ?? Counts()
+  /// What the driver has done so far (from any thread).
+  package var counters: Counts { onLoop { $0.counts } ?? Counts() }
+
+  /// `body` run on the driver's loop: at once when called there (from `onChange`), else
+  /// waited for; nil once the loop is gone.
+  private func onLoop<T: Sendable>(_ body: @escaping @Sendable (LeaseDriver) -> T) -> T? {
+    if eventLoop.inEventLoop { return body(self) }
+    return try? eventLoop.submit { [self] in body(self) }.wait()
   }
 
   /// Leaves the cluster: stops serving every shard (each `onChange`), gives the leases up and

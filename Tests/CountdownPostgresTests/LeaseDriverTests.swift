@@ -253,6 +253,27 @@ struct LeaseDriverOnPostgresTests {
     #expect(record.overlaps() == [])
   }
 
+  @Test("The node's own callback may ask the driver what it serves (on the driver's thread)")
+  func askedFromTheCallback() throws {
+    final class Asked: @unchecked Sendable {
+      let lock = NSLock()
+      var driver: LeaseDriver?
+      var answers: [Int] = []
+    }
+    let asked = Asked()
+    let location = try PostgresTestServer.freshDatabase()
+    let c = try LeaseDriver(node: "c", shardCount: 2, timing: Self.timing, location: location) {
+      change in
+      guard case .stop = change, let d = asked.lock.withLock({ asked.driver }) else { return }
+      let n = d.served.count + d.counters.acquired
+      asked.lock.withLock { asked.answers.append(n) }
+    }
+    asked.lock.withLock { asked.driver = c }
+    #expect(Self.eventually(3) { c.served.count == 2 })
+    c.leave()
+    #expect(asked.lock.withLock { asked.answers } == [4, 4])
+  }
+
   @Test(
     "A shard's store writes only with its lease's epoch: the old owner's write after a takeover is refused and changes nothing, the new owner loads what was committed"
   )
