@@ -77,7 +77,7 @@ let package = Package(
     .target(
       name: "CountdownPostgres",
       dependencies: [
-        "Countdown", "CountdownPush", "CountdownStore", "CountdownCluster",
+        "Countdown", "CountdownPush", "CountdownStore", "CountdownCluster", "CountdownNIO",
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
@@ -85,6 +85,8 @@ let package = Package(
         .product(name: "Logging", package: "swift-log"),
       ]),
     .target(name: "CountdownClient", dependencies: ["Countdown"]),
+    // What the SwiftNIO-based targets share: the one timer armed for what is due next.
+    .target(name: "CountdownNIO", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
     // Live Activity pushes' decisions (docs/pushes.md), pure and clock-free: the budget per
     // activity and token, what APNs's answers mean, the retry schedule.
     .target(name: "CountdownPush", dependencies: ["Countdown"]),
@@ -109,7 +111,7 @@ let package = Package(
       name: "CountdownServer",
       dependencies: [
         "Countdown", "CountdownLoop", "CountdownProtocol", "CountdownStore", "CountdownClient",
-        "CountdownPush", "CountdownAPNs", "CountdownPostgres",
+        "CountdownPush", "CountdownAPNs", "CountdownPostgres", "CountdownNIO",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -182,7 +184,8 @@ let package = Package(
     .testTarget(
       name: "CountdownServerTests",
       dependencies: [
-        "CountdownServer", "CountdownStore", "Countdown", "CountdownCLI", "CountdownClient",
+        "CountdownServer", "CountdownNIO", "CountdownStore", "Countdown", "CountdownCLI",
+        "CountdownClient",
         "CountdownTestSupport", "CountdownPostgres", .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "NIOCore", package: "swift-nio"),

@@ -1,4 +1,5 @@
 import CountdownCluster
+import CountdownNIO
 import CountdownStore
 import Logging
 import NIOCore
@@ -55,8 +56,7 @@ package final class LeaseDriver: @unchecked Sendable {
   private var waitingSince: [Int: Int64] = [:]
   private var nextQuery = 0
   private var observing: RepeatedTask?
-  private var deadline: Scheduled<Void>?
-  private var deadlineAt: Int64?
+  private let deadline: DeadlineTimer
   private var stopped = false
   private var counts = Counts()
 
@@ -81,6 +81,7 @@ package final class LeaseDriver: @unchecked Sendable {
     leases = ShardLeases(node: node, shardCount: shardCount, timing: timing)
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     eventLoop = group.next()
+    deadline = DeadlineTimer(on: eventLoop)
     var logger = Logger(label: "countdown.leases")
     logger.logLevel = .critical
     self.logger = logger
@@ -248,18 +249,7 @@ package final class LeaseDriver: @unchecked Sendable {
   }
 
   private func schedule() {
-    guard !stopped, let due = leases.nextDeadline else {
-      deadline?.cancel()
-      deadline = nil
-      deadlineAt = nil
-      return
-    }
-    if let deadlineAt, deadlineAt <= due, deadline != nil { return }
-    deadline?.cancel()
-    deadlineAt = due
-    deadline = eventLoop.scheduleTask(in: .milliseconds(max(0, due - Self.now()))) { [self] in
-      deadline = nil
-      deadlineAt = nil
+    deadline.arm(at: stopped ? nil : leases.nextDeadline, now: Self.now()) { [self] in
       carryOut(leases.tick(now: Self.now()))
     }
   }
@@ -355,7 +345,7 @@ package final class LeaseDriver: @unchecked Sendable {
       let served = leases.served
       stopped = true
       observing?.cancel()
-      deadline?.cancel()
+      deadline.cancel()
       for s in served { onChange(.stop(shard: s.shard, reason: .handingOver)) }
       guard let c = connection, !c.isClosed else { return eventLoop.makeSucceededVoidFuture() }
       var b = PostgresBindings()
@@ -378,7 +368,7 @@ package final class LeaseDriver: @unchecked Sendable {
     _ = try? eventLoop.submit { [self] in
       stopped = true
       observing?.cancel()
-      deadline?.cancel()
+      deadline.cancel()
     }.wait()
     close()
   }

@@ -249,7 +249,8 @@ package final class PostgresStore: DurableStore {
     return d
   }
 
-  /// The columns' names and kinds, for ``insert(_:_:)`` and ``upsert(_:_:key:)``.
+  /// The columns' names and kinds, for ``insert(_:_:from:computed:extra:)`` and
+  /// ``upsert(_:_:key:from:)``.
   static func named<Column: StoredColumn>(_ columns: [Column]) -> [(name: String, kind: StoredKind)]
   {
     columns.map { ($0.name, $0.kind) }
@@ -428,7 +429,7 @@ package final class PostgresStore: DurableStore {
     }
     let rows = last.values.compactMap { $0 }
     let gone = last.filter { $0.value == nil }.map(\.key)
-    let shardValue: [(String, StoredValue)] = [("shard", .int(shardIndex))]
+    let shardMember = RowsJSON.member("shard", .int(shardIndex))
     // The whole commit is one call of countdown_commit (``commitFunction``): one statement,
     // one round trip, its own transaction; each table's rows one JSON array, parsed once.
     var b = PostgresBindings()
@@ -438,18 +439,20 @@ package final class PostgresStore: DurableStore {
     b.append(removed)
     b.append(gone)
     b.append(
-      Self.json(rows) { a in ActivityColumn.all.map { ($0.name, $0.value(a)) } + shardValue })
+      RowsJSON.array(rows, constant: shardMember) { a, row in
+        for c in ActivityColumn.all { row.member(c.name, c.value(a)) }
+      })
     b.append(
-      Self.json(groups.last.map { [$0.engine] } ?? []) { e in
-        shardValue + EngineColumn.all.map { ($0.name, $0.value(e)) }
+      RowsJSON.array(groups.last.map { [$0.engine] } ?? [], constant: shardMember) { e, row in
+        for c in EngineColumn.all { row.member(c.name, c.value(e)) }
       })
     // Outbox rows in order, each with its index: the function gives them the sequence's next
     // numbers in that order.
     let items = pushes.map { OutboxValues($0.item) } + webhooks.map(OutboxValues.init)
     b.append(
-      Self.json(Array(items.enumerated())) { i, item in
-        OutboxColumn.all.filter { $0 != .seq }.map { ($0.name, item.value($0)) } + shardValue
-          + [("i", .int(Int64(i)))]
+      RowsJSON.array(Array(items.enumerated()), constant: shardMember) { e, row in
+        for c in Self.outboxWritten { row.member(c.name, e.element.value(c)) }
+        row.member("i", .int(Int64(e.offset)))
       })
     // A replacement deletes the waiting push it replaces: the same activity, token and
     // second, made before it (in an earlier commit or earlier in this one).
@@ -457,11 +460,11 @@ package final class PostgresStore: DurableStore {
       if case .replace = $0.element { true } else { false }
     }
     b.append(
-      Self.json(replacements) { i, op in
-        [
-          ("activity", .text(op.item.activity)), ("token", .text(op.item.token)),
-          ("timestamp", .int(op.item.timestamp)), ("i", .int(Int64(i))),
-        ]
+      RowsJSON.array(replacements) { e, row in
+        row.member("activity", .text(e.element.item.activity))
+        row.member("token", .text(e.element.item.token))
+        row.member("timestamp", .int(e.element.item.timestamp))
+        row.member("i", .int(Int64(e.offset)))
       })
     // The budget each push spent, the last per activity and token.
     var spent: [PushBudget.Key: PushItem] = [:]
@@ -469,8 +472,8 @@ package final class PostgresStore: DurableStore {
       spent[PushBudget.Key(activity: op.item.activity, token: op.item.token)] = op.item
     }
     b.append(
-      Self.json(Array(spent.values)) { p in
-        BudgetColumn.all.map { ($0.name, $0.value(p)) } + shardValue
+      RowsJSON.array(Array(spent.values), constant: shardMember) { p, row in
+        for c in BudgetColumn.all { row.member(c.name, c.value(p)) }
       })
     let seqs = try statement("write to") { c -> [Int64] in
       try run(
@@ -585,34 +588,8 @@ package final class PostgresStore: DurableStore {
       """
   }
 
-  /// A JSON array of one object per item, its members named as the columns, written
-  /// straight into bytes.
-  static func json<Item>(_ items: [Item], _ columns: (Item) -> [(String, StoredValue)]) -> String {
-    var out = JSONWriter()
-    out.bytes.reserveCapacity(items.count * 320)
-    out.raw("[")
-    for (k, item) in items.enumerated() {
-      if k > 0 { out.raw(",") }
-      out.raw("{")
-      for (j, (name, v)) in columns(item).enumerated() {
-        if j > 0 { out.raw(",") }
-        out.write(string: name)
-        out.raw(":")
-        switch v {
-        case .null: out.raw("null")
-        case .int(let n): out.write(int: n)
-        case .text(let t): out.write(string: t)
-        case .bytes(let b):
-          out.raw("\"")
-          appendHex(b, to: &out.bytes)
-          out.raw("\"")
-        }
-      }
-      out.raw("}")
-    }
-    out.raw("]")
-    return out.string
-  }
+  /// The outbox's columns a commit writes: all but `seq`, which the function numbers.
+  static let outboxWritten = OutboxColumn.all.filter { $0 != .seq }
 
   static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
     let digits: StaticString = "0123456789abcdef"
@@ -622,6 +599,59 @@ package final class PostgresStore: DurableStore {
         out.append(d[Int(b >> 4)])
         out.append(d[Int(b & 15)])
       }
+    }
+  }
+}
+
+/// A commit's rows of one table as a JSON array of objects, members named as the columns,
+/// written straight into bytes (bytes as hex, which the commit function decodes).
+struct RowsJSON {
+  private var out = JSONWriter()
+  private var first = true
+
+  /// One member, `"name":value`, as bytes: a member every row of an array has.
+  static func member(_ name: String, _ value: StoredValue) -> [UInt8] {
+    var r = RowsJSON()
+    r.member(name, value)
+    return r.out.bytes
+  }
+
+  /// The array of `items`, each object's members written by `write`, then `constant`'s.
+  static func array<Item>(
+    _ items: [Item], constant: [UInt8] = [], _ write: (Item, inout RowsJSON) -> Void
+  ) -> String {
+    var r = RowsJSON()
+    r.out.bytes.reserveCapacity(items.count * 320)
+    r.out.raw("[")
+    for (k, item) in items.enumerated() {
+      if k > 0 { r.out.raw(",") }
+      r.out.raw("{")
+      r.first = true
+      write(item, &r)
+      if !constant.isEmpty {
+        if !r.first { r.out.raw(",") }
+        r.out.bytes.append(contentsOf: constant)
+      }
+      r.out.raw("}")
+    }
+    r.out.raw("]")
+    return r.out.string
+  }
+
+  /// Writes one member of the row being written.
+  mutating func member(_ name: String, _ value: StoredValue) {
+    if !first { out.raw(",") }
+    first = false
+    out.write(string: name)
+    out.raw(":")
+    switch value {
+    case .null: out.raw("null")
+    case .int(let n): out.write(int: n)
+    case .text(let t): out.write(string: t)
+    case .bytes(let b):
+      out.raw("\"")
+      PostgresStore.appendHex(b, to: &out.bytes)
+      out.raw("\"")
     }
   }
 }

@@ -1,6 +1,7 @@
 import Countdown
 import CountdownAPNs
 import CountdownLoop
+import CountdownNIO
 import CountdownPush
 import CountdownStore
 import Logging
@@ -23,8 +24,7 @@ final class PushDelivery: @unchecked Sendable {
   private let client: APNsClient
   private var queue = PushQueue()
   private var tokens: ProviderTokens
-  private var timer: Scheduled<Void>?
-  private var timerDue: Int64?
+  private let timer: DeadlineTimer
   private var stopped = false
   private var pumpScheduled = false
   /// Answered pushes, on their way to the writer.
@@ -70,6 +70,7 @@ final class PushDelivery: @unchecked Sendable {
   ) throws(ServerStartError) {
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     eventLoop = group.next()
+    timer = DeadlineTimer(on: eventLoop)
     do {
       client = try APNsClient(endpoint: endpoint, eventLoop: eventLoop)
     } catch {
@@ -114,20 +115,7 @@ final class PushDelivery: @unchecked Sendable {
     let now = SystemWallClock.now().milliseconds
     for entry in queue.take(now: now) { send(entry, now: now) }
     metrics.queue.record(queue.count)
-    guard let due = queue.nextDue else {
-      timer?.cancel()
-      timer = nil
-      timerDue = nil
-      return
-    }
-    if let timerDue, timerDue <= due, timer != nil { return }
-    timer?.cancel()
-    timerDue = due
-    timer = eventLoop.scheduleTask(in: .milliseconds(max(0, due - now))) { [self] in
-      timer = nil
-      timerDue = nil
-      pump()
-    }
+    timer.arm(at: queue.nextDue, now: now) { [self] in pump() }
   }
 
   private func send(_ entry: PushQueue.Entry, now: Int64) {
@@ -194,7 +182,7 @@ final class PushDelivery: @unchecked Sendable {
   func stop() {
     try? eventLoop.submit { [self] in
       stopped = true
-      timer?.cancel()
+      timer.cancel()
       client.close()
       answered.flush()
     }.wait()

@@ -1,6 +1,7 @@
 import Countdown
 import CountdownAPNs
 import CountdownLoop
+import CountdownNIO
 import CountdownPush
 import CountdownStore
 import Crypto
@@ -27,13 +28,13 @@ final class WebhookDelivery: @unchecked Sendable {
     let url: String
     let client: WebhookClient
     var queue = DeliveryQueue<WebhookItem>(maxInFlight: WebhookDelivery.connectionsPerURL)
-    var timer: Scheduled<Void>?
-    var timerDue: Int64?
+    let timer: DeadlineTimer
     var pumpScheduled = false
 
-    init(url: String, client: WebhookClient) {
+    init(url: String, client: WebhookClient, eventLoop: any EventLoop) {
       self.url = url
       self.client = client
+      timer = DeadlineTimer(on: eventLoop)
     }
   }
 
@@ -74,7 +75,8 @@ final class WebhookDelivery: @unchecked Sendable {
           url: url,
           client: try WebhookClient(
             url: url, eventLoop: eventLoop, maxConnections: Self.connectionsPerURL,
-            timeoutMilliseconds: options.requestTimeoutMilliseconds, tls: tls))
+            timeoutMilliseconds: options.requestTimeoutMilliseconds, tls: tls),
+          eventLoop: eventLoop)
       }
     } catch {
       try? group.syncShutdownGracefully()
@@ -149,20 +151,7 @@ final class WebhookDelivery: @unchecked Sendable {
     guard !stopped else { return }
     let now = SystemWallClock.now().milliseconds
     for entry in r.queue.take(now: now) { send(entry, to: r, now: now) }
-    guard let due = r.queue.nextDue else {
-      r.timer?.cancel()
-      r.timer = nil
-      r.timerDue = nil
-      return
-    }
-    if let timerDue = r.timerDue, timerDue <= due, r.timer != nil { return }
-    r.timer?.cancel()
-    r.timerDue = due
-    r.timer = eventLoop.scheduleTask(in: .milliseconds(max(0, due - now))) { [self] in
-      r.timer = nil
-      r.timerDue = nil
-      pump(r)
-    }
+    r.timer.arm(at: r.queue.nextDue, now: now) { [self] in pump(r) }
   }
 
   private func send(_ entry: DeliveryQueue<WebhookItem>.Entry, to r: Receiver, now: Int64) {
@@ -217,7 +206,7 @@ final class WebhookDelivery: @unchecked Sendable {
     try? eventLoop.submit { [self] in
       stopped = true
       for r in receivers.values {
-        r.timer?.cancel()
+        r.timer.cancel()
         r.client.close()
       }
       answered.flush()

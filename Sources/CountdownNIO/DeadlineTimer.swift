@@ -1,0 +1,43 @@
+import NIOCore
+
+/// One NIO timer armed for the earliest instant something is due: a queue's next delivery, the
+/// next lease deadline. Arming it for an instant no earlier than the one it is armed for keeps
+/// it; an earlier one re-arms it; `nil` cancels it. Confined to its event loop (every method
+/// is called there, and the timer fires there).
+package final class DeadlineTimer: @unchecked Sendable {
+  // @unchecked Sendable: `task` and `due` are touched on `eventLoop` only.
+  private let eventLoop: any EventLoop
+  private var task: Scheduled<Void>?
+  private var due: Int64?
+
+  /// A timer on `eventLoop`, not armed.
+  package init(on eventLoop: any EventLoop) {
+    self.eventLoop = eventLoop
+  }
+
+  /// The instant the timer is armed for, if it is.
+  package var armedFor: Int64? { task == nil ? nil : due }
+
+  /// Runs `fire` on the event loop at `due` (milliseconds on the clock `now` was read from),
+  /// unless the timer is already armed for that instant or an earlier one; `nil` cancels it.
+  package func arm(at due: Int64?, now: Int64, _ fire: @escaping @Sendable () -> Void) {
+    eventLoop.assertInEventLoop()
+    guard let due else { return cancel() }
+    if let armed = armedFor, armed <= due { return }
+    task?.cancel()
+    self.due = due
+    task = eventLoop.scheduleTask(in: .milliseconds(max(0, due - now))) { [self] in
+      task = nil
+      self.due = nil
+      fire()
+    }
+  }
+
+  /// Cancels the timer if it is armed.
+  package func cancel() {
+    eventLoop.assertInEventLoop()
+    task?.cancel()
+    task = nil
+    due = nil
+  }
+}
