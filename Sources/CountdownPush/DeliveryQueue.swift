@@ -17,6 +17,11 @@ public protocol OutboxItem: Sendable, Equatable {
 /// the order they were made, retries included); lanes go side by side up to ``maxInFlight``
 /// requests. A pure state machine on instants in milliseconds: the sender asks it what to
 /// send at each wake-up and tells it each answer; nothing here reads a clock or does I/O.
+///
+/// Its methods are `@inlinable`: the sender (another module) runs them specialized for its
+/// item type, not through the generic witness tables (a profile of the push sender had a
+/// quarter of its thread in this queue's generic copies and metadata lookups). A lane is
+/// changed in place in its dictionary, so that its entries are never copied.
 public struct DeliveryQueue<Item: OutboxItem>: Sendable {
   /// An item the outbox holds, by its sequence number there.
   public struct Entry: Sendable, Equatable {
@@ -27,7 +32,7 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
     /// Not before this instant: the budget's, or a retry's.
     public var due: Int64
 
-    init(seq: Int64, item: Item) {
+    @inlinable init(seq: Int64, item: Item) {
       self.seq = seq
       self.item = item
       self.due = item.notBefore
@@ -43,31 +48,87 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
     public var removedToken: Item.Lane?
     /// Make a new provider token before the next request.
     public var renewProviderToken = false
+
+    @inlinable init() {}
   }
 
-  private struct Lane {
-    var entries: [Entry] = []
-    var head = 0
-    var inFlight = false
-    var first: Entry? { head < entries.count ? entries[head] : nil }
-    var isEmpty: Bool { head >= entries.count }
-    var count: Int { entries.count - head }
-    mutating func popFirst() {
+  /// One lane's entries in order, the first of them perhaps in flight.
+  @usableFromInline struct Lane: Sendable {
+    @usableFromInline var entries: [Entry] = []
+    @usableFromInline var head = 0
+    @usableFromInline var inFlight = false
+    @inlinable init() {}
+    @inlinable var first: Entry? { head < entries.count ? entries[head] : nil }
+    @inlinable var isEmpty: Bool { head >= entries.count }
+    @inlinable var count: Int { entries.count - head }
+
+    /// Appends `entry`; whether the lane was idle (nothing held, nothing in flight).
+    @inlinable mutating func append(_ entry: Entry) -> Bool {
+      let wasIdle = isEmpty && !inFlight
+      entries.append(entry)
+      return wasIdle
+    }
+
+    @inlinable mutating func popFirst() {
       head += 1
       if head > 32, head * 2 > entries.count {
         entries.removeFirst(head)
         head = 0
       }
     }
+
+    /// The first entry, now in flight, if it is due at `now` and none is; else when it is
+    /// due, if later.
+    @inlinable mutating func start(now: Int64) -> (sent: Entry?, later: Int64?) {
+      guard !inFlight, let first else { return (nil, nil) }
+      guard first.due <= now else { return (nil, first.due) }
+      inFlight = true
+      return (first, nil)
+    }
+
+    /// The answer to the entry `seq` in flight: what to forget and whether to renew the
+    /// provider token; nil if `seq` is not the one in flight. A token gone empties the lane.
+    @inlinable mutating func answer(
+      _ seq: Int64, _ outcome: DeliveryOutcome, now: Int64, random: Double,
+      schedule: RetrySchedule
+    ) -> Consequence? {
+      guard inFlight, var first, first.seq == seq else { return nil }
+      inFlight = false
+      var result = Consequence()
+      switch outcome {
+      case .delivered, .drop:
+        result.forget.append(first.seq)
+        popFirst()
+      case .removeToken:
+        result.forget = entries[head...].map(\.seq)
+        entries = []
+        head = 0
+      case .renewProviderToken:
+        result.renewProviderToken = true
+        first.attempts += 1
+        // Once at once with a new token; a gateway that keeps refusing it waits like a retry.
+        first.due =
+          first.attempts <= 1
+          ? now : now + schedule.delay(afterAttempts: first.attempts - 1, random: random)
+        entries[head] = first
+      case .retry:
+        first.attempts += 1
+        first.due = now + schedule.delay(afterAttempts: first.attempts, random: random)
+        entries[head] = first
+      }
+      return result
+    }
   }
 
-  private var lanes: [Item.Lane: Lane] = [:]
+  @usableFromInline var lanes: [Item.Lane: Lane] = [:]
   /// Lanes by the instant their first push is due (some stale: checked when popped).
-  private var timers = MinHeap<Item.Lane>()
+  @usableFromInline var timers = DueHeap<Item.Lane>()
+  @usableFromInline var _inFlight = 0
+  @usableFromInline var _count = 0
   /// Requests sent and not answered.
-  public private(set) var inFlight = 0
+  @inlinable public var inFlight: Int { _inFlight }
   /// Pushes held, in flight included.
-  public private(set) var count = 0
+  @inlinable public var count: Int { _count }
   /// Requests at once, across lanes.
   public var maxInFlight: Int
   public var schedule = RetrySchedule()
@@ -77,31 +138,26 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
   }
 
   /// An item written to the outbox as `seq` (in outbox order).
-  public mutating func add(seq: Int64, _ item: Item) {
+  @inlinable public mutating func add(seq: Int64, _ item: Item) {
     let key = item.lane
-    var lane = lanes[key] ?? Lane()
-    let wasIdle = lane.isEmpty && !lane.inFlight
-    lane.entries.append(Entry(seq: seq, item: item))
-    lanes[key] = lane
-    count += 1
+    let wasIdle = lanes[key, default: Lane()].append(Entry(seq: seq, item: item))
+    _count += 1
     if wasIdle { timers.push(due: item.notBefore, key: key) }
   }
 
   /// The pushes to send at `now`: the first of each lane that is due and has none in flight,
   /// up to ``maxInFlight`` in flight. Each is in flight until ``answered(_:_:now:random:)``.
-  public mutating func take(now: Int64) -> [Entry] {
+  @inlinable public mutating func take(now: Int64) -> [Entry] {
     var out: [Entry] = []
-    while inFlight < maxInFlight, let top = timers.top, top.due <= now {
+    while _inFlight < maxInFlight, let top = timers.top, top.due <= now {
       timers.pop()
-      guard var lane = lanes[top.key], !lane.inFlight, let first = lane.first else { continue }
-      if first.due > now {
-        timers.push(due: first.due, key: top.key)
-        continue
+      guard let i = lanes.index(forKey: top.key) else { continue }
+      let started = lanes.values[i].start(now: now)
+      if let later = started.later { timers.push(due: later, key: top.key) }
+      if let sent = started.sent {
+        _inFlight += 1
+        out.append(sent)
       }
-      lane.inFlight = true
-      lanes[top.key] = lane
-      inFlight += 1
-      out.append(first)
     }
     return out
   }
@@ -110,47 +166,24 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
   /// while ``maxInFlight`` requests are out: then nothing can be sent before an answer, and
   /// the sender takes again after each answer (a timer for an instant already passed would
   /// wake it over and over with nothing to send).
-  public var nextDue: Int64? { inFlight < maxInFlight ? timers.top?.due : nil }
+  @inlinable public var nextDue: Int64? { _inFlight < maxInFlight ? timers.top?.due : nil }
 
   /// The answer to the push `seq` of `key`, taken at `now`; `random` (0…1) spreads retries.
-  public mutating func answered(
+  @inlinable public mutating func answered(
     _ entry: Entry, _ outcome: DeliveryOutcome, now: Int64, random: Double
   ) -> Consequence {
     let key = entry.item.lane
-    var result = Consequence()
-    guard var lane = lanes[key], lane.inFlight, var first = lane.first, first.seq == entry.seq
-    else { return result }
-    lane.inFlight = false
-    inFlight -= 1
-    switch outcome {
-    case .delivered, .drop:
-      result.forget.append(first.seq)
-      lane.popFirst()
-      count -= 1
-    case .removeToken:
-      result.forget = lane.entries[lane.head...].map(\.seq)
-      result.removedToken = key
-      count -= lane.count
-      lanes[key] = nil
-      return result
-    case .renewProviderToken:
-      result.renewProviderToken = true
-      first.attempts += 1
-      // Once at once with a new token; a gateway that keeps refusing it waits like a retry.
-      first.due =
-        first.attempts <= 1
-        ? now : now + schedule.delay(afterAttempts: first.attempts - 1, random: random)
-      lane.entries[lane.head] = first
-    case .retry:
-      first.attempts += 1
-      first.due = now + schedule.delay(afterAttempts: first.attempts, random: random)
-      lane.entries[lane.head] = first
-    }
-    if let next = lane.first {
-      lanes[key] = lane
-      timers.push(due: next.due, key: key)
+    guard let i = lanes.index(forKey: key),
+      var result = lanes.values[i].answer(
+        entry.seq, outcome, now: now, random: random, schedule: schedule)
+    else { return Consequence() }
+    _inFlight -= 1
+    _count -= result.forget.count
+    if outcome == .removeToken { result.removedToken = key }
+    if let next = lanes.values[i].first?.due {
+      timers.push(due: next, key: key)
     } else {
-      lanes[key] = nil
+      lanes.remove(at: i)
     }
     return result
   }
@@ -166,38 +199,51 @@ extension DeliveryQueue where Item == PushItem {
   /// A push that takes the place of the waiting one of its lane with the same timestamp (the
   /// latest state of that second). Returns the sequence number it replaced (to forget), or
   /// nil when that one is already on its way or gone: then it is added after it.
-  public mutating func replace(seq: Int64, _ item: PushItem) -> Int64? {
-    let key = item.lane
-    if var lane = lanes[key] {
-      let start = lane.head + (lane.inFlight ? 1 : 0)
-      if start < lane.entries.count,
-        let i = lane.entries[start...].lastIndex(where: { $0.item.timestamp == item.timestamp })
-      {
-        let old = lane.entries[i].seq
-        var entry = Entry(seq: seq, item: item)
-        entry.due = max(lane.entries[i].due, item.notBefore)
-        entry.attempts = lane.entries[i].attempts
-        lane.entries[i] = entry
-        lanes[key] = lane
-        return old
-      }
+  @inlinable public mutating func replace(seq: Int64, _ item: PushItem) -> Int64? {
+    if let i = lanes.index(forKey: item.lane),
+      let old = lanes.values[i].replace(seq: seq, item)
+    {
+      return old
     }
     add(seq: seq, item)
     return nil
   }
 }
 
-/// A binary min-heap of lanes by due instant.
-private struct MinHeap<Key: Hashable & Sendable>: Sendable {
-  struct Node: Sendable {
-    var due: Int64
-    var key: Key
+extension DeliveryQueue.Lane where Item == PushItem {
+  /// Puts `item` in the place of the waiting entry with its timestamp; the sequence number
+  /// replaced, or nil if none waits (the one in flight is not replaced).
+  @inlinable mutating func replace(seq: Int64, _ item: PushItem) -> Int64? {
+    let start = head + (inFlight ? 1 : 0)
+    guard start < entries.count,
+      let i = entries[start...].lastIndex(where: { $0.item.timestamp == item.timestamp })
+    else { return nil }
+    let old = entries[i].seq
+    var entry = DeliveryQueue.Entry(seq: seq, item: item)
+    entry.due = max(entries[i].due, item.notBefore)
+    entry.attempts = entries[i].attempts
+    entries[i] = entry
+    return old
   }
-  private var nodes: [Node] = []
+}
 
-  var top: Node? { nodes.first }
+/// A binary min-heap of lanes by due instant.
+@usableFromInline struct DueHeap<Key: Hashable & Sendable>: Sendable {
+  @usableFromInline struct Node: Sendable {
+    @usableFromInline var due: Int64
+    @usableFromInline var key: Key
+    @inlinable init(due: Int64, key: Key) {
+      self.due = due
+      self.key = key
+    }
+  }
+  @usableFromInline var nodes: [Node] = []
 
-  mutating func push(due: Int64, key: Key) {
+  @inlinable init() {}
+
+  @inlinable var top: Node? { nodes.first }
+
+  @inlinable mutating func push(due: Int64, key: Key) {
     nodes.append(Node(due: due, key: key))
     var i = nodes.count - 1
     while i > 0 {
@@ -208,7 +254,7 @@ private struct MinHeap<Key: Hashable & Sendable>: Sendable {
     }
   }
 
-  mutating func pop() {
+  @inlinable mutating func pop() {
     guard !nodes.isEmpty else { return }
     nodes.swapAt(0, nodes.count - 1)
     nodes.removeLast()

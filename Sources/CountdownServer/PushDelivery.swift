@@ -25,6 +25,9 @@ final class PushDelivery: @unchecked Sendable {
   private var queue = PushQueue()
   private var tokens: ProviderTokens
   private let timer: DeadlineTimer
+  /// Retries' spread and tokens' lifetimes: seeded once (the system generator is a system
+  /// call a number on Linux, and this thread took one per push).
+  private var rng = SplitMix64(state: UInt64.random(in: .min ... .max))
   private var stopped = false
   private var pumpScheduled = false
   /// Answered pushes, on their way to the writer.
@@ -119,7 +122,7 @@ final class PushDelivery: @unchecked Sendable {
   }
 
   private func send(_ entry: PushQueue.Entry, now: Int64) {
-    let jwt = tokens.jwt(now: now, random: Double.random(in: 0...1))
+    let jwt = tokens.jwt(now: now, random: Double.random(in: 0...1, using: &rng))
     client.send(
       deviceToken: entry.item.token, priority: entry.item.priority, payload: entry.item.payload,
       jwt: jwt, expiration: nil
@@ -139,7 +142,8 @@ final class PushDelivery: @unchecked Sendable {
       }
       if outcome == .renewProviderToken { tokens.expired(jwt) }
       let now = SystemWallClock.now().milliseconds
-      let c = queue.answered(entry, outcome, now: now, random: Double.random(in: 0...1))
+      let c = queue.answered(
+        entry, outcome, now: now, random: Double.random(in: 0...1, using: &rng))
       metrics.answered(entry.item, outcome, latencyMs: now - entry.item.eventAt)
       answered.add(c.forget)
       if let key = c.removedToken { removeToken(key) }

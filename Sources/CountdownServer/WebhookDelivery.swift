@@ -47,6 +47,8 @@ final class WebhookDelivery: @unchecked Sendable {
   private let receivers: [String: Receiver]
   private let secret: SymmetricKey?
   private var stopped = false
+  /// Retries' spread: seeded once (the system generator is a system call a number on Linux).
+  private var rng = SplitMix64(state: UInt64.random(in: .min ... .max))
   /// Answered deliveries, on their way to the writer.
   private let answered: AnsweredBatch
   private let metrics: WebhookMetrics
@@ -188,7 +190,8 @@ final class WebhookDelivery: @unchecked Sendable {
     _ entry: DeliveryQueue<WebhookItem>.Entry, _ outcome: DeliveryOutcome, from r: Receiver
   ) {
     let now = SystemWallClock.now().milliseconds
-    let c = r.queue.answered(entry, outcome, now: now, random: Double.random(in: 0...1))
+    let c = r.queue.answered(
+      entry, outcome, now: now, random: Double.random(in: 0...1, using: &rng))
     metrics.answered(outcome, latencyMs: now - entry.item.eventAt)
     answered.add(c.forget)
     // One pump after this turn of the event loop: a burst of answers takes the queue once.
