@@ -129,11 +129,16 @@ struct APNsClientTests {
   }
 
   @Test(
-    "A request the gateway resets, refuses with GOAWAY or drops with its connection fails; the next is answered (on the same connection after a reset, a new one otherwise)",
+    "A request the gateway resets, refuses with GOAWAY, drops with its connection or answers without a status fails; the next is answered (on the same connection after a reset or a bad answer, a new one otherwise)",
     arguments: [
       Fault(answer: .reset, connections: 1, testDescription: "RST_STREAM"),
       Fault(answer: .goAway, connections: 2, testDescription: "GOAWAY"),
       Fault(answer: .close, connections: 2, testDescription: "connection closed"),
+      Fault(
+        answer: .headers([("apns-id", "x")]), connections: 1, testDescription: "no :status"),
+      Fault(
+        answer: .headers([(":status", "OK"), ("apns-id", "x")]), connections: 1,
+        testDescription: ":status not a number"),
     ])
   func fault(_ fault: Fault) async throws {
     try await withClient { client, gateway in
@@ -174,6 +179,8 @@ final class ScriptedGateway: @unchecked Sendable {
     case goAway
     case hang
     case close
+    /// A header block of these headers alone, ending the stream (a gateway's garbage).
+    case headers([(String, String)])
   }
 
   struct State {
@@ -202,7 +209,9 @@ final class ScriptedGateway: @unchecked Sendable {
           try channel.pipeline.syncOperations.addHandler(
             NIOHTTP2Handler(
               mode: .server,
-              initialSettings: [HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)]))
+              initialSettings: [HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)],
+              // So that it can send the header blocks without a status a test asks for.
+              headerBlockValidation: .disabled))
           try channel.pipeline.syncOperations.addHandler(Requests(gateway: self))
         }
       }
@@ -280,6 +289,13 @@ final class ScriptedGateway: @unchecked Sendable {
                 streamID: stream, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
             promise: nil)
         }
+      case .headers(let list):
+        context.write(
+          wrapOutboundOut(
+            HTTP2Frame(
+              streamID: stream,
+              payload: .headers(.init(headers: HPACKHeaders(list), endStream: true)))),
+          promise: nil)
       case .reset:
         context.write(
           wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .rstStream(.internalError))),
