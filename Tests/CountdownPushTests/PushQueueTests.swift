@@ -180,6 +180,7 @@ struct PushQueueTests {
       now += Int64(rng.next() % 400)
       #expect(q.count == live.count)
       #expect(q.inFlight == inFlight.count)
+      q.checkInvariants()
     }
   }
 
