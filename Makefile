@@ -146,7 +146,7 @@ TSAN_SUPP := suppressions=$(CURDIR)/.ci/tsan.supp
 # run in this process, a stream joining mid-flow among them, and the web-safety tests served in
 # this process (limits, timeouts, the guard) (own scratch path, so the debug build stays).
 tsan: deps pgdeps
-	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests|ServiceManagerTests'
+	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests|ServiceManagerTests|DeadlineTimerTests'
 	# The durable state: the state file in process, and servers run as children (built with
 	# ThreadSanitizer too), which stop at their first race. Not the disk-failure test: under
 	# its file-size limit the sanitizer's runtime cannot start (SIGBUS).
