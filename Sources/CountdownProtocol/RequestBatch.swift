@@ -117,15 +117,18 @@ extension BatchResult {
   /// never stored: every request that had succeeded gets `storageFailed` instead (the engine
   /// goes back to the stored state, so neither its changes nor what it read stand). Requests
   /// that had failed keep their errors.
-  package func storageFailed(_ error: String) -> BatchResult {
+  ///
+  /// `mayHaveCommitted`: the database's connection went with the commit under way, so the
+  /// requests may have been carried out all the same; the message says so, and how to tell.
+  package func storageFailed(_ error: String, mayHaveCommitted: Bool = false) -> BatchResult {
     var r = self
+    let message =
+      mayHaveCommitted
+      ? "the server lost its database connection while storing its state (\(error)), so this request may or may not have been carried out: the server reads its state back from the database, where a get shows which; the server is up and what it acknowledged before is kept. Try again once the database answers"
+      : "the server could not store its state (\(error)), so this request was not carried out; the server is up and what it acknowledged before is kept. Try again (once the disk is fixed)"
     for k in r.items.indices {
       if case .failed = r.items[k].outcome { continue }
-      r.items[k].outcome = .failed(
-        CountdownError(
-          .storageFailed,
-          "the server could not store its state (\(error)), so this request was not carried out; the server is up and what it acknowledged before is kept. Try again (once the disk is fixed)"
-        ))
+      r.items[k].outcome = .failed(CountdownError(.storageFailed, message))
     }
     return r
   }

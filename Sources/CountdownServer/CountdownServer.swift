@@ -79,7 +79,8 @@ final class ServerCore: @unchecked Sendable {
     journal.releases.append { failure in
       var result = result
       if let failure, case .success(let r) = result {
-        result = .success(r.storageFailed(failure.message))
+        result = .success(
+          r.storageFailed(failure.message, mayHaveCommitted: failure.mayHaveCommitted))
       }
       deliver(result)
     }
@@ -295,7 +296,9 @@ public final class CountdownServer: Service, @unchecked Sendable {
             snapshot, epoch: epoch, loop: loop, journal: journal, options: options, logger: logger)
         },
         onError: { error in
-          logger.error("storageFailed: \(error.message); the changes of this commit were not made")
+          logger.error(
+            "storageFailed: \(error.message); \(error.mayHaveCommitted ? "the state is read back from the database" : "the changes of this commit were not made")"
+          )
         }, pushes: pushHooks, webhooks: webhookHooks)
       var delivery: PushDelivery?
       if let (endpoint, token) = apns {

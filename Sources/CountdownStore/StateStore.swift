@@ -18,8 +18,16 @@ public enum StoreSync: String, Sendable, CaseIterable {
 /// Why the state file cannot be used, or a write failed: a message a person can act on.
 public struct StoreError: Error, CustomStringConvertible, Sendable {
   public var message: String
+  /// Whether the write may have been made all the same: the connection to a database went
+  /// with the commit under way, so that its answer never came (PostgreSQL). False when the
+  /// store knows nothing was written (a rollback, a database that answered with an error, a
+  /// file that could not be written).
+  public var mayHaveCommitted: Bool
   public var description: String { message }
-  public init(_ message: String) { self.message = message }
+  public init(_ message: String, mayHaveCommitted: Bool = false) {
+    self.message = message
+    self.mayHaveCommitted = mayHaveCommitted
+  }
 }
 
 /// The engine options the engine row keeps (the rest are the process's own): a change of
