@@ -5,18 +5,16 @@ import NIOCore
 /// it; an earlier one re-arms it; `nil` cancels it. Confined to its event loop (every method
 /// is called there, and the timer fires there).
 package final class DeadlineTimer: @unchecked Sendable {
-  // @unchecked Sendable: `task` and `due` are touched on `eventLoop` only.
+  // @unchecked Sendable: `task` and `armedFor` are touched on `eventLoop` only.
   private let eventLoop: any EventLoop
   private var task: Scheduled<Void>?
-  private var due: Int64?
+  /// The instant the timer is armed for, if it is (nil exactly when `task` is).
+  private(set) package var armedFor: Int64?
 
   /// A timer on `eventLoop`, not armed.
   package init(on eventLoop: any EventLoop) {
     self.eventLoop = eventLoop
   }
-
-  /// The instant the timer is armed for, if it is.
-  package var armedFor: Int64? { task == nil ? nil : due }
 
   /// Runs `fire` on the event loop at `due` (milliseconds on the clock `now` was read from),
   /// unless the timer is already armed for that instant or an earlier one; `nil` cancels it.
@@ -25,10 +23,10 @@ package final class DeadlineTimer: @unchecked Sendable {
     guard let due else { return cancel() }
     if let armed = armedFor, armed <= due { return }
     task?.cancel()
-    self.due = due
+    armedFor = due
     task = eventLoop.scheduleTask(in: .milliseconds(max(0, due - now))) { [self] in
       task = nil
-      self.due = nil
+      armedFor = nil
       fire()
     }
   }
@@ -38,6 +36,6 @@ package final class DeadlineTimer: @unchecked Sendable {
     eventLoop.assertInEventLoop()
     task?.cancel()
     task = nil
-    due = nil
+    armedFor = nil
   }
 }

@@ -213,7 +213,10 @@ package final class PostgresStore: DurableStore {
   }
 
   /// `body`'s one statement, its own transaction (PostgreSQL rolls it back whole when it
-  /// fails; the connection is dropped when it was lost).
+  /// fails; the connection is dropped when it was lost). A statement whose connection went
+  /// before any answer may have been committed all the same: its error says so
+  /// (``StoreError/mayHaveCommitted``); one the database answered with an error was rolled
+  /// back.
   private func statement<T>(_ what: String, _ body: (PostgresConnection) throws -> T)
     throws(StoreError) -> T
   {
@@ -224,10 +227,7 @@ package final class PostgresStore: DurableStore {
     } catch {
       let lost = c.isClosed
       if lost { connection = nil }
-      // A statement the database answered with an error was rolled back; one whose
-      // connection went before any answer may have been committed all the same.
-      let answered = (error as? PSQLError)?.serverInfo != nil
-      guard lost && !answered && what == Self.committing else {
+      guard lost, (error as? PSQLError)?.serverInfo == nil else {
         throw StoreError("cannot \(what) \(location.place): \(Self.describe(error))")
       }
       throw StoreError(
@@ -235,9 +235,6 @@ package final class PostgresStore: DurableStore {
         mayHaveCommitted: true)
     }
   }
-
-  /// What ``statement(_:_:)`` says of a commit (``write(_:pushes:webhooks:forget:)``).
-  static let committing = "write to"
 
   /// What went wrong, in PostgreSQL's words when it answered.
   static func describe(_ error: any Error) -> String {
@@ -487,7 +484,7 @@ package final class PostgresStore: DurableStore {
       RowsJSON.array(Array(spent.values), constant: shardMember) { p, row in
         for c in BudgetColumn.all { row.member(c.name, c.value(p)) }
       })
-    let seqs = try statement(Self.committing) { c -> [Int64] in
+    let seqs = try statement("write to") { c -> [Int64] in
       try run(
         c,
         "SELECT \(Self.commitFunctionName)($1, $2, $3::bigint[], $4::text[], $5::text[], $6::json, $7::json, $8::json, $9::json, $10::json)",
