@@ -91,8 +91,8 @@ let package = Package(
     // activity and token, what APNs's answers mean, the retry schedule.
     .target(name: "CountdownPush", dependencies: ["Countdown"]),
     // The cluster's decisions (SPEC §9, docs/cluster.md), pure and clock-free: which shards a
-    // node acquires, renews, stops serving and hands over.
-    .target(name: "CountdownCluster"),
+    // node acquires, renews, stops serving and hands over; how its engine is made from them.
+    .target(name: "CountdownCluster", dependencies: ["Countdown"]),
     // The APNs client (docs/pushes.md): one HTTP/2 connection over TLS, the provider JWT.
     .target(
       name: "CountdownAPNs",
@@ -150,9 +150,12 @@ let package = Package(
       dependencies: ["Countdown", "CLibUV", "CountdownCLI", "CountdownTestSupport"],
       exclude: ["Fixtures"]
     ),
-    .testTarget(name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown"]),
+    .testTarget(
+      name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown", "CountdownCluster"]),
     .testTarget(name: "CountdownClientTests", dependencies: ["CountdownClient", "Countdown"]),
-    .testTarget(name: "CountdownClusterTests", dependencies: ["CountdownCluster", "Countdown"]),
+    .testTarget(
+      name: "CountdownClusterTests",
+      dependencies: ["CountdownCluster", "Countdown", "CountdownTestSupport"]),
     .testTarget(
       name: "CountdownPushTests",
       dependencies: ["CountdownPush", "Countdown", "CountdownTestSupport"]),

@@ -52,6 +52,10 @@ public struct ActivityHandle: Hashable, Sendable {
     self.slot = slot
     self.generation = generation
   }
+
+  /// A handle no activity has: what an event carries when its activity is not in the engine
+  /// that hands it on (a cluster node's shard taken over, whose step dismissed it).
+  public static let gone = ActivityHandle(slot: .max, generation: .max)
 }
 
 /// An activity as seen at one instant.

@@ -73,6 +73,26 @@ public final class CountdownLoop: Sendable {
         fail: { completion(.failure($0)) }))
   }
 
+  /// Replaces the engine with the one `build` makes of its snapshot at now, and hands on the
+  /// events `build` gives with it (``ActivityHandle/gone`` for those whose activity is not in
+  /// the new engine); then steps it to now. `build` runs on the loop thread and must not block;
+  /// `completion` runs there after, with the outcome. On a throw the engine stays as it was.
+  package func rebuildEngine(
+    _ build:
+      @escaping @Sendable (EngineSnapshot) throws(CountdownError) -> (
+        EngineSnapshot, [ActivityEvent]
+      ),
+    completion: @escaping @Sendable (Result<Void, CountdownError>) -> Void
+  ) {
+    let core = self.core
+    core.submit(
+      LoopCommand(
+        run: { engine in
+          completion(Result { () throws(CountdownError) in try core.rebuild(&engine, build) })
+        },
+        fail: { completion(.failure($0)) }))
+  }
+
   /// Releasing the loop without ``shutdown()`` stops it without waiting: the thread closes
   /// its handles and exits on its own.
   deinit {

@@ -171,6 +171,27 @@ final class LoopCore: @unchecked Sendable {
     syncClock(&engine, stepping: true)
   }
 
+  /// Rebuilds `engine` (the loop's, handed to a command) from what `build` makes of its
+  /// snapshot at now, and hands on the events `build` gives (events that the rebuilt engine's
+  /// activities had elsewhere: a cluster node's shard taken over, stepped from its last commit),
+  /// each with the rebuilt engine's handle of its activity (``ActivityHandle/gone`` when it is
+  /// not there, dismissed during that step). On a throw the engine stays as it was.
+  func rebuild(
+    _ engine: inout ActivityEngine,
+    _ build: (EngineSnapshot) throws(CountdownError) -> (EngineSnapshot, [ActivityEvent])
+  ) throws(CountdownError) {
+    syncClock(&engine, stepping: false)
+    let (snapshot, events) = try build(engine.snapshot())
+    let fresh = try ActivityEngine(restoring: snapshot, onEvent: emit)
+    handOn(engine, ranCommands: true)
+    engine = fresh
+    for var e in events {
+      e.handle = engine.handle(for: e.id) ?? .gone
+      emit(e)
+    }
+    syncClock(&engine, stepping: true)
+  }
+
   /// The OS timer fired.
   func timerFired() {
     wakeups &+= 1

@@ -15,9 +15,10 @@ package enum RandomCommands {
   }
 
   /// A random run: commands at increasing instants over a handful of ids, with made ids too.
-  package static func run(_ g: inout RandomRun, count: Int) -> [(at: Int64, command: Command)] {
+  package static func run(
+    _ g: inout RandomRun, count: Int, ids: [String] = ["a", "b", "c", "d", "e"]
+  ) -> [(at: Int64, command: Command)] {
     var out: [(Int64, Command)] = []
-    let ids = ["a", "b", "c", "d", "e"]
     for _ in 0..<count {
       g.step()
       let id = ids[Int(g.rand(0...Int64(ids.count - 1)))]

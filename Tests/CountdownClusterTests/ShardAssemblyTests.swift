@@ -1,0 +1,168 @@
+import Countdown
+import CountdownTestSupport
+import Testing
+
+@testable import CountdownCluster
+
+@Suite("A node's engine made from its shards")
+struct ShardAssemblyTests {
+  /// A countdown to `ms` after t0 with a milestone 2 s before its end, dismissed 1 s after.
+  static func countdown(_ id: String, to ms: Int64) -> ActivityRequest {
+    var r = ActivityRequest.countdown(id: id, to: at(ms), title: id)
+    r.milestones = [Milestone(name: "half", atMs: 2_000)]
+    r.endOnExpiry = .after(at(ms + 1_000))
+    return r
+  }
+
+  @Test("A taken shard steps from its last commit: what passed fires once, at its own instant")
+  func takenShardSteps() throws {
+    // The shard's last owner: two countdowns, its last commit at +1 s.
+    var (shard, _) = makeEngine()
+    _ = try shard.start(Self.countdown("s1", to: 5_000), at: t0)
+    _ = try shard.start(Self.countdown("s2", to: 60_000), at: at(500))
+    try shard.advance(to: at(1_000))
+    let lastCommit = shard.snapshot()
+    // The node taking it, at +10 s, with one of its own.
+    var (node, _) = makeEngine(EngineOptions(idSeed: 7))
+    _ = try node.start(.elapsed(id: "n1", from: nil, title: "n1"), at: t0)
+    try node.advance(to: at(10_000))
+    let own = node.snapshot()
+
+    let assembled = try ShardAssembly.assemble(own, keeping: { _ in true }, taking: [lastCommit])
+
+    // The events are the shard's own restart's, from +1 s to +10 s.
+    let reference = Recorder()
+    var restarted = try ActivityEngine(restoring: lastCommit) { reference.events.append($0) }
+    try restarted.stepClock(to: at(10_000))
+    #expect(assembled.events.map(Recorder.describe) == reference.lines)
+    #expect(
+      reference.lines(Set(ActivityEvent.Kind.allCases).subtracting([.tick])) == [
+        "3000 milestone s1 half", "5000 expired s1", "5000 ended s1 0 expired", "6000 dismissed s1",
+      ])
+    // s1 was dismissed during the step; n1 and s2 remain, numbered in start order.
+    let s = assembled.snapshot
+    #expect(s.activities.map(\.id) == ["n1", "s2"])
+    #expect(s.activities.map(\.order) == [0, 1] && s.nextOrder == 2)
+    #expect(s.now == at(10_000) && s.idGeneratorState == own.idGeneratorState)
+    #expect(s.activities[0] == own.activities[0].renumbered(0))
+    #expect(s.activities[1] == restarted.stored("s2")!.renumbered(1))
+    _ = try ActivityEngine(restoring: s)
+  }
+
+  @Test("A shard no longer served leaves without an event; the rest keep their order")
+  func droppedShardLeaves() throws {
+    var (node, _) = makeEngine()
+    for (k, id) in ["a", "b", "c", "d"].enumerated() {
+      _ = try node.start(Self.countdown(id, to: 30_000), at: at(Int64(k) * 100))
+    }
+    let assembled = try ShardAssembly.assemble(
+      node.snapshot(), keeping: { $0.id != "b" && $0.id != "d" }, taking: [])
+    #expect(assembled.events.isEmpty)
+    #expect(assembled.snapshot.activities.map(\.id) == ["a", "c"])
+    #expect(assembled.snapshot.activities.map(\.order) == [0, 1])
+  }
+
+  @Test("An id in two parts is refused, naming it; nothing is made")
+  func duplicateRefused() throws {
+    var (a, _) = makeEngine()
+    _ = try a.start(Self.countdown("same", to: 30_000), at: t0)
+    var (b, _) = makeEngine()
+    _ = try b.start(Self.countdown("same", to: 40_000), at: t0)
+    #expect {
+      _ = try ShardAssembly.assemble(a.snapshot(), keeping: { _ in true }, taking: [b.snapshot()])
+    } throws: { error in
+      let e = error as? CountdownError
+      return e?.code == .invalidPayload && e?.message.contains(#""same""#) == true
+    }
+  }
+
+  @Test(
+    "Randomized: the assembled engine gives each activity the events its shard's own engine would",
+    arguments: 0..<40)
+  func randomized(round: Int) throws {
+    let seed = testSeed() &+ UInt64(round)
+    var g = RandomRun(seed: seed, grid: round % 2 == 0 ? 500 : 1)
+    // Three shards, each run by its own engine from t0 for a while (the last commit of its
+    // owner), the node's own (part 0) furthest on: the node takes the other two.
+    var parts: [ActivityEngine] = []
+    var rest: [[(at: Int64, command: RandomCommands.Command)]] = []
+    for p in 0..<3 {
+      g.t = t0.milliseconds
+      let ids = (0..<5).map { "p\(p)-\($0)" }
+      let commands = RandomCommands.run(&g, count: 50, ids: ids).filter {
+        switch $0.command {
+        case .start(let r): r.id != nil
+        case .enable: false
+        default: true
+        }
+      }
+      let cut = Int(g.rand(0...Int64(commands.count)))
+      var e = ActivityEngine(now: t0, options: EngineOptions(idSeed: UInt64(p)))
+      for (t, c) in commands[..<cut] { _ = RandomCommands.apply(c, at: t, to: &e) }
+      try e.advance(to: e.now.advanced(by: g.rand(0...3_000)))
+      parts.append(e)
+      rest.append(Array(commands[cut...]))
+    }
+    let now = parts.map(\.now).max()!.advanced(by: g.rand(0...20_000))
+    try parts[0].advance(to: now)
+    let lastCommits = parts.map { $0.snapshot() }
+
+    // Each shard alone: restarted from its last commit, stepped to `now`, then given its
+    // commands after `now` and moved on 40 s.
+    let references = (0..<3).map { _ in Recorder() }
+    var alone = try (0..<3).map { p in
+      try ActivityEngine(restoring: lastCommits[p]) { references[p].events.append($0) }
+    }
+    for p in 0..<3 { try alone[p].stepClock(to: now) }
+
+    // The node: its own engine and the two taken, in one.
+    let assembled = try ShardAssembly.assemble(
+      lastCommits[0], keeping: { _ in true }, taking: Array(lastCommits[1...]))
+    let recorder = Recorder()
+    var node = try ActivityEngine(restoring: assembled.snapshot) { recorder.events.append($0) }
+
+    // The commands after `now` (each part's, at their instants, in time order), then 40 s.
+    var later = rest.enumerated().flatMap { p, cs in
+      cs.map { (p: p, at: max($0.at, now.milliseconds), command: $0.command) }
+    }
+    later.sort { $0.at < $1.at }
+    for c in later {
+      let a = RandomCommands.apply(c.command, at: c.at, to: &alone[c.p])
+      let b = RandomCommands.apply(c.command, at: c.at, to: &node)
+      #expect(a == b, "seed \(seed): \(c.command) at \(c.at)")
+    }
+    let end = now.advanced(by: 40_000)
+    for p in 0..<3 { try alone[p].advance(to: end) }
+    try node.advance(to: end)
+
+    // Per activity, the same events in the same order; and the same final rows.
+    func byID(_ lines: [(String, String)]) -> [String: [String]] {
+      Dictionary(grouping: lines, by: \.0).mapValues { $0.map(\.1) }
+    }
+    let expected = byID(
+      references.flatMap { $0.events }.map { ($0.id, Recorder.describe($0)) })
+    let got = byID(
+      (assembled.events + recorder.events).map { ($0.id, Recorder.describe($0)) })
+    #expect(got == expected, "seed \(seed)")
+    let expectedRows = Dictionary(
+      uniqueKeysWithValues: alone.flatMap { $0.snapshot().activities }.map {
+        ($0.id, $0.renumbered(0))
+      })
+    let gotRows = Dictionary(
+      uniqueKeysWithValues: node.snapshot().activities.map { ($0.id, $0.renumbered(0)) })
+    #expect(gotRows == expectedRows, "seed \(seed)")
+    // One start order, by start instant, each part's own order kept within it.
+    let order = assembled.snapshot.activities
+    #expect(order.map(\.order) == order.indices.map { UInt64($0) })
+    #expect(zip(order, order.dropFirst()).allSatisfy { $0.startedAt <= $1.startedAt })
+  }
+}
+
+extension StoredActivity {
+  /// The same row with another start order (the one thing an assembly changes).
+  func renumbered(_ order: UInt64) -> StoredActivity {
+    var a = self
+    a.order = order
+    return a
+  }
+}
