@@ -1,4 +1,5 @@
 import Countdown
+import CountdownCluster
 import CountdownPush
 import CountdownStore
 import Foundation
@@ -20,8 +21,9 @@ import PostgresNIO
 ///
 /// A single server's store (shard 0) holds a session-level advisory lock: one server per
 /// database, let go by PostgreSQL when the connection ends (the process stopped or died). A
-/// shard's store (``Shard``, a cluster node's) holds no lock: every write is fenced by the
-/// shard's lease epoch instead. A lost connection fails the call that found it (a
+/// cluster node's store (``init(_:nodeOf:)``) holds no lock: it writes each activity's rows
+/// in the activity's shard (``ShardOfID``), only for the shards it serves (``serve(_:epoch:)``),
+/// and every write is fenced by the epochs of the shards it touches instead. A lost connection fails the call that found it (a
 /// ``StoreError``, as a disk error does for the file); the next call connects again (taking
 /// the lock again) before it writes.
 package final class PostgresStore: DurableStore {
@@ -99,18 +101,6 @@ package final class PostgresStore: DurableStore {
     }
   }
 
-  /// One shard of a cluster's database, served by this node with the lease's fencing epoch
-  /// (docs/cluster.md): the store reads and writes that shard's rows only, and every write is
-  /// refused once another node holds the shard with a newer epoch.
-  package struct Shard: Sendable, Equatable {
-    package var index: Int
-    package var epoch: Int64
-    package init(_ index: Int, epoch: Int64) {
-      self.index = index
-      self.epoch = epoch
-    }
-  }
-
   /// The tables' schema version this build writes (`countdown_schema`): 2 adds the `shard`
   /// columns (a single server's rows are shard 0).
   static let schemaVersion = 2
@@ -118,22 +108,25 @@ package final class PostgresStore: DurableStore {
   static let lockKey: Int64 = 0x4344_574E
 
   package let location: Location
-  /// The shard this store reads and writes, nil for a single server (shard 0, one server per
-  /// database by the advisory lock, no fence).
-  package let shard: Shard?
-  private var shardIndex: Int64 { Int64(shard?.index ?? 0) }
+  /// A cluster node's shard count (the cluster's, fixed at its first use); nil for a single
+  /// server (every row in shard 0, one server per database by the advisory lock, no fence).
+  package let shardCount: Int?
+  /// The shards a node serves, with the epoch of each one's lease (docs/cluster.md): a write
+  /// touching any other shard is refused before it is sent.
+  package private(set) var served: [Int: Int64] = [:]
   private let group: MultiThreadedEventLoopGroup
   private let logger: Logger
   private var connection: PostgresConnection?
   private var closed = false
 
-  /// Connects, takes the database (one server at a time; a shard's store leaves that to the
-  /// leases) and makes, migrates or checks the tables.
+  /// Connects, takes the database (one server at a time; a node's store, `nodeOf` the
+  /// cluster's shard count, leaves that to the leases) and makes, migrates or checks the
+  /// tables. A node's store serves no shard until ``serve(_:epoch:)``.
   /// - Throws: ``StoreError`` naming the database: unreachable, refused, in use by another
   ///   server, written by a newer countdown.
-  package init(_ location: Location, shard: Shard? = nil) throws(StoreError) {
+  package init(_ location: Location, nodeOf shardCount: Int? = nil) throws(StoreError) {
     self.location = location
-    self.shard = shard
+    self.shardCount = shardCount.map { max(1, $0) }
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     var logger = Logger(label: "countdown.postgres")
     logger.logLevel = .critical
@@ -159,7 +152,7 @@ package final class PostgresStore: DurableStore {
     } catch {
       throw StoreError("cannot reach \(location.place): \(Self.describe(error))")
     }
-    guard shard == nil else {
+    guard shardCount == nil else {
       connection = c
       return c
     }
@@ -227,7 +220,13 @@ package final class PostgresStore: DurableStore {
     } catch {
       let lost = c.isClosed
       if lost { connection = nil }
-      guard lost, (error as? PSQLError)?.serverInfo == nil else {
+      let server = (error as? PSQLError)?.serverInfo
+      if server?[.sqlState] == Self.fenceErrorCode {
+        throw StoreError(
+          "cannot \(what) \(location.place): \(Self.describe(error))",
+          lostShard: server?[.detail].flatMap { Int($0) })
+      }
+      guard lost, server == nil else {
         throw StoreError("cannot \(what) \(location.place): \(Self.describe(error))")
       }
       throw StoreError(
@@ -331,8 +330,18 @@ package final class PostgresStore: DurableStore {
 
   // MARK: - Reading
 
+  /// A single server's state; nil for a node's store, which starts with nothing and loads
+  /// each shard as it takes it (``load(shard:)``).
   package func load() throws(StoreError) -> EngineSnapshot? {
-    try transaction("read") { c -> EngineSnapshot? in
+    guard shardCount == nil else { return nil }
+    return try load(shard: 0)
+  }
+
+  /// One shard's engine row and activities, as its last commit left them; nil when nothing
+  /// of it was ever committed.
+  package func load(shard: Int) throws(StoreError) -> EngineSnapshot? {
+    let shardIndex = Int64(shard)
+    return try transaction("read") { c -> EngineSnapshot? in
       guard
         let row = try run(
           c, "SELECT \(EngineColumn.list) FROM countdown_engine WHERE shard = $1", binds(shardIndex)
@@ -355,8 +364,18 @@ package final class PostgresStore: DurableStore {
     pending: [(seq: Int64, item: PushItem)],
     budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)]
   ) {
-    try transaction("read the pushes in") { c in
-      let pending = try outbox(c, .apns) { column throws(StoreError) in
+    guard shardCount == nil else { return ([], []) }
+    return try loadPushes(shard: 0)
+  }
+
+  /// One shard's pushes not yet answered and its budget (a node takes them with the shard).
+  package func loadPushes(shard: Int) throws(StoreError) -> (
+    pending: [(seq: Int64, item: PushItem)],
+    budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)]
+  ) {
+    let shardIndex = Int64(shard)
+    return try transaction("read the pushes in") { c in
+      let pending = try outbox(c, .apns, shardIndex) { column throws(StoreError) in
         try OutboxValues.push(column)
       }
       var budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)] = []
@@ -371,13 +390,21 @@ package final class PostgresStore: DurableStore {
   }
 
   package func loadWebhooks() throws(StoreError) -> [(seq: Int64, item: WebhookItem)] {
+    guard shardCount == nil else { return [] }
+    return try loadWebhooks(shard: 0)
+  }
+
+  /// One shard's webhook deliveries not yet answered.
+  package func loadWebhooks(shard: Int) throws(StoreError) -> [(seq: Int64, item: WebhookItem)] {
     try transaction("read the webhook deliveries in") { c in
-      try outbox(c, .webhook) { column throws(StoreError) in try OutboxValues.webhook(column) }
+      try outbox(c, .webhook, Int64(shard)) { column throws(StoreError) in
+        try OutboxValues.webhook(column)
+      }
     }
   }
 
   private func outbox<Item>(
-    _ c: PostgresConnection, _ destination: OutboxDestination,
+    _ c: PostgresConnection, _ destination: OutboxDestination, _ shardIndex: Int64,
     _ item: ((OutboxColumn) -> StoredValue) throws(StoreError) -> Item
   ) throws -> [(seq: Int64, item: Item)] {
     var out: [(seq: Int64, item: Item)] = []
@@ -423,6 +450,17 @@ package final class PostgresStore: DurableStore {
 
   // MARK: - Writing
 
+  /// A node's store writes `shard`'s rows from now on, fenced by `epoch` (its lease's).
+  package func serve(_ shard: Int, epoch: Int64) { served[shard] = epoch }
+
+  /// A node's store writes nothing of `shard` from now on (its lease was lost or handed over).
+  package func stop(_ shard: Int) { served[shard] = nil }
+
+  /// The shard `id`'s rows are kept in.
+  func shard(of id: String) -> Int64 {
+    shardCount.map { Int64(ShardOfID.shard(of: id, shards: $0)) } ?? 0
+  }
+
   package func write(
     _ groups: [StoreChanges], pushes: [PushOperation], webhooks: [WebhookItem], forget: [Int64]
   ) throws(StoreError) -> (pushes: [Int64], webhooks: [Int64]) {
@@ -438,30 +476,50 @@ package final class PostgresStore: DurableStore {
     }
     let rows = last.values.compactMap { $0 }
     let gone = last.filter { $0.value == nil }.map(\.key)
-    let shardMember = RowsJSON.member("shard", .int(shardIndex))
+    let items = pushes.map { OutboxValues($0.item) } + webhooks.map(OutboxValues.init)
+    // The shards the commit writes, each fenced by its epoch (a node's); the engine row goes
+    // to each of them (or, for a change of the engine alone, to every shard served).
+    var touched = Set<Int64>()
+    if shardCount != nil {
+      for id in last.keys { touched.insert(shard(of: id)) }
+      for item in items { touched.insert(shard(of: item.activity)) }
+      if touched.isEmpty && !groups.isEmpty { touched = Set(served.keys.map(Int64.init)) }
+      let foreign = touched.filter { served[Int($0)] == nil }.sorted()
+      if let first = foreign.first {
+        throw StoreError(
+          "shard \(first) is not this node's (it serves \(served.isEmpty ? "none" : served.keys.sorted().map(String.init).joined(separator: ", "))); nothing was written",
+          lostShard: Int(first))
+      }
+    } else if !groups.isEmpty {
+      touched = [0]
+    }
+    let fences = shardCount == nil ? [] : touched.sorted()
     // The whole commit is one call of countdown_commit (``commitFunction``): one statement,
     // one round trip, its own transaction; each table's rows one JSON array, parsed once.
     var b = PostgresBindings()
-    b.append(shard.map { Int64($0.index) })
-    b.append(shard?.epoch)
+    b.append(fences)
+    b.append(fences.map { served[Int($0)] ?? 0 })
     b.append(forget)
     b.append(removed)
     b.append(gone)
     b.append(
-      RowsJSON.array(rows, constant: shardMember) { a, row in
+      RowsJSON.array(rows) { a, row in
         for c in ActivityColumn.all { row.member(c.name, c.value(a)) }
+        row.member("shard", .int(shard(of: a.id)))
       })
     b.append(
-      RowsJSON.array(groups.last.map { [$0.engine] } ?? [], constant: shardMember) { e, row in
-        for c in EngineColumn.all { row.member(c.name, c.value(e)) }
+      RowsJSON.array(groups.last.map { e in touched.sorted().map { (e.engine, $0) } } ?? []) {
+        e, row in
+        for c in EngineColumn.all { row.member(c.name, c.value(e.0)) }
+        row.member("shard", .int(e.1))
       })
     // Outbox rows in order, each with its index: the function gives them the sequence's next
     // numbers in that order.
-    let items = pushes.map { OutboxValues($0.item) } + webhooks.map(OutboxValues.init)
     b.append(
-      RowsJSON.array(Array(items.enumerated()), constant: shardMember) { e, row in
+      RowsJSON.array(Array(items.enumerated())) { e, row in
         for c in Self.outboxWritten { row.member(c.name, e.element.value(c)) }
         row.member("i", .int(Int64(e.offset)))
+        row.member("shard", .int(shard(of: e.element.activity)))
       })
     // A replacement deletes the waiting push it replaces: the same activity, token and
     // second, made before it (in an earlier commit or earlier in this one).
@@ -481,13 +539,14 @@ package final class PostgresStore: DurableStore {
       spent[PushBudget.Key(activity: op.item.activity, token: op.item.token)] = op.item
     }
     b.append(
-      RowsJSON.array(Array(spent.values), constant: shardMember) { p, row in
+      RowsJSON.array(Array(spent.values)) { p, row in
         for c in BudgetColumn.all { row.member(c.name, c.value(p)) }
+        row.member("shard", .int(shard(of: p.activity)))
       })
     let seqs = try statement("write to") { c -> [Int64] in
       try run(
         c,
-        "SELECT \(Self.commitFunctionName)($1, $2, $3::bigint[], $4::text[], $5::text[], $6::json, $7::json, $8::json, $9::json, $10::json)",
+        "SELECT \(Self.commitFunctionName)($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::json, $7::json, $8::json, $9::json, $10::json)",
         b
       ).first?.decode([Int64].self) ?? []
     }
@@ -550,7 +609,7 @@ package final class PostgresStore: DurableStore {
 
   /// The name of the function a commit calls; a new body gets a new name, so that nodes of
   /// two versions sharing a database each call their own.
-  static let commitFunctionName = "countdown_commit_v1"
+  static let commitFunctionName = "countdown_commit_v2"
 
   /// The function one commit is (``write(_:pushes:webhooks:forget:)``), made or replaced at
   /// each open: from a JSON document of the commit's parts, in one transaction (the
@@ -563,20 +622,21 @@ package final class PostgresStore: DurableStore {
     let outbox = named(OutboxColumn.all) + shard
     return """
       CREATE OR REPLACE FUNCTION \(commitFunctionName)(
-        fence_shard bigint, fence_epoch bigint, forget bigint[], removed text[], gone text[],
-        activity_rows json, engine_rows json, outbox_rows json, replacements json,
+        fence_shards bigint[], fence_epochs bigint[], forget bigint[], removed text[],
+        gone text[], activity_rows json, engine_rows json, outbox_rows json, replacements json,
         budget_rows json) RETURNS bigint[] LANGUAGE plpgsql AS $f$
       DECLARE
         seqs bigint[];
       BEGIN
-        IF fence_shard IS NOT NULL THEN
-          PERFORM 1 FROM countdown_leases WHERE shard = fence_shard AND epoch = fence_epoch
-            FOR SHARE;
+        FOR k IN 1 .. coalesce(array_length(fence_shards, 1), 0) LOOP
+          PERFORM 1 FROM countdown_leases
+            WHERE shard = fence_shards[k] AND epoch = fence_epochs[k] FOR SHARE;
           IF NOT FOUND THEN
             RAISE EXCEPTION 'shard % is no longer this node''s: another node holds it with an epoch after %; nothing was written',
-              fence_shard, fence_epoch;
+              fence_shards[k], fence_epochs[k]
+              USING ERRCODE = '\(fenceErrorCode)', DETAIL = fence_shards[k]::text;
           END IF;
-        END IF;
+        END LOOP;
         DELETE FROM countdown_outbox WHERE seq = ANY(forget);
         DELETE FROM countdown_budget WHERE activity = ANY(removed);
         DELETE FROM countdown_activity WHERE id = ANY(gone);
@@ -596,6 +656,9 @@ package final class PostgresStore: DurableStore {
       $f$
       """
   }
+
+  /// The SQLSTATE of a fence that found another node's epoch (its DETAIL: the shard).
+  static let fenceErrorCode = "CD001"
 
   /// The outbox's columns a commit writes: all but `seq`, which the function numbers.
   static let outboxWritten = OutboxColumn.all.filter { $0 != .seq }

@@ -23,10 +23,14 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
   /// store knows nothing was written (a rollback, a database that answered with an error, a
   /// file that could not be written).
   public var mayHaveCommitted: Bool
+  /// The shard a cluster node's write was refused for: another node holds it with a newer
+  /// epoch, or this node does not serve it (docs/cluster.md). Nothing was written.
+  public var lostShard: Int?
   public var description: String { message }
-  public init(_ message: String, mayHaveCommitted: Bool = false) {
+  public init(_ message: String, mayHaveCommitted: Bool = false, lostShard: Int? = nil) {
     self.message = message
     self.mayHaveCommitted = mayHaveCommitted
+    self.lostShard = lostShard
   }
 }
 

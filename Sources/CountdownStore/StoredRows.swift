@@ -151,7 +151,9 @@ extension EngineColumn {
 /// What one row of the outbox holds, whichever its destination (docs/state-file.md): a
 /// push, or a webhook delivery with its URL in `token`, no priority, timestamp or budget.
 package struct OutboxValues: Sendable {
-  var activity, token, event: String
+  /// The activity the row is of (its shard's, in a cluster).
+  package var activity: String
+  var token, event: String
   var priority, timestamp, notBefore, eventAt: Int64
   var payload: [UInt8]
   var destination: OutboxDestination

@@ -274,57 +274,103 @@ struct LeaseDriverOnPostgresTests {
     #expect(asked.lock.withLock { asked.answers } == [4, 4])
   }
 
+  /// An id in `shard` of `count`: the first of `prefix`0, `prefix`1, … that falls there.
+  static func id(_ prefix: String, inShard shard: Int, of count: Int) -> String {
+    var k = 0
+    while ShardOfID.shard(of: "\(prefix)\(k)", shards: count) != shard { k += 1 }
+    return "\(prefix)\(k)"
+  }
+
+  /// `snapshot` with only the activities of `shard` (of `count`).
+  static func only(_ shard: Int, of count: Int, _ snapshot: EngineSnapshot) -> EngineSnapshot {
+    var s = snapshot
+    s.activities = s.activities.filter { ShardOfID.shard(of: $0.id, shards: count) == shard }
+    return s
+  }
+
   @Test(
-    "A shard's store writes only with its lease's epoch: the old owner's write after a takeover is refused and changes nothing, the new owner loads what was committed"
+    "A node's store writes each activity in its shard, fenced by its leases' epochs: the old owner's write after a takeover is refused and changes nothing, the new owner loads what was committed"
   )
   func fencedStores() throws {
     let location = try PostgresTestServer.freshDatabase()
     let record = ServingRecord()
     let a = try Self.node("a", location, record, shards: 2)
     #expect(Self.eventually(3) { a.served.count == 2 })
-    let held = try #require(a.served.first { $0.shard == 1 })
-    // a serves shard 1: its store writes countdown "x" there; shard 0's store writes "y".
-    let storeA = try PostgresStore(location, shard: .init(1, epoch: held.epoch))
+    let held = Dictionary(uniqueKeysWithValues: a.served.map { ($0.shard, $0.epoch) })
+    let storeA = try PostgresStore(location, nodeOf: 2)
     defer { storeA.close() }
+    for (shard, epoch) in held { storeA.serve(shard, epoch: epoch) }
+    // One commit with an activity of each shard, and a push of the one in shard 1.
+    let (x, y) = (Self.id("x", inShard: 1, of: 2), Self.id("y", inShard: 0, of: 2))
     var engine = ActivityEngine(now: t0)
-    try engine.start(.countdown(id: "x", to: at(60_000), title: "X"), at: t0)
+    try engine.start(.countdown(id: x, to: at(60_000), title: "X"), at: t0)
+    try engine.start(.countdown(id: y, to: at(30_000), title: "Y"), at: t0)
     try storeA.write(
-      [StoreChanges(engine: engine, ids: ["x"])], pushes: [.add(pushItem("x", "ab", ts: 1, "{}"))])
+      [StoreChanges(engine: engine, ids: [x, y])], pushes: [.add(pushItem(x, "ab", ts: 1, "{}"))])
     let committed = engine.snapshot()
-    let epoch0 = try #require(a.served.first { $0.shard == 0 }).epoch
-    let store0 = try PostgresStore(location, shard: .init(0, epoch: epoch0))
-    var other = ActivityEngine(now: t0)
-    try other.start(.countdown(id: "y", to: at(30_000), title: "Y"), at: t0)
-    try store0.write([StoreChanges(engine: other, ids: ["y"])])
-    store0.close()
+    #expect(
+      try PostgresTestServer.psql(
+        "SELECT id || ':' || shard FROM countdown_activity ORDER BY id", in: location.database
+      )
+      .split(separator: "\n") == ["\(x):1", "\(y):0"])
+    #expect(
+      try PostgresTestServer.psql(
+        "SELECT string_agg(shard::text, ',' ORDER BY shard) FROM countdown_engine",
+        in: location.database
+      ).split(separator: "\n") == ["0,1"])
+    // A node's store alone loads nothing at start: it loads the shards it takes.
+    #expect(try storeA.load() == nil)
     // a dies; b takes both shards with new epochs.
     a.halt()
     record.killed("a", [0, 1], at: LeaseDriver.now())
     let b = try Self.node("b", location, record, shards: 2)
     defer { b.leave() }
     #expect(Self.eventually(4) { b.served.count == 2 })
-    let taken = try #require(b.served.first { $0.shard == 1 })
-    #expect(taken.epoch > held.epoch)
-    let storeB = try PostgresStore(location, shard: .init(1, epoch: taken.epoch))
+    let taken = Dictionary(uniqueKeysWithValues: b.served.map { ($0.shard, $0.epoch) })
+    #expect(taken[1]! > held[1]! && taken[0]! > held[0]!)
+    let storeB = try PostgresStore(location, nodeOf: 2)
     defer { storeB.close() }
-    // b loads shard 1's rows only: x and its push, not shard 0's y.
-    let loaded = try #require(try storeB.load())
-    #expect(sameStoredState(loaded, committed))
-    #expect(try storeB.loadPushes().pending.map(\.item.activity) == ["x"])
+    for (shard, epoch) in taken { storeB.serve(shard, epoch: epoch) }
+    // Each shard's load has its own rows only: x and its push in 1, y in 0.
+    let loaded = try #require(try storeB.load(shard: 1))
+    #expect(sameStoredState(loaded, Self.only(1, of: 2, committed)))
+    #expect(
+      sameStoredState(try #require(try storeB.load(shard: 0)), Self.only(0, of: 2, committed)))
+    #expect(try storeB.loadPushes(shard: 1).pending.map(\.item.activity) == [x])
+    #expect(try storeB.loadPushes(shard: 0).pending.isEmpty)
     // a's store, still open (a stopped process that continued): its write is refused by the
     // fence, naming the shard, and changes nothing.
-    try engine.start(.countdown(id: "z", to: at(60_000), title: "Z"), at: t0)
+    let z = Self.id("z", inShard: 1, of: 2)
+    try engine.start(.countdown(id: z, to: at(60_000), title: "Z"), at: t0)
     let refused = #expect(throws: StoreError.self) {
-      try storeA.write([StoreChanges(engine: engine, ids: ["z"])])
+      try storeA.write([StoreChanges(engine: engine, ids: [z])])
     }
     #expect(
       refused?.message.contains("shard 1 is no longer this node's") == true,
       "\(refused?.message ?? "")")
-    #expect(sameStoredState(try #require(try storeB.load()), committed))
-    // b's writes go on.
+    #expect(refused?.lostShard == 1)
+    // A commit of both shards is refused whole at the first fence that fails.
+    try engine.pause(y, at: at(500))
+    let both = #expect(throws: StoreError.self) {
+      try storeA.write([StoreChanges(engine: engine, ids: [y, z])])
+    }
+    #expect(both?.lostShard == 0, "\(both?.message ?? "")")
+    #expect(
+      sameStoredState(try #require(try storeB.load(shard: 1)), Self.only(1, of: 2, committed)))
+    #expect(
+      sameStoredState(try #require(try storeB.load(shard: 0)), Self.only(0, of: 2, committed)))
+    // b's writes go on; one touching a shard b no longer serves is refused before it is sent.
     var fromB = try ActivityEngine(restoring: loaded)
-    try fromB.pause("x", at: at(1_000))
-    try storeB.write([StoreChanges(engine: fromB, ids: ["x"])])
-    #expect(sameStoredState(try #require(try storeB.load()), fromB.snapshot()))
+    try fromB.pause(x, at: at(1_000))
+    try storeB.write([StoreChanges(engine: fromB, ids: [x])])
+    #expect(sameStoredState(try #require(try storeB.load(shard: 1)), fromB.snapshot()))
+    storeB.stop(1)
+    try fromB.resume(x, at: at(2_000))
+    let notServed = #expect(throws: StoreError.self) {
+      try storeB.write([StoreChanges(engine: fromB, ids: [x])])
+    }
+    #expect(notServed?.message.contains("shard 1 is not this node's (it serves 0)") == true)
+    #expect(notServed?.lostShard == 1)
+    #expect(try storeB.load(shard: 1)?.activities.first?.phase == .paused)
   }
 }
