@@ -111,7 +111,7 @@ let package = Package(
       name: "CountdownServer",
       dependencies: [
         "Countdown", "CountdownLoop", "CountdownProtocol", "CountdownStore", "CountdownClient",
-        "CountdownPush", "CountdownAPNs", "CountdownPostgres", "CountdownNIO",
+        "CountdownPush", "CountdownAPNs", "CountdownPostgres", "CountdownCluster", "CountdownNIO",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -188,7 +188,7 @@ let package = Package(
       name: "CountdownServerTests",
       dependencies: [
         "CountdownServer", "CountdownNIO", "CountdownStore", "Countdown", "CountdownCLI",
-        "CountdownClient",
+        "CountdownClient", "CountdownCluster",
         "CountdownTestSupport", "CountdownPostgres", .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "NIOCore", package: "swift-nio"),

@@ -41,6 +41,9 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
     public static let storageFailed = Code(rawValue: "storageFailed")
     /// The driver was shut down before the command ran.
     public static let shutdown = Code(rawValue: "shutdown")
+    /// A cluster node (SPEC §9) does not serve the activity's shard now: the message names the
+    /// shard and, when known, the node that does (docs/cluster.md). Nothing changed; try again.
+    public static let unavailable = Code(rawValue: "unavailable")
     /// The operating system refused what the driver needs (a descriptor, a thread, a timer);
     /// the message names the call and the error.
     public static let systemError = Code(rawValue: "systemError")
@@ -52,6 +55,7 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
       .invalidPayload, .invalidDate, .attributesTooLarge, .duplicateID, .notFound, .activityEnded,
       .outOfOrder, .limitReached, .disabled, .timeWentBackwards, .lineTooLong, .unauthorized,
       .slowConsumer, .storageFailed, .shutdown, .systemError, .forbidden, .misdirected,
+      .unavailable,
     ]
   }
 

@@ -88,7 +88,7 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
   }
 
   /// A version-4 UUID string (lower-case hex) from the next 128 bits.
-  mutating func uuid() -> String {
+  package mutating func uuid() -> String {
     var hi = next()
     var lo = next()
     hi = (hi & ~0xF000) | 0x4000

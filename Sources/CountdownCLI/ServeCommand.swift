@@ -40,6 +40,23 @@ struct ServeCommand: AsyncParsableCommand {
   var postgres: String?
 
   @Option(
+    help: """
+      Run as a node of a cluster on --postgres, with this name (unique among the live nodes):       the activities are shared among the nodes by shard (docs/cluster.md).
+      """)
+  var node: String?
+
+  @Option(
+    help: ArgumentHelp(
+      "Where the other nodes reach this one (its --listen).", valueName: "HOST:PORT"))
+  var advertise: String?
+
+  @Option(help: "The cluster's shard count, fixed at the database's first use (with --node).")
+  var shards = 64
+
+  @Option(help: "How long a shard's lease lasts, in ms; renewed every fifth of it (with --node).")
+  var leaseMs: Int64 = 5000
+
+  @Option(
     help: ArgumentHelp(
       "normal: each commit survives a crash of the process; full: also a power loss (slower).",
       valueName: "normal|full"))
@@ -209,6 +226,28 @@ struct ServeCommand: AsyncParsableCommand {
       }
     }
     _ = try apns.options()
+    if let node {
+      guard postgres != nil else {
+        throw ValidationError("--node runs a cluster node on PostgreSQL: give --postgres too")
+      }
+      guard !node.isEmpty, node.utf8.count <= 200 else {
+        throw ValidationError("--node must be a name of 1 to 200 bytes")
+      }
+      guard (1...4096).contains(shards) else {
+        throw ValidationError("--shards must be 1 to 4096, not \(shards)")
+      }
+      guard leaseMs >= 500, leaseMs <= 600_000 else {
+        throw ValidationError("--lease-ms must be 500 to 600000, not \(leaseMs)")
+      }
+      guard try apns.options() == nil, webhooks.urls.isEmpty else {
+        throw ValidationError(
+          "Live Activity pushes and webhooks are not yet sent by a cluster node (docs/cluster.md): run them on a single server for now"
+        )
+      }
+    } else if advertise != nil || shards != 64 || leaseMs != 5000 {
+      throw ValidationError(
+        "--advertise, --shards and --lease-ms are a cluster node's: give --node")
+    }
   }
 
   func run() async throws {
@@ -234,6 +273,9 @@ struct ServeCommand: AsyncParsableCommand {
       slowConsumerMilliseconds: slowConsumerMs, statePath: state ?? "countdown.db",
       sync: StoreSync(rawValue: sync)!)
     options.postgres = postgres
+    options.cluster = node.map {
+      ClusterOptions(node: $0, advertise: advertise ?? listen, shards: shards, leaseMs: leaseMs)
+    }
     options.publicHosts = publicHosts
     options.boardControls = BoardControls(rawValue: boardControls)!
     options.corsOrigins = corsOrigins
@@ -276,7 +318,10 @@ struct ServeCommand: AsyncParsableCommand {
       line += ", http \(scheme)://\(Self.hostPort(address))/"
     }
     if server.usesTLS { line += " (TLS; SIGHUP reloads the certificate)" }
-    if let restored = server.restoredCount {
+    if let c = options.cluster {
+      line +=
+        ", cluster node \(c.node) on \(options.statePlace) (\(c.shards) shards, lease \(c.leaseMs) ms: it serves the shards its leases give it)"
+    } else if let restored = server.restoredCount {
       line +=
         ", state \(options.statePlace)\(postgres == nil ? " (sync \(sync), " : " (")\(restored) \(restored == 1 ? "activity" : "activities") restored)"
     } else {

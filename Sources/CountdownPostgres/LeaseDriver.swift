@@ -59,6 +59,18 @@ package final class LeaseDriver: @unchecked Sendable {
   private let deadline: DeadlineTimer
   private var stopped = false
   private var counts = Counts()
+  /// Hears of each observation of the lease table (for the node's answers: who owns what).
+  private let onObserve: (@Sendable ([Lease]) -> Void)?
+
+  /// One shard's row of the lease table as last observed.
+  package struct Lease: Sendable, Equatable {
+    package var shard: Int
+    /// Nil when nobody ever held it.
+    package var owner: String?
+    package var epoch: Int64
+    /// Whether the lease had lapsed (nobody serves the shard until it is taken).
+    package var expired: Bool
+  }
 
   /// Joins the cluster in `location`'s database as `node`: makes the cluster's tables on first
   /// use (the shard count fixed then), checks the shard count and that no live node has the
@@ -68,7 +80,9 @@ package final class LeaseDriver: @unchecked Sendable {
   ///   node's name alive.
   package init(
     node: String, shardCount: Int, timing: ShardLeases.Timing = .init(),
-    location: PostgresStore.Location, onChange: @escaping @Sendable (Change) -> Void
+    location: PostgresStore.Location, advertise: String? = nil,
+    onChange: @escaping @Sendable (Change) -> Void,
+    onObserve: (@Sendable ([Lease]) -> Void)? = nil
   ) throws(StoreError) {
     guard shardCount >= 1, shardCount <= 4096 else {
       throw StoreError("--shards must be 1 to 4096, not \(shardCount)")
@@ -78,6 +92,7 @@ package final class LeaseDriver: @unchecked Sendable {
     self.shardCount = shardCount
     self.timing = timing
     self.onChange = onChange
+    self.onObserve = onObserve
     leases = ShardLeases(node: node, shardCount: shardCount, timing: timing)
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     eventLoop = group.next()
@@ -90,7 +105,7 @@ package final class LeaseDriver: @unchecked Sendable {
         on: eventLoop, id: 2, application: Self.application(node), logger: logger
       ).wait()
       connection = c
-      try join(c)
+      try join(c, advertise: advertise)
     } catch {
       try? connection?.close().wait()
       try? group.syncShutdownGracefully()
@@ -124,9 +139,11 @@ package final class LeaseDriver: @unchecked Sendable {
       epoch bigint NOT NULL DEFAULT 0, expires_at timestamptz NOT NULL DEFAULT '-infinity')
     """,
     "CREATE TABLE IF NOT EXISTS countdown_nodes (node text PRIMARY KEY, expires_at timestamptz NOT NULL)",
+    // Where the other nodes reach it (`--advertise`); added after the table's first version.
+    "ALTER TABLE countdown_nodes ADD COLUMN IF NOT EXISTS advertise text",
   ]
 
-  private func join(_ c: PostgresConnection) throws {
+  private func join(_ c: PostgresConnection, advertise: String?) throws {
     func run(_ sql: String, _ binds: PostgresBindings = .init()) throws -> [PostgresRow] {
       try c.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait().rows
     }
@@ -149,10 +166,13 @@ package final class LeaseDriver: @unchecked Sendable {
       var n = PostgresBindings()
       n.append(node)
       n.append(timing.leaseMs)
+      n.append(advertise)
       let joined = try run(
         """
-        INSERT INTO countdown_nodes VALUES ($1, clock_timestamp() + $2 * interval '1 millisecond')
-        ON CONFLICT (node) DO UPDATE SET expires_at = EXCLUDED.expires_at
+        INSERT INTO countdown_nodes (node, expires_at, advertise)
+          VALUES ($1, clock_timestamp() + $2 * interval '1 millisecond', $3)
+        ON CONFLICT (node) DO UPDATE SET expires_at = EXCLUDED.expires_at,
+          advertise = EXCLUDED.advertise
          WHERE countdown_nodes.expires_at <= clock_timestamp()
         RETURNING node
         """, n)
@@ -216,19 +236,25 @@ package final class LeaseDriver: @unchecked Sendable {
         UPDATE countdown_nodes SET expires_at = clock_timestamp() + $2 * interval '1 millisecond'
          WHERE node = $1 RETURNING node)
       SELECT shard, owner, expires_at <= clock_timestamp(),
-        (SELECT count(*) FROM countdown_nodes WHERE expires_at > clock_timestamp() OR node = $1)
+        (SELECT count(*) FROM countdown_nodes WHERE expires_at > clock_timestamp() OR node = $1),
+        epoch
         FROM countdown_leases ORDER BY shard
       """, b
     ).whenComplete { [self] result in
       guard !stopped, case .success(let rows) = result else { return }
       var view: [ShardLeases.LeaseView] = []
+      var table: [Lease] = []
       var alive = 1
       for row in rows {
-        guard let (shard, owner, expired, count) = try? row.decode((Int, String?, Bool, Int).self)
+        guard
+          let (shard, owner, expired, count, epoch) = try? row.decode(
+            (Int, String?, Bool, Int, Int64).self)
         else { continue }
         view.append(.init(shard: shard, owner: owner, expired: expired))
+        table.append(Lease(shard: shard, owner: owner, epoch: epoch, expired: expired))
         alive = count
       }
+      onObserve?(table)
       carryOut(leases.observe(view, aliveNodes: alive, now: Self.now()))
       carryOut(leases.tick(now: Self.now()))
     }

@@ -53,9 +53,46 @@ package struct BatchResult: Sendable {
   }
 }
 
+/// Which activities a server may act on: a cluster node (SPEC §9, docs/cluster.md) those of
+/// the shards it serves now. Its closures run on the loop thread, in each command.
+package struct ShardGate: Sendable {
+  /// Nil when `id`'s activity is this node's; else the error to answer (`unavailable`, naming
+  /// the shard and the node that serves it).
+  package var refuse: @Sendable (_ id: String) -> CountdownError?
+  /// An id for a `start` that gives none, in a shard this node serves; nil when it serves none.
+  package var makeID: @Sendable () -> String?
+
+  package init(
+    refuse: @escaping @Sendable (String) -> CountdownError?,
+    makeID: @escaping @Sendable () -> String?
+  ) {
+    self.refuse = refuse
+    self.makeID = makeID
+  }
+
+  /// The id a command acts on, once the gate lets it through: `id`, or for a `start` without
+  /// one an id made in a shard this node serves.
+  /// - Throws: `unavailable` when the activity is not this node's, or it serves no shard.
+  package func admit(_ operation: WireCommand.Operation, id: String?) throws(CountdownError)
+    -> String?
+  {
+    guard let id else {
+      guard case .start = operation else { return nil }
+      guard let made = makeID() else {
+        throw CountdownError(
+          .unavailable, "this node serves no shard yet, so it cannot start an activity; try again")
+      }
+      return made
+    }
+    if let error = refuse(id) { throw error }
+    return id
+  }
+}
+
 extension LoopEngine {
-  /// Runs a connection's batch of requests in order, at the loop's now.
-  package func run(_ batch: [BatchItem]) -> BatchResult {
+  /// Runs a connection's batch of requests in order, at the loop's now; with a `gate`, a
+  /// command whose activity is not this node's is refused (`unavailable`).
+  package func run(_ batch: [BatchItem], gate: ShardGate? = nil) -> BatchResult {
     var items: [(rid: RequestID?, outcome: Outcome)] = []
     items.reserveCapacity(batch.count)
     for item in batch {
@@ -64,7 +101,7 @@ extension LoopEngine {
       case .failure(let e): outcome = .failed(e)
       case .success(let request):
         do throws(CountdownError) {
-          outcome = try run(request)
+          outcome = try run(request, gate: gate)
         } catch {
           outcome = .failed(error)
         }
@@ -74,11 +111,11 @@ extension LoopEngine {
     return BatchResult(at: now, items: items)
   }
 
-  private func run(_ request: ServerRequest) throws(CountdownError) -> Outcome {
+  private func run(_ request: ServerRequest, gate: ShardGate?) throws(CountdownError) -> Outcome {
     switch request {
     case .command(let operation, let id):
       // `advance` is refused while decoding: the loop's clock is the wall clock.
-      return try run(operation, id: id)
+      return try run(operation, id: try gate?.admit(operation, id: id) ?? id)
     case .subscribe(let ids, let ticks):
       let snapshot: Listing
       if let ids {

@@ -202,7 +202,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let core = self.core
     core.loop.submit(
       { engine in
-        let result = engine.run(items)
+        let result = engine.run(items, gate: core.gate)
         core.activityCount = engine.count
         return result
       },

@@ -1,6 +1,7 @@
 import Countdown
 import CountdownClient
 import CountdownLoop
+import CountdownPostgres
 import CountdownProtocol
 import CountdownPush
 import CountdownStore
@@ -30,6 +31,10 @@ final class ServerCore: @unchecked Sendable {
   let connectionLimit: Int
   let connections = NIOLockedValueBox([ObjectIdentifier: Channel]())
   private let activities = Atomic<Int>(0)
+  /// A cluster node's (docs/cluster.md): what it does with shards, and the gate every
+  /// command passes; nil for a single server.
+  let cluster: ClusterNode?
+  let gate: ShardGate?
 
   /// How many activities the engine held after the last batch (set on the loop thread after
   /// each batch, read by connections to estimate listings before they are built).
@@ -40,8 +45,11 @@ final class ServerCore: @unchecked Sendable {
 
   init(
     options: ServerOptions, loop: CountdownLoop, hub: Hub, logger: Logger, durable: Durable?,
-    group: MultiThreadedEventLoopGroup, metrics: ServerMetrics, connectionLimit: Int
+    group: MultiThreadedEventLoopGroup, metrics: ServerMetrics, connectionLimit: Int,
+    cluster: ClusterNode? = nil
   ) {
+    self.cluster = cluster
+    self.gate = cluster?.gate
     self.connectionLimit = connectionLimit
     self.group = group
     self.metrics = metrics
@@ -222,6 +230,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
       slowConsumerAfter: .milliseconds(options.slowConsumerMilliseconds), metrics: metrics)
     let loop: CountdownLoop
     var durable: Durable?
+    var cluster: ClusterNode?
     let loopOptions = LoopOptions(precision: options.precision, engine: options.engine)
     if !options.keepsState {
       do {
@@ -249,6 +258,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
       let logger = self.logger
       let options = self.options
       let loopBox = NIOLockedValueBox<CountdownLoop?>(nil)
+      let clusterBox = NIOLockedValueBox<ClusterNode?>(nil)
       let deliveryBox = NIOLockedValueBox<PushDelivery?>(nil)
       let webhookBox = NIOLockedValueBox<WebhookDelivery?>(nil)
       var pushHooks: PushHooks?
@@ -291,6 +301,10 @@ public final class CountdownServer: Service, @unchecked Sendable {
       let writer = StoreWriter(
         store: store,
         reload: { snapshot, epoch in
+          if let cluster = clusterBox.withLockedValue({ $0 }) {
+            cluster.reload(epoch: epoch)
+            return
+          }
           guard let loop = loopBox.withLockedValue({ $0 }) else { return }
           Self.reload(
             snapshot, epoch: epoch, loop: loop, journal: journal, options: options, logger: logger)
@@ -344,13 +358,33 @@ public final class CountdownServer: Service, @unchecked Sendable {
         throw ServerStartError("cannot restore the state in \(options.statePlace): \(error)")
       }
       loopBox.withLockedValue { $0 = loop }
+      if let c = options.cluster, let nodeStore = store as? PostgresStore {
+        // The node serves nothing until the driver says which shards (docs/cluster.md).
+        let node = ClusterNode(
+          options: c, store: nodeStore, writer: writer, loop: loopBox, journal: journal,
+          logger: logger)
+        clusterBox.withLockedValue { $0 = node }
+        do throws(StoreError) {
+          let driver = try LeaseDriver(
+            node: c.node, shardCount: c.shards, timing: .init(leaseMs: c.leaseMs),
+            location: nodeStore.location, advertise: c.advertise, onChange: node.changed,
+            onObserve: node.observed)
+          node.driver.withLockedValue { $0 = driver }
+        } catch {
+          loop.shutdown()
+          writer.close()
+          try? group.syncShutdownGracefully()
+          throw ServerStartError(error.message)
+        }
+        cluster = node
+      }
       durable = Durable(
         writer: writer, journal: journal, delivery: delivery, webhooks: webhooks)
       restoredCount = snapshot?.activities.count ?? 0
     }
     let core = ServerCore(
       options: options, loop: loop, hub: hub, logger: logger, durable: durable, group: group,
-      metrics: metrics, connectionLimit: connectionLimit)
+      metrics: metrics, connectionLimit: connectionLimit, cluster: cluster)
     state.withLockedValue {
       $0.group = group
       $0.core = core
@@ -487,6 +521,9 @@ public final class CountdownServer: Service, @unchecked Sendable {
       core.loop.submit({ _ in }, completion: { _ in semaphore.signal() })
       semaphore.wait()
       // With a state file, those replies go out once their wakes are committed.
+      core.durable?.writer.flush()
+      // A cluster node hands its shards over: the others take them at their next look.
+      core.cluster?.driver.withLockedValue { $0 }?.leave()
       core.durable?.writer.flush()
       let channels = core.connections.withLockedValue { Array($0.values) }
       for c in channels {

@@ -105,7 +105,8 @@ extension CountdownServer {
     do throws(StoreError) {
       let store: any DurableStore =
         if let url = options.postgres {
-          try PostgresStore(PostgresStore.Location.parse(url))
+          // A cluster node's store loads nothing now: it loads each shard as it takes it.
+          try PostgresStore(PostgresStore.Location.parse(url), nodeOf: options.cluster?.shards)
         } else {
           try StateStore(path: options.statePath, sync: options.sync)
         }

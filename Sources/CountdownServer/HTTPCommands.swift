@@ -8,17 +8,20 @@ extension LoopEngine {
   /// activity object as it stands after it, read in the same step, so the reply is the
   /// engine's own view. An `end` that dismisses at once answers with the activity as it
   /// ended.
-  func runForHTTP(_ request: Result<ServerRequest, CountdownError>) -> BatchResult {
+  func runForHTTP(_ request: Result<ServerRequest, CountdownError>, gate: ShardGate?)
+    -> BatchResult
+  {
     if case .success(.command(.end(let e), let id?)) = request {
       let outcome: Outcome
       do throws(CountdownError) {
+        if let error = gate?.refuse(id) { throw error }
         outcome = .activity(try ending(id, e))
       } catch {
         outcome = .failed(error)
       }
       return BatchResult(at: now, items: [(nil, outcome)])
     }
-    var result = run([BatchItem(rid: nil, request: request)])
+    var result = run([BatchItem(rid: nil, request: request)], gate: gate)
     guard case .success(.command(let op, let commandID)) = request else { return result }
     let id: String?
     switch result.items[0].outcome {

@@ -315,7 +315,7 @@ struct HTTPRoutes: HTTPResponder {
   private func outcome(of request: Result<ServerRequest, CountdownError>) async -> (
     at: Instant, outcome: Outcome
   ) {
-    switch await core.perform({ engine in engine.runForHTTP(request) }) {
+    switch await core.perform({ [core] engine in engine.runForHTTP(request, gate: core.gate) }) {
     case .success(let batch):
       core.metrics.answered(batch.items[0].outcome)
       return (batch.at, batch.items[0].outcome)
@@ -488,7 +488,7 @@ struct HTTPRoutes: HTTPResponder {
     case .duplicateID, .activityEnded: return .conflict
     case .attributesTooLarge: return .contentTooLarge
     case .limitReached: return .tooManyRequests
-    case .disabled, .storageFailed, .shutdown: return .serviceUnavailable
+    case .disabled, .storageFailed, .shutdown, .unavailable: return .serviceUnavailable
     default: return .internalServerError
     }
   }

@@ -107,74 +107,75 @@ enum OpenAPIDocument {
   iB.","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Error"}}}},"LimitReac\####
   hed":{"description":"`limitReached`: `maxActivities` activities exist.","content":{"application/\####
   json":{"schema":{"$ref":"#/components/schemas/Error"}}}},"Unavailable":{"description":"`disabled\####
-  `, `storageFailed` (try again) or `shutdown`.","content":{"application/json":{"schema":{"$ref":"\####
-  #/components/schemas/Error"}}}},"Error":{"description":"Any other error: 401 `unauthorized`, 403\####
-   `forbidden`, 404 (no such route), 405 (another method; with `Allow`), 413, 421 `misdirected`, 4\####
-  29, 503.","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Error"}}}}},"sch\####
-  emas":{"Instant":{"type":"integer","description":"Milliseconds since 1970 (UTC), from 1000000000\####
-  00 to the end of the year 9999.","minimum":100000000000,"maximum":253402300799999},"Error":{"typ\####
-  e":"object","required":["code","message"],"properties":{"code":{"type":"string","enum":["invalid\####
-  Payload","invalidDate","outOfOrder","timeWentBackwards","lineTooLong","unauthorized","forbidden"\####
-  ,"notFound","misdirected","duplicateID","activityEnded","attributesTooLarge","limitReached","dis\####
-  abled","storageFailed","shutdown","slowConsumer","systemError"]},"message":{"type":"string"}}},"\####
-  Listing":{"type":"object","required":["at","activities"],"properties":{"at":{"$ref":"#/component\####
-  s/schemas/Instant"},"activities":{"type":"array","items":{"$ref":"#/components/schemas/Activity"\####
-  }}}},"Content":{"type":"object","description":"What an activity shows (docs/activities.md); its \####
-  canonical JSON is at most 4096 bytes.","properties":{"title":{"type":"string"},"subtitle":{"type\####
-  ":"string"},"alertMessage":{"type":"string"},"color":{"type":"string","pattern":"^#([0-9A-Fa-f]{\####
-  6}|[0-9A-Fa-f]{8})$"},"fields":{"type":"object"},"relevance":{"type":"number"}}},"Milestone":{"t\####
-  ype":"object","additionalProperties":false,"required":["name","atMs"],"properties":{"name":{"typ\####
-  e":"string"},"atMs":{"type":"integer","description":"For a countdown, milliseconds before its en\####
-  d (negative with overtime, after it); for an elapsed timer, elapsed milliseconds."},"content":{"\####
-  type":"object","description":"A merge patch of the content, applied at the milestone's instant."\####
-  }}},"LiveActivity":{"type":"object","additionalProperties":false,"description":"The iPhone Live \####
-  Activity it drives (docs/pushes.md).","properties":{"pushTokens":{"type":"object","additionalPro\####
-  perties":{"type":["boolean","null"]}},"startTokens":{"type":"object","additionalProperties":{"ty\####
-  pe":["boolean","null"]}},"attributesType":{"type":"string"},"attributes":{"type":"object"},"keys\####
-  ":{"type":"object","additionalProperties":{"type":"string"}},"dateEncoding":{"type":"string","en\####
-  um":["reference","unix","unixMs","iso8601"]},"priority":{"type":"integer","enum":[5,10]}}},"Dism\####
-  issal":{"description":"`immediate`, `default` (four hours after the end) or `{\"after\": instant\####
-  }`.","oneOf":[{"type":"string","enum":["immediate","default"]},{"type":"object","required":["aft\####
-  er"],"additionalProperties":false,"properties":{"after":{"$ref":"#/components/schemas/Instant"}}\####
-  }]},"StartRequest":{"type":"object","additionalProperties":false,"required":["kind","title"],"pr\####
-  operties":{"id":{"type":"string","minLength":1,"maxLength":128},"kind":{"type":"string","enum":[\####
-  "countdown","elapsed"]},"endDate":{"$ref":"#/components/schemas/Instant"},"startDate":{"$ref":"#\####
-  /components/schemas/Instant"},"goalMs":{"type":"integer","minimum":0},"title":{"type":"string"},\####
-  "subtitle":{"type":"string"},"alertMessage":{"type":"string"},"color":{"type":"string","pattern"\####
-  :"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},"fields":{"type":"object"},"relevance":{"type":"number"},\####
-  "staleDate":{"$ref":"#/components/schemas/Instant"},"milestones":{"type":"array","items":{"$ref"\####
-  :"#/components/schemas/Milestone"}},"endOnExpiry":{"$ref":"#/components/schemas/Dismissal"},"ove\####
-  rtime":{"type":"boolean"},"liveActivity":{"$ref":"#/components/schemas/LiveActivity"}}},"UpdateR\####
-  equest":{"type":"object","additionalProperties":false,"description":"A merge patch; `null` remov\####
-  es a member where the member may be absent.","properties":{"title":{"type":"string"},"subtitle":\####
-  {"type":["string","null"]},"alertMessage":{"type":["string","null"]},"color":{"oneOf":[{"type":"\####
-  string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},{"type":"null"}]},"fields":{"type":["obj\####
-  ect","null"]},"relevance":{"type":["number","null"]},"endDate":{"$ref":"#/components/schemas/Ins\####
-  tant"},"startDate":{"$ref":"#/components/schemas/Instant"},"staleDate":{"oneOf":[{"$ref":"#/comp\####
-  onents/schemas/Instant"},{"type":"null"}]},"milestones":{"type":"array","items":{"$ref":"#/compo\####
-  nents/schemas/Milestone"}},"endOnExpiry":{"oneOf":[{"$ref":"#/components/schemas/Dismissal"},{"t\####
-  ype":"null"}]},"overtime":{"type":"boolean"},"timestamp":{"$ref":"#/components/schemas/Instant"}\####
-  ,"liveActivity":{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"type":"null"}]}}},"Paus\####
-  eRequest":{"type":"object","additionalProperties":false,"properties":{"timestamp":{"$ref":"#/com\####
-  ponents/schemas/Instant"}}},"EndRequest":{"type":"object","additionalProperties":false,"properti\####
-  es":{"dismissal":{"$ref":"#/components/schemas/Dismissal"},"timestamp":{"$ref":"#/components/sch\####
-  emas/Instant"},"title":{"type":"string"},"subtitle":{"type":["string","null"]},"alertMessage":{"\####
-  type":["string","null"]},"color":{"oneOf":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-F\####
-  a-f]{8})$"},{"type":"null"}]},"fields":{"type":["object","null"]},"relevance":{"type":["number",\####
-  "null"]}}},"Activity":{"type":"object","description":"An activity object (docs/protocol.md, \"Ac\####
-  tivity objects\").","required":["id","kind","phase","value","text","progress","stale","overtime"\####
-  ,"content","endDate","startDate","pausedAt","goalMs","milestone","nextMilestone","liveActivity"]\####
-  ,"properties":{"id":{"type":"string"},"kind":{"type":"string","enum":["countdown","elapsed"]},"p\####
-  hase":{"type":"string","enum":["active","paused","ended"]},"value":{"type":"integer","descriptio\####
-  n":"The whole seconds shown (negative past the end of a countdown in overtime)."},"text":{"type"\####
-  :"string","description":"The value in the server's `--style`."},"progress":{"type":["number","nu\####
-  ll"],"minimum":0,"maximum":1},"stale":{"type":"boolean"},"overtime":{"type":"boolean"},"content"\####
-  :{"$ref":"#/components/schemas/Content"},"endDate":{"oneOf":[{"$ref":"#/components/schemas/Insta\####
-  nt"},{"type":"null"}]},"startDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"nu\####
-  ll"}]},"pausedAt":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"goalMs":{\####
-  "type":["integer","null"]},"milestone":{"type":["string","null"]},"nextMilestone":{"oneOf":[{"ty\####
-  pe":"object","required":["name","at"],"properties":{"name":{"type":"string"},"at":{"type":"integ\####
-  er"}}},{"type":"null"}]},"liveActivity":{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{\####
-  "type":"null"}]}}}}}}
+  `, `storageFailed` (try again), `shutdown`, or `unavailable` (a cluster node that does not serve\####
+   the activity's shard now).","content":{"application/json":{"schema":{"$ref":"#/components/schem\####
+  as/Error"}}}},"Error":{"description":"Any other error: 401 `unauthorized`, 403 `forbidden`, 404 \####
+  (no such route), 405 (another method; with `Allow`), 413, 421 `misdirected`, 429, 503.","content\####
+  ":{"application/json":{"schema":{"$ref":"#/components/schemas/Error"}}}}},"schemas":{"Instant":{\####
+  "type":"integer","description":"Milliseconds since 1970 (UTC), from 100000000000 to the end of t\####
+  he year 9999.","minimum":100000000000,"maximum":253402300799999},"Error":{"type":"object","requi\####
+  red":["code","message"],"properties":{"code":{"type":"string","enum":["invalidPayload","invalidD\####
+  ate","outOfOrder","timeWentBackwards","lineTooLong","unauthorized","forbidden","notFound","misdi\####
+  rected","duplicateID","activityEnded","attributesTooLarge","limitReached","disabled","storageFai\####
+  led","shutdown","unavailable","slowConsumer","systemError"]},"message":{"type":"string"}}},"List\####
+  ing":{"type":"object","required":["at","activities"],"properties":{"at":{"$ref":"#/components/sc\####
+  hemas/Instant"},"activities":{"type":"array","items":{"$ref":"#/components/schemas/Activity"}}}}\####
+  ,"Content":{"type":"object","description":"What an activity shows (docs/activities.md); its cano\####
+  nical JSON is at most 4096 bytes.","properties":{"title":{"type":"string"},"subtitle":{"type":"s\####
+  tring"},"alertMessage":{"type":"string"},"color":{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[\####
+  0-9A-Fa-f]{8})$"},"fields":{"type":"object"},"relevance":{"type":"number"}}},"Milestone":{"type"\####
+  :"object","additionalProperties":false,"required":["name","atMs"],"properties":{"name":{"type":"\####
+  string"},"atMs":{"type":"integer","description":"For a countdown, milliseconds before its end (n\####
+  egative with overtime, after it); for an elapsed timer, elapsed milliseconds."},"content":{"type\####
+  ":"object","description":"A merge patch of the content, applied at the milestone's instant."}}},\####
+  "LiveActivity":{"type":"object","additionalProperties":false,"description":"The iPhone Live Acti\####
+  vity it drives (docs/pushes.md).","properties":{"pushTokens":{"type":"object","additionalPropert\####
+  ies":{"type":["boolean","null"]}},"startTokens":{"type":"object","additionalProperties":{"type":\####
+  ["boolean","null"]}},"attributesType":{"type":"string"},"attributes":{"type":"object"},"keys":{"\####
+  type":"object","additionalProperties":{"type":"string"}},"dateEncoding":{"type":"string","enum":\####
+  ["reference","unix","unixMs","iso8601"]},"priority":{"type":"integer","enum":[5,10]}}},"Dismissa\####
+  l":{"description":"`immediate`, `default` (four hours after the end) or `{\"after\": instant}`."\####
+  ,"oneOf":[{"type":"string","enum":["immediate","default"]},{"type":"object","required":["after"]\####
+  ,"additionalProperties":false,"properties":{"after":{"$ref":"#/components/schemas/Instant"}}}]},\####
+  "StartRequest":{"type":"object","additionalProperties":false,"required":["kind","title"],"proper\####
+  ties":{"id":{"type":"string","minLength":1,"maxLength":128},"kind":{"type":"string","enum":["cou\####
+  ntdown","elapsed"]},"endDate":{"$ref":"#/components/schemas/Instant"},"startDate":{"$ref":"#/com\####
+  ponents/schemas/Instant"},"goalMs":{"type":"integer","minimum":0},"title":{"type":"string"},"sub\####
+  title":{"type":"string"},"alertMessage":{"type":"string"},"color":{"type":"string","pattern":"^#\####
+  ([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},"fields":{"type":"object"},"relevance":{"type":"number"},"sta\####
+  leDate":{"$ref":"#/components/schemas/Instant"},"milestones":{"type":"array","items":{"$ref":"#/\####
+  components/schemas/Milestone"}},"endOnExpiry":{"$ref":"#/components/schemas/Dismissal"},"overtim\####
+  e":{"type":"boolean"},"liveActivity":{"$ref":"#/components/schemas/LiveActivity"}}},"UpdateReque\####
+  st":{"type":"object","additionalProperties":false,"description":"A merge patch; `null` removes a\####
+   member where the member may be absent.","properties":{"title":{"type":"string"},"subtitle":{"ty\####
+  pe":["string","null"]},"alertMessage":{"type":["string","null"]},"color":{"oneOf":[{"type":"stri\####
+  ng","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},{"type":"null"}]},"fields":{"type":["object"\####
+  ,"null"]},"relevance":{"type":["number","null"]},"endDate":{"$ref":"#/components/schemas/Instant\####
+  "},"startDate":{"$ref":"#/components/schemas/Instant"},"staleDate":{"oneOf":[{"$ref":"#/componen\####
+  ts/schemas/Instant"},{"type":"null"}]},"milestones":{"type":"array","items":{"$ref":"#/component\####
+  s/schemas/Milestone"}},"endOnExpiry":{"oneOf":[{"$ref":"#/components/schemas/Dismissal"},{"type"\####
+  :"null"}]},"overtime":{"type":"boolean"},"timestamp":{"$ref":"#/components/schemas/Instant"},"li\####
+  veActivity":{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"type":"null"}]}}},"PauseReq\####
+  uest":{"type":"object","additionalProperties":false,"properties":{"timestamp":{"$ref":"#/compone\####
+  nts/schemas/Instant"}}},"EndRequest":{"type":"object","additionalProperties":false,"properties":\####
+  {"dismissal":{"$ref":"#/components/schemas/Dismissal"},"timestamp":{"$ref":"#/components/schemas\####
+  /Instant"},"title":{"type":"string"},"subtitle":{"type":["string","null"]},"alertMessage":{"type\####
+  ":["string","null"]},"color":{"oneOf":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]\####
+  {8})$"},{"type":"null"}]},"fields":{"type":["object","null"]},"relevance":{"type":["number","nul\####
+  l"]}}},"Activity":{"type":"object","description":"An activity object (docs/protocol.md, \"Activi\####
+  ty objects\").","required":["id","kind","phase","value","text","progress","stale","overtime","co\####
+  ntent","endDate","startDate","pausedAt","goalMs","milestone","nextMilestone","liveActivity"],"pr\####
+  operties":{"id":{"type":"string"},"kind":{"type":"string","enum":["countdown","elapsed"]},"phase\####
+  ":{"type":"string","enum":["active","paused","ended"]},"value":{"type":"integer","description":"\####
+  The whole seconds shown (negative past the end of a countdown in overtime)."},"text":{"type":"st\####
+  ring","description":"The value in the server's `--style`."},"progress":{"type":["number","null"]\####
+  ,"minimum":0,"maximum":1},"stale":{"type":"boolean"},"overtime":{"type":"boolean"},"content":{"$\####
+  ref":"#/components/schemas/Content"},"endDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"}\####
+  ,{"type":"null"}]},"startDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}\####
+  ]},"pausedAt":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"goalMs":{"typ\####
+  e":["integer","null"]},"milestone":{"type":["string","null"]},"nextMilestone":{"oneOf":[{"type":\####
+  "object","required":["name","at"],"properties":{"name":{"type":"string"},"at":{"type":"integer"}\####
+  }},{"type":"null"}]},"liveActivity":{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"typ\####
+  e":"null"}]}}}}}}
   """####
 }

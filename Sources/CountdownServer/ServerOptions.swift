@@ -69,8 +69,10 @@ public struct ServerOptions: Sendable {
   public var sync: StoreSync
   /// A PostgreSQL database that keeps the state instead of ``statePath``
   /// (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require]`;
-  /// docs/cluster.md): one server per database until the cluster's leases come.
+  /// docs/cluster.md): one server per database, unless ``cluster`` makes it a node.
   public var postgres: String?
+  /// A node of a cluster on ``postgres`` (SPEC §9, docs/cluster.md), nil for a single server.
+  public var cluster: ClusterOptions?
 
   /// Whether the state outlives the process (a state file or PostgreSQL).
   public var keepsState: Bool { postgres != nil || statePath != ":memory:" }
@@ -185,5 +187,24 @@ public struct APNsOptions: Sendable {
     self.production = production
     self.url = url
     self.caPath = caPath
+  }
+}
+
+/// What makes `countdown serve --postgres` a cluster node (SPEC §9, docs/cluster.md).
+public struct ClusterOptions: Sendable, Equatable {
+  /// `--node`: this node's name, unique among the live nodes.
+  public var node: String
+  /// `--advertise`: where the other nodes reach this one (HOST:PORT of its `--listen`).
+  public var advertise: String?
+  /// `--shards`: the cluster's shard count, fixed at the database's first use (default 64).
+  public var shards: Int
+  /// `--lease-ms`: how long a shard's lease lasts; renewed every fifth of it (default 5000).
+  public var leaseMs: Int64
+
+  public init(node: String, advertise: String? = nil, shards: Int = 64, leaseMs: Int64 = 5000) {
+    self.node = node
+    self.advertise = advertise
+    self.shards = shards
+    self.leaseMs = leaseMs
   }
 }

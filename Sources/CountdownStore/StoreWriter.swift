@@ -141,6 +141,14 @@ package final class StoreWriter: @unchecked Sendable {
     condition.unlock()
   }
 
+  /// Runs `work` on the writer thread after every wake queued so far is committed (or has
+  /// failed), in order with them: what must happen between two commits, with the store to
+  /// itself (a cluster node taking or giving up a shard: docs/cluster.md). From any thread.
+  package func perform(_ work: @escaping @Sendable () -> Void) {
+    // A unit without changes, of no epoch (it is never current): its release runs in order.
+    enqueue(Unit(changes: nil, epoch: 0) { _ in work() })
+  }
+
   /// Outbox rows answered (pushes, webhook deliveries, or those of a token that is gone):
   /// deleted from the outbox with the next commit, or in one of their own. From any thread.
   package func forget(outbox seqs: [Int64]) {

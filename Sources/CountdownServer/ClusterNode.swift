@@ -1,0 +1,222 @@
+import Countdown
+import CountdownCluster
+import CountdownLoop
+import CountdownPostgres
+import CountdownProtocol
+import CountdownStore
+import Dispatch
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import Synchronization
+
+/// A cluster node's side of SPEC §9 (docs/cluster.md, "Serving shards"): carries out what the
+/// lease driver decides, and is the gate every command passes.
+///
+/// - A shard to serve: on the writer's thread, between two commits, the store starts writing
+///   it (fenced by its epoch) and reads its rows as its last commit left them; the loop's
+///   engine is rebuilt with them stepped to now (``ShardAssembly``: what passed while nobody
+///   served the shard fires once, at its own instant); then its commands are let in.
+/// - A shard to stop: its commands are refused at once (`unavailable`); on the writer's thread
+///   the store stops writing it (a wake of it not yet committed fails, and the engine is rebuilt
+///   from the last commits) and the engine drops its activities without a word.
+/// - After a failed commit (a fence another node's epoch refused, PostgreSQL gone): the engine
+///   is rebuilt from the last commits of the shards still served.
+final class ClusterNode: @unchecked Sendable {
+  // @unchecked Sendable: `state` is a Mutex; `store` is used on the writer's thread only;
+  // the rest is immutable or a locked box.
+  let options: ClusterOptions
+  private let store: PostgresStore
+  private let writer: StoreWriter
+  private let loop: NIOLockedValueBox<CountdownLoop?>
+  private let journal: Journal
+  private let logger: Logger
+  private let state = Mutex(State())
+  /// The lease driver, once it has joined (it calls back into this node from its start).
+  let driver = NIOLockedValueBox<LeaseDriver?>(nil)
+
+  private struct State {
+    /// The shards the driver said to serve, with their epochs (set at once; a stop clears).
+    var wanted: [Int: Int64] = [:]
+    /// The shards whose commands are let in: loaded into the engine with the epoch wanted.
+    var open: [Int: Int64] = [:]
+    /// The lease table as last observed, by shard.
+    var leases: [Int: LeaseDriver.Lease] = [:]
+    /// Made ids for starts without one.
+    var ids = SplitMix64(state: UInt64.random(in: .min ... .max))
+  }
+
+  init(
+    options: ClusterOptions, store: PostgresStore, writer: StoreWriter,
+    loop: NIOLockedValueBox<CountdownLoop?>, journal: Journal, logger: Logger
+  ) {
+    self.options = options
+    self.store = store
+    self.writer = writer
+    self.loop = loop
+    self.journal = journal
+    self.logger = logger
+  }
+
+  /// The shard of `id` in this cluster.
+  func shard(of id: String) -> Int { ShardOfID.shard(of: id, shards: options.shards) }
+
+  /// The gate every command passes (on the loop thread).
+  var gate: ShardGate {
+    ShardGate(
+      refuse: { [self] id in
+        let shard = shard(of: id)
+        return state.withLock { s in
+          s.open[shard] != nil ? nil : Self.unavailable(shard, s.leases[shard], self: options.node)
+        }
+      },
+      makeID: { [self] in
+        state.withLock { s in
+          guard !s.open.isEmpty else { return nil }
+          while true {
+            let id = s.ids.uuid()
+            if s.open[shard(of: id)] != nil { return id }
+          }
+        }
+      })
+  }
+
+  /// `unavailable` for `shard`, naming the node that serves it as last seen.
+  static func unavailable(_ shard: Int, _ lease: LeaseDriver.Lease?, self node: String)
+    -> CountdownError
+  {
+    let holder: String
+    if let lease, let owner = lease.owner, !lease.expired, owner != node {
+      holder = "node \(owner) serves it"
+    } else if let lease, lease.owner == node, !lease.expired {
+      holder = "this node is taking it over or giving it up"
+    } else {
+      holder = "no node serves it now (its last owner's lease has not been taken over yet)"
+    }
+    return CountdownError(
+      .unavailable,
+      "the activity is in shard \(shard), which this node (\(node)) does not serve: \(holder); nothing changed, try again"
+    )
+  }
+
+  // MARK: - The driver's decisions (on its thread, in order)
+
+  /// What the lease driver decided.
+  func changed(_ change: LeaseDriver.Change) {
+    switch change {
+    case .serve(let shard, let epoch):
+      state.withLock { $0.wanted[shard] = epoch }
+      writer.perform { [self] in take(shard, epoch: epoch) }
+    case .stop(let shard, let reason):
+      state.withLock {
+        $0.wanted[shard] = nil
+        $0.open[shard] = nil
+      }
+      logger.notice("stopped serving shard \(shard) (\(reason))")
+      writer.perform { [self] in drop(shard) }
+    }
+  }
+
+  /// The lease table as the driver observed it.
+  func observed(_ table: [LeaseDriver.Lease]) {
+    state.withLock { s in for lease in table { s.leases[lease.shard] = lease } }
+  }
+
+  // MARK: - On the writer's thread
+
+  /// Starts writing `shard` and assembles its rows into the engine; lets its commands in once
+  /// they are there. A load that fails is tried again a second later while the shard is wanted.
+  private func take(_ shard: Int, epoch: Int64) {
+    guard state.withLock({ $0.wanted[shard] == epoch }) else { return }
+    store.serve(shard, epoch: epoch)
+    let rows: EngineSnapshot?
+    do {
+      rows = try store.load(shard: shard)
+    } catch {
+      logger.error("cannot load shard \(shard): \(error.message); trying again in a second")
+      DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in
+        writer.perform { [self] in take(shard, epoch: epoch) }
+      }
+      return
+    }
+    guard let loop = loop.withLockedValue({ $0 }) else { return }
+    let taken = rows.map { [$0] } ?? []
+    loop.rebuildEngine(
+      { current throws(CountdownError) in
+        let a = try ShardAssembly.assemble(current, keeping: { _ in true }, taking: taken)
+        return (a.snapshot, a.events)
+      },
+      completion: { [self] result in
+        switch result {
+        case .success:
+          let opened = state.withLock { s in
+            guard s.wanted[shard] == epoch else { return false }
+            s.open[shard] = epoch
+            return true
+          }
+          if opened {
+            logger.notice(
+              "serving shard \(shard) (epoch \(epoch), \(taken.first?.activities.count ?? 0) activities taken)"
+            )
+          }
+        case .failure(let e):
+          logger.critical("cannot serve shard \(shard): its rows cannot be restored: \(e)")
+        }
+      })
+  }
+
+  /// Stops writing `shard` and drops its activities from the engine.
+  private func drop(_ shard: Int) {
+    store.stop(shard)
+    guard let loop = loop.withLockedValue({ $0 }) else { return }
+    loop.rebuildEngine(
+      { [self] current throws(CountdownError) in
+        let a = try ShardAssembly.assemble(
+          current, keeping: { self.shard(of: $0.id) != shard }, taking: [])
+        return (a.snapshot, a.events)
+      },
+      completion: { [self] result in
+        if case .failure(let e) = result {
+          logger.critical("cannot drop shard \(shard) from the engine: \(e)")
+        }
+      })
+  }
+
+  /// After a failed commit: rebuilds the engine from the last commit of every shard still
+  /// served, each stepped to now; its wakes then carry `epoch`. Tries the reads again every
+  /// second until they work (no commit can be made meanwhile: the wakes are of an old epoch).
+  func reload(epoch: UInt64) {
+    var shards: [EngineSnapshot] = []
+    while true {
+      do {
+        shards = []
+        for shard in store.served.keys.sorted() {
+          if let rows = try store.load(shard: shard) { shards.append(rows) }
+        }
+        break
+      } catch {
+        logger.error("cannot read the shards back: \(error.message); trying again in a second")
+        Thread.sleep(forTimeInterval: 1)
+      }
+    }
+    guard let loop = loop.withLockedValue({ $0 }) else { return }
+    let journal = self.journal
+    let logger = self.logger
+    loop.rebuildEngine(
+      { [shards] current throws(CountdownError) in
+        let a = try ShardAssembly.assemble(current, keeping: { _ in false }, taking: shards)
+        return (a.snapshot, a.events)
+      },
+      completion: { result in
+        switch result {
+        case .success:
+          journal.epoch = epoch
+          logger.notice("the engine was rebuilt from the shards' last commits; writing again")
+        case .failure(let e):
+          logger.critical(
+            "the shards' last commits cannot be restored (\(e)); changes keep failing with storageFailed"
+          )
+        }
+      })
+  }
+}

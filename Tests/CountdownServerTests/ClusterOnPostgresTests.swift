@@ -1,0 +1,200 @@
+import CountdownCluster
+import CountdownTestSupport
+import Foundation
+import Testing
+
+/// `countdown serve --postgres URL --node NAME` processes on one real PostgreSQL (`make
+/// postgres`): shards shared, commands of another node's shard refused, a node killed with
+/// `kill -9` and its shards taken over (docs/cluster.md).
+@Suite(
+  "A cluster of countdown serve nodes on PostgreSQL", .serialized,
+  .enabled(if: PostgresTestServer.url != nil, "needs a PostgreSQL server: run make postgres"))
+struct ClusterOnPostgresTests {
+  static let shards = 8
+  static let leaseMs: Int64 = 1000
+
+  static func node(_ name: String, _ url: String, in dir: URL) throws -> ServerProcess {
+    try ServerProcess(
+      [
+        "--socket", "c.sock", "--postgres", url, "--node", name, "--shards", "\(shards)",
+        "--lease-ms", "\(leaseMs)",
+      ], in: dir)
+  }
+
+  /// The live owner of each shard, as PostgreSQL holds it.
+  static func owners(_ url: String) throws -> [Int: String] {
+    let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+    let text = try PostgresTestServer.psql(
+      "SELECT shard || '|' || owner FROM countdown_leases WHERE expires_at > clock_timestamp() AND owner IS NOT NULL",
+      in: database)
+    var out: [Int: String] = [:]
+    for line in text.split(separator: "\n") {
+      let f = line.split(separator: "|")
+      if f.count == 2, let shard = Int(f[0]) { out[shard] = String(f[1]) }
+    }
+    return out
+  }
+
+  /// An id whose shard `owner` holds in `owners`: the first of `prefix`0, `prefix`1, ….
+  static func id(_ prefix: String, ownedBy owner: String, _ owners: [Int: String]) -> String {
+    var k = 0
+    while owners[ShardOfID.shard(of: "\(prefix)\(k)", shards: shards)] != owner { k += 1 }
+    return "\(prefix)\(k)"
+  }
+
+  /// Sends `request` until it is not refused with `unavailable` (a shard being taken), up to
+  /// `seconds`; the last reply.
+  static func retrying(_ c: TestClient, _ request: String, seconds: Double = 10) throws
+    -> [String: Any]
+  {
+    let until = Date().addingTimeInterval(seconds)
+    while true {
+      let reply = try c.request(request)
+      if reply["code"] as? String != "unavailable" || Date() > until { return reply }
+      usleep(50_000)
+    }
+  }
+
+  @Test(
+    "Two nodes share the shards; each refuses the other's activities naming the owner; after kill -9 of one, the other takes its shards within the lease + 1 s, keeps what it acknowledged, and fires what fell due meanwhile once at its own instant"
+  )
+  func takeover() async throws {
+    let url = try PostgresTestServer.freshDatabaseURL()
+    try await onThread {
+      let (dirA, dirB) = (temporaryDirectory(), temporaryDirectory())
+      defer {
+        try? FileManager.default.removeItem(at: dirA)
+        try? FileManager.default.removeItem(at: dirB)
+      }
+      let a = try Self.node("a", url, in: dirA)
+      let b = try Self.node("b", url, in: dirB)
+      #expect(a.startLine.contains("cluster node a"), "\(a.startLine)")
+      // Each takes its half (the first hands over what it took alone).
+      var owners: [Int: String] = [:]
+      let split = Date().addingTimeInterval(10)
+      while Date() < split {
+        owners = try Self.owners(url)
+        if owners.count == Self.shards, owners.values.filter({ $0 == "a" }).count == Self.shards / 2
+        {
+          break
+        }
+        usleep(100_000)
+      }
+      #expect(owners.values.filter { $0 == "a" }.count == Self.shards / 2, "\(owners)")
+      #expect(owners.values.filter { $0 == "b" }.count == Self.shards / 2, "\(owners)")
+      let ca = try TestClient(unix: dirA.appendingPathComponent("c.sock").path)
+      let cb = try TestClient(unix: dirB.appendingPathComponent("c.sock").path)
+
+      // On a, in its shards: one countdown that ends 300 ms after a is killed, with nobody
+      // serving its shard then, and one that goes on.
+      let (ends, goesOn) = (
+        Self.id("end", ownedBy: "a", owners), Self.id("on", ownedBy: "a", owners)
+      )
+      let killAt = nowMs() + 1_500
+      let endAt = killAt + 300
+      var r = try Self.retrying(
+        ca,
+        #"{"op":"start","id":"\#(ends)","kind":"countdown","endDate":\#(endAt),"title":"E"}"#)
+      #expect(r["ok"] as? Bool == true, "\(r)")
+      r = try Self.retrying(
+        ca,
+        #"{"op":"start","id":"\#(goesOn)","kind":"countdown","endDate":\#(nowMs() + 600_000),"title":"On"}"#
+      )
+      #expect(r["ok"] as? Bool == true, "\(r)")
+      // b refuses a's activities, naming the shard and a; a refuses b's.
+      r = try cb.request(#"{"op":"get","id":"\#(ends)"}"#)
+      let shard = ShardOfID.shard(of: ends, shards: Self.shards)
+      #expect(r["code"] as? String == "unavailable", "\(r)")
+      let message = r["message"] as? String ?? ""
+      #expect(message.contains("shard \(shard)") && message.contains("node a serves it"), "\(r)")
+      let bs = Self.id("b", ownedBy: "b", owners)
+      r = try ca.request(#"{"op":"start","id":"\#(bs)","kind":"elapsed","title":"B"}"#)
+      #expect(r["code"] as? String == "unavailable", "\(r)")
+      r = try Self.retrying(cb, #"{"op":"start","id":"\#(bs)","kind":"elapsed","title":"B"}"#)
+      #expect(r["ok"] as? Bool == true, "\(r)")
+      // A start without an id on a gets one in a's shards.
+      r = try ca.request(#"{"op":"start","kind":"elapsed","title":"made"}"#)
+      let made = r["id"] as? String ?? ""
+      #expect(owners[ShardOfID.shard(of: made, shards: Self.shards)] == "a", "\(r)")
+
+      // A board on b sees everything b serves, live.
+      let watcher = try TestClient(unix: dirB.appendingPathComponent("c.sock").path)
+      #expect(try watcher.request(#"{"op":"subscribe"}"#)["ok"] as? Bool == true)
+
+      while nowMs() < killAt { usleep(5_000) }
+      kill(a.pid, SIGKILL)
+      _ = a.exitStatus(within: 5)
+      // b takes a's shards once a's leases lapse.
+      var takenAfter: Int64?
+      while nowMs() - killAt < 10_000 {
+        let g = try cb.request(#"{"op":"get","id":"\#(goesOn)"}"#)
+        if g["ok"] as? Bool == true {
+          takenAfter = nowMs() - killAt
+          #expect(g["title"] as? String == "On" || (g["activity"] as? [String: Any]) != nil)
+          break
+        }
+        #expect(g["code"] as? String == "unavailable", "\(g)")
+        usleep(20_000)
+      }
+      let took = try #require(takenAfter, "b never served a's shards")
+      print("takeover after kill -9: \(took) ms (lease \(Self.leaseMs) ms)")
+      #expect(took <= Self.leaseMs + 1_000, "took \(took) ms")
+      // Everything a acknowledged is there.
+      for id in [ends, goesOn, made] {
+        r = try cb.request(#"{"op":"get","id":"\#(id)"}"#)
+        #expect(r["ok"] as? Bool == true, "\(id): \(r)")
+      }
+      // The countdown that ended while nobody served its shard: expired once, at its instant.
+      var expired: [[String: Any]] = []
+      let until = Date().addingTimeInterval(3)
+      while Date() < until, let line = watcher.line(timeout: 0.5) {
+        guard
+          let e = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+          e["event"] as? String == "expired", e["id"] as? String == ends
+        else { continue }
+        expired.append(e)
+      }
+      #expect(expired.count == 1, "\(expired)")
+      #expect((expired.first?["at"] as? NSNumber)?.int64Value == endAt, "\(expired)")
+      kill(b.pid, SIGTERM)
+      #expect(b.exitStatus(within: 10) == 0)
+    }
+  }
+
+  @Test(
+    "A node's flags: usage errors (64) without --postgres, with pushes or webhooks, or a cluster flag without --node; another shard count or a live node's name exits 1 naming it"
+  )
+  func flags() async throws {
+    let url = try PostgresTestServer.freshDatabaseURL()
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let first = try Self.node("a", url, in: dir)
+      let other = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: other) }
+      let cases: [([String], Int32, String)] = [
+        (["--node", "x"], 64, "--node runs a cluster node on PostgreSQL: give --postgres too"),
+        (["--postgres", url, "--shards", "8"], 64, "are a cluster node's: give --node"),
+        (["--postgres", url, "--node", "x", "--shards", "0"], 64, "--shards must be 1 to 4096"),
+        (["--postgres", url, "--node", "x", "--lease-ms", "10"], 64, "--lease-ms must be 500"),
+        (
+          ["--postgres", url, "--node", "x", "--webhook", "http://127.0.0.1:9/h"], 64,
+          "not yet sent by a cluster node"
+        ),
+        (
+          ["--postgres", url, "--node", "x", "--shards", "16"], 1,
+          "has 8 shards, fixed at its first use; this node was started with --shards 16"
+        ),
+        (["--postgres", url, "--node", "a", "--shards", "8"], 1, "a node named a is alive"),
+      ]
+      for (arguments, status, message) in cases {
+        let server = try ServerProcess(["--socket", "c.sock"] + arguments, in: other)
+        #expect(server.exitStatus(within: 15) == status, "\(arguments)")
+        let text = server.errorText
+        #expect(text.contains(message), "\(arguments): \(text)")
+      }
+      kill(first.pid, SIGTERM)
+      #expect(first.exitStatus(within: 10) == 0)
+    }
+  }
+}
