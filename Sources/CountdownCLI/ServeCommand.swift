@@ -57,6 +57,14 @@ struct ServeCommand: AsyncParsableCommand {
   var leaseMs: Int64 = 5000
 
   @Option(
+    help: """
+      The token the nodes of a cluster authenticate to each other with over --listen: with it, \
+      a command for another node's shard is forwarded there (with --node; or the \
+      COUNTDOWN_CLUSTER_TOKEN environment variable).
+      """)
+  var clusterToken: String?
+
+  @Option(
     help: ArgumentHelp(
       "normal: each commit survives a crash of the process; full: also a power loss (slower).",
       valueName: "normal|full"))
@@ -230,8 +238,15 @@ struct ServeCommand: AsyncParsableCommand {
       guard postgres != nil else {
         throw ValidationError("--node runs a cluster node on PostgreSQL: give --postgres too")
       }
-      guard !node.isEmpty, node.utf8.count <= 200 else {
-        throw ValidationError("--node must be a name of 1 to 200 bytes")
+      guard !node.isEmpty, node.utf8.count <= 200,
+        node.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+      else {
+        throw ValidationError("--node must be a name of 1 to 200 bytes without control characters")
+      }
+      if resolvedClusterToken != nil, listen == nil {
+        throw ValidationError(
+          "--cluster-token: the other nodes forward to this one over --listen; give --listen (and --advertise where they reach it)"
+        )
       }
       guard (1...4096).contains(shards) else {
         throw ValidationError("--shards must be 1 to 4096, not \(shards)")
@@ -244,9 +259,9 @@ struct ServeCommand: AsyncParsableCommand {
           "Live Activity pushes and webhooks are not yet sent by a cluster node (docs/cluster.md): run them on a single server for now"
         )
       }
-    } else if advertise != nil || shards != 64 || leaseMs != 5000 {
+    } else if advertise != nil || shards != 64 || leaseMs != 5000 || clusterToken != nil {
       throw ValidationError(
-        "--advertise, --shards and --lease-ms are a cluster node's: give --node")
+        "--advertise, --shards, --lease-ms and --cluster-token are a cluster node's: give --node")
     }
   }
 
@@ -274,7 +289,9 @@ struct ServeCommand: AsyncParsableCommand {
       sync: StoreSync(rawValue: sync)!)
     options.postgres = postgres
     options.cluster = node.map {
-      ClusterOptions(node: $0, advertise: advertise ?? listen, shards: shards, leaseMs: leaseMs)
+      ClusterOptions(
+        node: $0, advertise: advertise ?? listen, shards: shards, leaseMs: leaseMs,
+        token: resolvedClusterToken)
     }
     options.publicHosts = publicHosts
     options.boardControls = BoardControls(rawValue: boardControls)!
@@ -356,6 +373,12 @@ struct ServeCommand: AsyncParsableCommand {
 extension ServeCommand {
   /// The token from `--token`, `--token-file` (its first line) or `COUNTDOWN_TOKEN`, in that
   /// order; nil when none gives one.
+  /// `--cluster-token`, or the environment's `COUNTDOWN_CLUSTER_TOKEN` (kept out of `ps`).
+  var resolvedClusterToken: String? {
+    if let clusterToken { return clusterToken.isEmpty ? nil : clusterToken }
+    return System.environment("COUNTDOWN_CLUSTER_TOKEN").flatMap { $0.isEmpty ? nil : $0 }
+  }
+
   func resolvedToken() throws -> String? {
     if let token {
       guard !token.isEmpty else { throw IOFailure(message: "--token is empty") }

@@ -59,8 +59,18 @@ package final class LeaseDriver: @unchecked Sendable {
   private let deadline: DeadlineTimer
   private var stopped = false
   private var counts = Counts()
-  /// Hears of each observation of the lease table (for the node's answers: who owns what).
-  private let onObserve: (@Sendable ([Lease]) -> Void)?
+  /// Hears of each observation of the lease table and the nodes (for the node's answers: who
+  /// owns what, and where it is reached).
+  private let onObserve: (@Sendable ([Lease], [Node]) -> Void)?
+
+  /// A node of the cluster as last observed.
+  package struct Node: Sendable, Equatable {
+    package var name: String
+    /// Where the other nodes reach it (`--advertise`), if it said.
+    package var advertise: String?
+    /// Whether its heartbeat was younger than the lease.
+    package var alive: Bool
+  }
 
   /// One shard's row of the lease table as last observed.
   package struct Lease: Sendable, Equatable {
@@ -82,7 +92,7 @@ package final class LeaseDriver: @unchecked Sendable {
     node: String, shardCount: Int, timing: ShardLeases.Timing = .init(),
     location: PostgresStore.Location, advertise: String? = nil,
     onChange: @escaping @Sendable (Change) -> Void,
-    onObserve: (@Sendable ([Lease]) -> Void)? = nil
+    onObserve: (@Sendable ([Lease], [Node]) -> Void)? = nil
   ) throws(StoreError) {
     guard shardCount >= 1, shardCount <= 4096 else {
       throw StoreError("--shards must be 1 to 4096, not \(shardCount)")
@@ -237,26 +247,42 @@ package final class LeaseDriver: @unchecked Sendable {
          WHERE node = $1 RETURNING node)
       SELECT shard, owner, expires_at <= clock_timestamp(),
         (SELECT count(*) FROM countdown_nodes WHERE expires_at > clock_timestamp() OR node = $1),
-        epoch
+        epoch,
+        (SELECT coalesce(string_agg(node || chr(9) || coalesce(advertise, '') || chr(9)
+            || (expires_at > clock_timestamp() OR node = $1)::text, chr(10)), '')
+           FROM countdown_nodes)
         FROM countdown_leases ORDER BY shard
       """, b
     ).whenComplete { [self] result in
       guard !stopped, case .success(let rows) = result else { return }
       var view: [ShardLeases.LeaseView] = []
       var table: [Lease] = []
+      var nodes: [Node] = []
       var alive = 1
       for row in rows {
         guard
-          let (shard, owner, expired, count, epoch) = try? row.decode(
-            (Int, String?, Bool, Int, Int64).self)
+          let (shard, owner, expired, count, epoch, list) = try? row.decode(
+            (Int, String?, Bool, Int, Int64, String).self)
         else { continue }
         view.append(.init(shard: shard, owner: owner, expired: expired))
         table.append(Lease(shard: shard, owner: owner, epoch: epoch, expired: expired))
         alive = count
+        if nodes.isEmpty { nodes = Self.nodes(list) }
       }
-      onObserve?(table)
+      onObserve?(table, nodes)
       carryOut(leases.observe(view, aliveNodes: alive, now: Self.now()))
       carryOut(leases.tick(now: Self.now()))
+    }
+  }
+
+  /// The nodes of the observation's list: a line per node, name, advertise and alive
+  /// separated by tabs (names and addresses have neither).
+  static func nodes(_ list: String) -> [Node] {
+    list.split(separator: "\n").compactMap { line in
+      let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+      guard f.count == 3 else { return nil }
+      return Node(
+        name: String(f[0]), advertise: f[1].isEmpty ? nil : String(f[1]), alive: f[2] == "true")
     }
   }
 

@@ -22,7 +22,7 @@ package struct ReplyWriter {
   /// Appends the reply to one request.
   package mutating func reply(_ rid: RequestID?, _ outcome: Outcome, at: Instant) {
     switch outcome {
-    case .failed(let e):
+    case .failed(let e), .forward(_, let e):
       failure(rid, e, at: at)
       return
     case .ok, .unsubscribed:

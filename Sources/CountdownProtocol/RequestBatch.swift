@@ -12,6 +12,9 @@ package enum Outcome: Sendable {
   case subscribed(snapshot: Listing, fromSequence: UInt64, ids: [String]?, ticks: Bool)
   case unsubscribed
   case failed(CountdownError)
+  /// A cluster node's command for another node's shard (docs/cluster.md): to be sent to
+  /// `node` and its reply relayed; answered with `otherwise` when it cannot be.
+  case forward(node: String, otherwise: CountdownError)
 }
 
 /// A list of activities as the engine held them when the request ran. A listing over every
@@ -56,43 +59,57 @@ package struct BatchResult: Sendable {
 /// Which activities a server may act on: a cluster node (SPEC §9, docs/cluster.md) those of
 /// the shards it serves now. Its closures run on the loop thread, in each command.
 package struct ShardGate: Sendable {
-  /// Nil when `id`'s activity is this node's; else the error to answer (`unavailable`, naming
-  /// the shard and the node that serves it).
-  package var refuse: @Sendable (_ id: String) -> CountdownError?
+  /// What becomes of a command on one activity.
+  package enum Admission: Sendable {
+    /// This node's: run it here.
+    case local
+    /// Another node's: send it there (`otherwise`: the answer when it cannot be sent).
+    case forward(node: String, otherwise: CountdownError)
+  }
+
+  /// What becomes of a command on `id`'s activity.
+  /// - Throws: `unavailable` when no node can take it now.
+  package var admission: @Sendable (_ id: String) throws(CountdownError) -> Admission
   /// An id for a `start` that gives none, in a shard this node serves; nil when it serves none.
   package var makeID: @Sendable () -> String?
 
   package init(
-    refuse: @escaping @Sendable (String) -> CountdownError?,
+    admission: @escaping @Sendable (String) throws(CountdownError) -> Admission,
     makeID: @escaping @Sendable () -> String?
   ) {
-    self.refuse = refuse
+    self.admission = admission
     self.makeID = makeID
   }
 
-  /// The id a command acts on, once the gate lets it through: `id`, or for a `start` without
-  /// one an id made in a shard this node serves.
-  /// - Throws: `unavailable` when the activity is not this node's, or it serves no shard.
+  /// What a command becomes once the gate has seen it: run here on the id (given, or made for a
+  /// `start` without one in a shard this node serves), or forwarded.
+  /// - Throws: `unavailable` when the activity is no node's now, or a `start` without an id
+  ///   comes while this node serves no shard.
   package func admit(_ operation: WireCommand.Operation, id: String?) throws(CountdownError)
-    -> String?
+    -> (id: String?, forward: Admission?)
   {
     guard let id else {
-      guard case .start = operation else { return nil }
+      guard case .start = operation else { return (nil, nil) }
       guard let made = makeID() else {
         throw CountdownError(
           .unavailable, "this node serves no shard yet, so it cannot start an activity; try again")
       }
-      return made
+      return (made, nil)
     }
-    if let error = refuse(id) { throw error }
-    return id
+    switch try admission(id) {
+    case .local: return (id, nil)
+    case .forward(let node, let otherwise): return (id, .forward(node: node, otherwise: otherwise))
+    }
   }
 }
 
 extension LoopEngine {
   /// Runs a connection's batch of requests in order, at the loop's now; with a `gate`, a
-  /// command whose activity is not this node's is refused (`unavailable`).
-  package func run(_ batch: [BatchItem], gate: ShardGate? = nil) -> BatchResult {
+  /// command whose activity is another node's is to be forwarded (``Outcome/forward(node:otherwise:)``)
+  /// when `forwarding`, else refused (`unavailable`), as is one of no node's.
+  package func run(_ batch: [BatchItem], gate: ShardGate? = nil, forwarding: Bool = false)
+    -> BatchResult
+  {
     var items: [(rid: RequestID?, outcome: Outcome)] = []
     items.reserveCapacity(batch.count)
     for item in batch {
@@ -101,7 +118,7 @@ extension LoopEngine {
       case .failure(let e): outcome = .failed(e)
       case .success(let request):
         do throws(CountdownError) {
-          outcome = try run(request, gate: gate)
+          outcome = try run(request, gate: gate, forwarding: forwarding)
         } catch {
           outcome = .failed(error)
         }
@@ -111,11 +128,21 @@ extension LoopEngine {
     return BatchResult(at: now, items: items)
   }
 
-  private func run(_ request: ServerRequest, gate: ShardGate?) throws(CountdownError) -> Outcome {
+  private func run(_ request: ServerRequest, gate: ShardGate?, forwarding: Bool)
+    throws(CountdownError) -> Outcome
+  {
     switch request {
-    case .command(let operation, let id):
+    case .command(let operation, var id):
+      if let gate {
+        let admitted = try gate.admit(operation, id: id)
+        if case .forward(let node, let otherwise)? = admitted.forward {
+          guard forwarding else { throw otherwise }
+          return .forward(node: node, otherwise: otherwise)
+        }
+        id = admitted.id
+      }
       // `advance` is refused while decoding: the loop's clock is the wall clock.
-      return try run(operation, id: try gate?.admit(operation, id: id) ?? id)
+      return try run(operation, id: id)
     case .subscribe(let ids, let ticks):
       let snapshot: Listing
       if let ids {

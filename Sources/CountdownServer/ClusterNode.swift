@@ -8,6 +8,7 @@ import Dispatch
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
 import Synchronization
 
 /// A cluster node's side of SPEC §9 (docs/cluster.md, "Serving shards"): carries out what the
@@ -34,6 +35,8 @@ final class ClusterNode: @unchecked Sendable {
   private let state = Mutex(State())
   /// The lease driver, once it has joined (it calls back into this node from its start).
   let driver = NIOLockedValueBox<LeaseDriver?>(nil)
+  /// The connections to the other nodes, with `--cluster-token`; nil: nothing is forwarded.
+  let links: PeerLinks?
 
   private struct State {
     /// The shards the driver said to serve, with their epochs (set at once; a stop clears).
@@ -42,15 +45,19 @@ final class ClusterNode: @unchecked Sendable {
     var open: [Int: Int64] = [:]
     /// The lease table as last observed, by shard.
     var leases: [Int: LeaseDriver.Lease] = [:]
+    /// The nodes as last observed, by name.
+    var nodes: [String: LeaseDriver.Node] = [:]
     /// Made ids for starts without one.
     var ids = SplitMix64(state: UInt64.random(in: .min ... .max))
   }
 
   init(
     options: ClusterOptions, store: PostgresStore, writer: StoreWriter,
-    loop: NIOLockedValueBox<CountdownLoop?>, journal: Journal, logger: Logger
+    loop: NIOLockedValueBox<CountdownLoop?>, journal: Journal, logger: Logger,
+    group: any EventLoopGroup
   ) {
     self.options = options
+    links = options.token.map { PeerLinks(group: group, token: $0) }
     self.store = store
     self.writer = writer
     self.loop = loop
@@ -61,14 +68,24 @@ final class ClusterNode: @unchecked Sendable {
   /// The shard of `id` in this cluster.
   func shard(of id: String) -> Int { ShardOfID.shard(of: id, shards: options.shards) }
 
-  /// The gate every command passes (on the loop thread).
+  /// The gate every command passes (on the loop thread): this node's shards run here; another
+  /// live node's are forwarded to it when this node has the cluster token and knows where that
+  /// node is; the rest are `unavailable`.
   var gate: ShardGate {
     ShardGate(
-      refuse: { [self] id in
+      admission: { [self] id throws(CountdownError) in
         let shard = shard(of: id)
-        return state.withLock { s in
-          s.open[shard] != nil ? nil : Self.unavailable(shard, s.leases[shard], self: options.node)
+        let (open, lease, peer) = state.withLock { s in
+          (s.open[shard] != nil, s.leases[shard], s.leases[shard]?.owner.flatMap { s.nodes[$0] })
         }
+        if open { return .local }
+        let refusal = Self.unavailable(shard, lease, self: options.node)
+        if links != nil, let lease, !lease.expired, let peer, peer.name != options.node,
+          peer.alive, peer.advertise != nil
+        {
+          return .forward(node: peer.name, otherwise: refusal)
+        }
+        throw refusal
       },
       makeID: { [self] in
         state.withLock { s in
@@ -117,9 +134,25 @@ final class ClusterNode: @unchecked Sendable {
     }
   }
 
-  /// The lease table as the driver observed it.
-  func observed(_ table: [LeaseDriver.Lease]) {
-    state.withLock { s in for lease in table { s.leases[lease.shard] = lease } }
+  /// The lease table and the nodes as the driver observed them.
+  func observed(_ table: [LeaseDriver.Lease], _ nodes: [LeaseDriver.Node]) {
+    state.withLock { s in
+      for lease in table { s.leases[lease.shard] = lease }
+      s.nodes = Dictionary(nodes.map { ($0.name, $0) }) { a, _ in a }
+    }
+  }
+
+  // MARK: - Forwarding
+
+  /// Sends a request line to `node` (its `--advertise`) and gives its reply line back; fails
+  /// (a ``PeerError``) when the node cannot be reached or has no address.
+  func forward(_ line: [UInt8], to node: String, on eventLoop: any EventLoop)
+    -> EventLoopFuture<[UInt8]>
+  {
+    guard let links, let address = state.withLock({ $0.nodes[node]?.advertise }) else {
+      return eventLoop.makeFailedFuture(PeerError("where it is reached is not known"))
+    }
+    return links.send(line, to: node, at: address).hop(to: eventLoop)
   }
 
   // MARK: - On the writer's thread

@@ -44,11 +44,23 @@ final class ConnectionHandler: ChannelDuplexHandler {
   private var backlogHead = 0
   /// The close of a client that takes too long to finish its line or send its token.
   private var lineTimer: Scheduled<Void>?
+  /// A cluster node that forwards (docs/cluster.md): each request line of `batch` as read
+  /// (nil for a line answered here without running), to send to the node that serves it.
+  private let keepsLines: Bool
+  private var lines: [[UInt8]?] = []
+  /// Whether the connection authenticated with the cluster token: another node's forwarded
+  /// requests, never forwarded again.
+  private var fromPeer = false
+  /// Batches whose forwarded requests are still out: later batches' replies wait for them
+  /// (the replies of a connection go in request order).
+  private var resolving = 0
+  private var lastAnswer: EventLoopFuture<Void>?
 
   init(core: ServerCore, needsAuth: Bool) {
     self.core = core
     self.needsAuth = needsAuth
     writer = ReplyWriter(formatter: core.formatter)
+    keepsLines = core.cluster?.links != nil
   }
 
   private var paused: Bool { backlogHead < backlog.count }
@@ -137,6 +149,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
   private func tooLong() {
     batchCost += ReplyBudget.error
+    if keepsLines { lines.append(nil) }
     batch.append(
       BatchItem(
         rid: nil,
@@ -159,6 +172,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
     guard affords(ReplyBudget.estimate(decoded.request, activities: core.activityCount)) else {
       return false
     }
+    if case .success(.auth(let token)) = decoded.request,
+      let cluster = core.options.cluster?.token, TokenCheck.matches(token.utf8, cluster)
+    {
+      // Another node of the cluster: what it sends was forwarded once already.
+      fromPeer = true
+      needsAuth = false
+    }
     if needsAuth {
       if case .success(.auth(let token)) = decoded.request, let expected = core.options.token,
         TokenCheck.matches(token.utf8, expected)
@@ -166,6 +186,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         needsAuth = false
       } else {
         closing = true
+        if keepsLines { lines.append(nil) }
         batch.append(
           BatchItem(
             rid: decoded.rid,
@@ -177,6 +198,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         return true
       }
     }
+    if keepsLines { lines.append(Array(bytes)) }
     batch.append(BatchItem(rid: decoded.rid, request: decoded.request))
     return true
   }
@@ -191,7 +213,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
     guard !batch.isEmpty else { return }
     let items = batch
     let cost = batchCost
+    let raw = lines
     batch = []
+    lines = []
     batchCost = 0
     owed += cost
     inFlight += 1
@@ -200,9 +224,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
     let hub = core.hub
     let core = self.core
+    let forwarding = core.cluster?.links != nil && !fromPeer
     core.loop.submit(
       { engine in
-        let result = engine.run(items, gate: core.gate)
+        let result = engine.run(items, gate: core.gate, forwarding: forwarding)
         core.activityCount = engine.count
         return result
       },
@@ -211,18 +236,18 @@ final class ConnectionHandler: ChannelDuplexHandler {
         // subscriptions to the hub, so that they are in place before this wake's events. With
         // a state file, both wait for the wake's commit.
         core.release(result) { result in
-          Self.release(result, items, cost, handler, bound, hub: hub, channel: channel)
+          Self.release(result, items, raw, cost, handler, bound, hub: hub, channel: channel)
         }
       })
   }
 
   /// Hands a batch's replies to the connection and its subscription changes to the hub.
   private static func release(
-    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ cost: Int,
-    _ handler: NIOLoopBound<ConnectionHandler>, _ bound: NIOLoopBound<ChannelHandlerContext>,
-    hub: Hub, channel: Channel
+    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ raw: [[UInt8]?],
+    _ cost: Int, _ handler: NIOLoopBound<ConnectionHandler>,
+    _ bound: NIOLoopBound<ChannelHandlerContext>, hub: Hub, channel: Channel
   ) {
-    channel.eventLoop.execute { handler.value.answer(result, items, cost, bound.value) }
+    channel.eventLoop.execute { handler.value.answer(result, items, raw, cost, bound.value) }
     guard case .success(let r) = result else { return }
     for item in r.items {
       switch item.outcome {
@@ -238,15 +263,81 @@ final class ConnectionHandler: ChannelDuplexHandler {
   }
 
   private func answer(
-    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ cost: Int,
+    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ raw: [[UInt8]?],
+    _ cost: Int, _ context: ChannelHandlerContext
+  ) {
+    let forwards = forwarded(result, raw, context.eventLoop)
+    guard forwards != nil || resolving > 0 else {
+      write(result, items, [:], cost, context)
+      return
+    }
+    // This batch's replies go after the batches still resolving, and after its own
+    // forwarded requests' replies have come back.
+    resolving += 1
+    let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+    let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+    let eventLoop = context.eventLoop
+    let before = lastAnswer ?? eventLoop.makeSucceededVoidFuture()
+    let done = before.flatMap { forwards ?? eventLoop.makeSucceededFuture([:]) }.map {
+      replies in
+      handler.value.resolving -= 1
+      handler.value.write(result, items, replies, cost, bound.value)
+    }
+    lastAnswer = done
+  }
+
+  /// The replies of `result`'s forwarded requests, by position, once all have come back (a
+  /// request its node did not answer gets `unavailable`); nil when it forwards nothing.
+  private func forwarded(
+    _ result: Result<BatchResult, CountdownError>, _ raw: [[UInt8]?], _ eventLoop: any EventLoop
+  ) -> EventLoopFuture<[Int: Result<[UInt8], CountdownError>]>? {
+    guard case .success(let r) = result, let cluster = core.cluster else { return nil }
+    var sent: [(Int, EventLoopFuture<[UInt8]>)] = []
+    for (k, item) in r.items.enumerated() {
+      guard case .forward(let node, _) = item.outcome, k < raw.count, let line = raw[k] else {
+        continue
+      }
+      sent.append((k, cluster.forward(line, to: node, on: eventLoop)))
+    }
+    guard !sent.isEmpty else { return nil }
+    core.metrics.forwarded(sent.count)
+    let positions = sent.map(\.0)
+    return EventLoopFuture.whenAllComplete(sent.map(\.1), on: eventLoop).map { results in
+      var out: [Int: Result<[UInt8], CountdownError>] = [:]
+      for (k, result) in zip(positions, results) {
+        guard case .forward(let node, let otherwise) = r.items[k].outcome else { continue }
+        out[k] = result.mapError { error in
+          CountdownError(
+            .unavailable,
+            "\(otherwise.message.prefix { $0 != ";" }); forwarding to node \(node) failed: \(error)"
+          )
+        }
+      }
+      return out
+    }
+  }
+
+  /// Writes a batch's replies, in order: each forwarded request's as its node gave it.
+  private func write(
+    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem],
+    _ replies: [Int: Result<[UInt8], CountdownError>], _ cost: Int,
     _ context: ChannelHandlerContext
   ) {
     inFlight -= 1
     switch result {
     case .success(let r):
-      for item in r.items {
-        writer.reply(item.rid, item.outcome, at: r.at)
-        core.metrics.answered(item.outcome)
+      for (k, item) in r.items.enumerated() {
+        switch replies[k] {
+        case .success(let line)?:
+          writer.out.bytes.append(contentsOf: line)
+          writer.out.raw("\n")
+        case .failure(let e)?:
+          writer.failure(item.rid, e, at: SystemWallClock.now())
+          core.metrics.answered(.failed(e))
+        case nil:
+          writer.reply(item.rid, item.outcome, at: r.at)
+          core.metrics.answered(item.outcome)
+        }
       }
     case .failure(let e):
       let now = SystemWallClock.now()

@@ -14,7 +14,7 @@ extension LoopEngine {
     if case .success(.command(.end(let e), let id?)) = request {
       let outcome: Outcome
       do throws(CountdownError) {
-        if let error = gate?.refuse(id) { throw error }
+        if case .forward(_, let otherwise) = try gate?.admission(id) { throw otherwise }
         outcome = .activity(try ending(id, e))
       } catch {
         outcome = .failed(error)

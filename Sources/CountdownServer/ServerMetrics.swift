@@ -25,6 +25,8 @@ final class ServerMetrics: Sendable {
   let commands: CoreMetrics.Counter
   /// Connections closed because their client was too slow to send (docs/security.md).
   private let timeouts: CoreMetrics.Counter
+  /// Requests a cluster node forwarded to the node serving their shard (docs/cluster.md).
+  private let forwards: CoreMetrics.Counter
   private let errors: [CountdownError.Code: CoreMetrics.Counter]
   private let phases: [CoreMetrics.Gauge]
   private let wakeups: CoreMetrics.Counter
@@ -60,6 +62,7 @@ final class ServerMetrics: Sendable {
     wakeups = CoreMetrics.Counter(label: "countdown_wakeups_total", factory: factory)
     timeouts = CoreMetrics.Counter(
       label: "countdown_connections_timed_out_total", factory: factory)
+    forwards = CoreMetrics.Counter(label: "countdown_forwarded_total", factory: factory)
     var errors: [CountdownError.Code: CoreMetrics.Counter] = [:]
     for code in CountdownError.Code.allCases {
       errors[code] = CoreMetrics.Counter(
@@ -92,6 +95,9 @@ final class ServerMetrics: Sendable {
     commands.increment()
     if case .failed(let e) = outcome { errors[e.code]?.increment() }
   }
+
+  /// Requests forwarded to the node that serves their shard (a cluster node).
+  func forwarded(_ n: Int) { forwards.increment(by: Int64(n)) }
 
   /// A request refused before it reached the engine (HTTP: body too large, unauthorized…).
   func refused(_ code: CountdownError.Code) {

@@ -200,11 +200,18 @@ public struct ClusterOptions: Sendable, Equatable {
   public var shards: Int
   /// `--lease-ms`: how long a shard's lease lasts; renewed every fifth of it (default 5000).
   public var leaseMs: Int64
+  /// `--cluster-token`: what the nodes authenticate to each other with over `--listen`; a
+  /// command for another node's shard is forwarded to it only with one.
+  public var token: String?
 
-  public init(node: String, advertise: String? = nil, shards: Int = 64, leaseMs: Int64 = 5000) {
+  public init(
+    node: String, advertise: String? = nil, shards: Int = 64, leaseMs: Int64 = 5000,
+    token: String? = nil
+  ) {
     self.node = node
     self.advertise = advertise
     self.shards = shards
     self.leaseMs = leaseMs
+    self.token = token
   }
 }

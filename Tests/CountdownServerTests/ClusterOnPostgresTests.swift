@@ -13,12 +13,52 @@ struct ClusterOnPostgresTests {
   static let shards = 8
   static let leaseMs: Int64 = 1000
 
-  static func node(_ name: String, _ url: String, in dir: URL) throws -> ServerProcess {
+  static func node(_ name: String, _ url: String, in dir: URL, _ extra: [String] = []) throws
+    -> ServerProcess
+  {
     try ServerProcess(
       [
         "--socket", "c.sock", "--postgres", url, "--node", name, "--shards", "\(shards)",
         "--lease-ms", "\(leaseMs)",
-      ], in: dir)
+      ] + extra, in: dir)
+  }
+
+  /// A node that forwards: `--listen` on a free loopback port, the cluster token.
+  static func forwardingNode(_ name: String, _ url: String, in dir: URL) throws -> ServerProcess {
+    try node(
+      name, url, in: dir, ["--listen", "127.0.0.1:\(try freePort())", "--cluster-token", "ct-1"])
+  }
+
+  /// A TCP port nothing listens on now (bound to 0, read, closed).
+  static func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+      }
+    }
+    guard bound else { throw TestFailure("no free port") }
+    return Int(UInt16(bigEndian: address.sin_port))
+  }
+
+  /// Waits until the nodes named in `names` hold the shards in even parts; the owners.
+  static func split(_ url: String, among names: [String]) throws -> [Int: String] {
+    var owners: [Int: String] = [:]
+    let until = Date().addingTimeInterval(10)
+    while Date() < until {
+      owners = try Self.owners(url)
+      let even = names.allSatisfy { n in
+        owners.values.filter { $0 == n }.count == shards / names.count
+      }
+      if owners.count == shards, even { break }
+      usleep(100_000)
+    }
+    return owners
   }
 
   /// The live owner of each shard, as PostgreSQL holds it.
@@ -42,6 +82,40 @@ struct ClusterOnPostgresTests {
     return "\(prefix)\(k)"
   }
 
+  /// Two nodes, a and b, on a fresh database, once they hold four shards each.
+  struct Pair {
+    let url: String
+    let dirA, dirB: URL
+    let a, b: ServerProcess
+    let owners: [Int: String]
+    let ca, cb: TestClient
+  }
+
+  /// Runs `body` with two nodes (forwarding to each other when `forwarding`), on a thread.
+  static func withTwoNodes(
+    forwarding: Bool = false, _ body: @escaping @Sendable (Pair) throws -> Void
+  ) async throws {
+    let url = try PostgresTestServer.freshDatabaseURL()
+    try await onThread {
+      let (dirA, dirB) = (temporaryDirectory(), temporaryDirectory())
+      defer {
+        try? FileManager.default.removeItem(at: dirA)
+        try? FileManager.default.removeItem(at: dirB)
+      }
+      let start = forwarding ? Self.forwardingNode : { try Self.node($0, $1, in: $2) }
+      let a = try start("a", url, dirA)
+      let b = try start("b", url, dirB)
+      let owners = try Self.split(url, among: ["a", "b"])
+      #expect(owners.values.filter { $0 == "a" }.count == Self.shards / 2, "\(owners)")
+      #expect(owners.values.filter { $0 == "b" }.count == Self.shards / 2, "\(owners)")
+      try body(
+        Pair(
+          url: url, dirA: dirA, dirB: dirB, a: a, b: b, owners: owners,
+          ca: try TestClient(unix: dirA.appendingPathComponent("c.sock").path),
+          cb: try TestClient(unix: dirB.appendingPathComponent("c.sock").path)))
+    }
+  }
+
   /// Sends `request` until it is not refused with `unavailable` (a shard being taken), up to
   /// `seconds`; the last reply.
   static func retrying(_ c: TestClient, _ request: String, seconds: Double = 10) throws
@@ -59,31 +133,9 @@ struct ClusterOnPostgresTests {
     "Two nodes share the shards; each refuses the other's activities naming the owner; after kill -9 of one, the other takes its shards within the lease + 1 s, keeps what it acknowledged, and fires what fell due meanwhile once at its own instant"
   )
   func takeover() async throws {
-    let url = try PostgresTestServer.freshDatabaseURL()
-    try await onThread {
-      let (dirA, dirB) = (temporaryDirectory(), temporaryDirectory())
-      defer {
-        try? FileManager.default.removeItem(at: dirA)
-        try? FileManager.default.removeItem(at: dirB)
-      }
-      let a = try Self.node("a", url, in: dirA)
-      let b = try Self.node("b", url, in: dirB)
-      #expect(a.startLine.contains("cluster node a"), "\(a.startLine)")
-      // Each takes its half (the first hands over what it took alone).
-      var owners: [Int: String] = [:]
-      let split = Date().addingTimeInterval(10)
-      while Date() < split {
-        owners = try Self.owners(url)
-        if owners.count == Self.shards, owners.values.filter({ $0 == "a" }).count == Self.shards / 2
-        {
-          break
-        }
-        usleep(100_000)
-      }
-      #expect(owners.values.filter { $0 == "a" }.count == Self.shards / 2, "\(owners)")
-      #expect(owners.values.filter { $0 == "b" }.count == Self.shards / 2, "\(owners)")
-      let ca = try TestClient(unix: dirA.appendingPathComponent("c.sock").path)
-      let cb = try TestClient(unix: dirB.appendingPathComponent("c.sock").path)
+    try await Self.withTwoNodes { p in
+      let (a, b, owners, ca, cb) = (p.a, p.b, p.owners, p.ca, p.cb)
+      let dirB = p.dirB
 
       // On a, in its shards: one countdown that ends 300 ms after a is killed, with nobody
       // serving its shard then, and one that goes on.
@@ -165,27 +217,9 @@ struct ClusterOnPostgresTests {
     "SIGSTOP of a node past its lease, then SIGCONT: the command it read meanwhile is not acknowledged nor its event delivered, the new owner's state stands, and the node names the new owner"
   )
   func stoppedPastLease() async throws {
-    let url = try PostgresTestServer.freshDatabaseURL()
-    try await onThread {
-      let (dirA, dirB) = (temporaryDirectory(), temporaryDirectory())
-      defer {
-        try? FileManager.default.removeItem(at: dirA)
-        try? FileManager.default.removeItem(at: dirB)
-      }
-      let a = try Self.node("a", url, in: dirA)
-      let b = try Self.node("b", url, in: dirB)
-      var owners: [Int: String] = [:]
-      let split = Date().addingTimeInterval(10)
-      while Date() < split {
-        owners = try Self.owners(url)
-        if owners.count == Self.shards, owners.values.filter({ $0 == "a" }).count == Self.shards / 2
-        {
-          break
-        }
-        usleep(100_000)
-      }
-      let ca = try TestClient(unix: dirA.appendingPathComponent("c.sock").path)
-      let cb = try TestClient(unix: dirB.appendingPathComponent("c.sock").path)
+    try await Self.withTwoNodes { p in
+      let (a, b, owners, ca, cb) = (p.a, p.b, p.owners, p.ca, p.cb)
+      let dirA = p.dirA
       let s = Self.id("s", ownedBy: "a", owners)
       var r = try Self.retrying(
         ca,
@@ -228,6 +262,62 @@ struct ClusterOnPostgresTests {
       var events: [String] = []
       while let line = watcher.line(timeout: 0.5) { events.append(line) }
       #expect(!events.contains { $0.contains(#""paused""#) && $0.contains(s) }, "\(events)")
+      kill(a.pid, SIGTERM)
+      kill(b.pid, SIGTERM)
+      #expect(a.exitStatus(within: 10) == 0)
+      #expect(b.exitStatus(within: 10) == 0)
+    }
+  }
+
+  @Test(
+    "Forwarding: a node answers for another node's shard by sending the request there (--cluster-token over --listen), pipelined batches keep their order, a forwarded request is not forwarded again"
+  )
+  func forwarding() async throws {
+    try await Self.withTwoNodes(forwarding: true) { p in
+      let (a, b, owners, ca, cb) = (p.a, p.b, p.owners, p.ca, p.cb)
+      let (xb, ya, zb) = (
+        Self.id("x", ownedBy: "b", owners), Self.id("y", ownedBy: "a", owners),
+        Self.id("z", ownedBy: "b", owners)
+      )
+      // Until both have loaded their shards and seen each other.
+      var r = try Self.retrying(ca, #"{"op":"get","id":"\#(zb)"}"#)
+      #expect(r["code"] as? String == "notFound", "\(r)")
+      // One pipelined batch through a, its own and b's activities interleaved.
+      let end = nowMs() + 600_000
+      let lines = [
+        #"{"rid":1,"op":"start","id":"\#(xb)","kind":"countdown","endDate":\#(end),"title":"X"}"#,
+        #"{"rid":2,"op":"start","id":"\#(ya)","kind":"countdown","endDate":\#(end),"title":"Y"}"#,
+        #"{"rid":3,"op":"pause","id":"\#(xb)"}"#,
+        #"{"rid":4,"op":"get","id":"\#(xb)"}"#,
+        #"{"rid":5,"op":"get","id":"\#(ya)"}"#,
+        #"{"rid":6,"op":"get","id":"\#(zb)"}"#,
+        #"{"rid":7,"op":"start","id":"\#(xb)","kind":"elapsed","title":"again"}"#,
+      ]
+      ca.send(lines.joined(separator: "\n") + "\n")
+      var replies: [[String: Any]] = []
+      for _ in lines { replies.append(try ca.json(timeout: 10)) }
+      #expect(replies.map { ($0["rid"] as? NSNumber)?.intValue ?? 0 } == [1, 2, 3, 4, 5, 6, 7])
+      #expect(replies[0]["ok"] as? Bool == true && replies[1]["ok"] as? Bool == true, "\(replies)")
+      #expect(replies[2]["ok"] as? Bool == true, "\(replies[2])")
+      #expect(DurabilityTests.activity(replies[3])["phase"] as? String == "paused", "\(replies[3])")
+      #expect(DurabilityTests.title(DurabilityTests.activity(replies[4])) == "Y", "\(replies[4])")
+      #expect(replies[5]["code"] as? String == "notFound", "\(replies[5])")
+      #expect(replies[6]["code"] as? String == "duplicateID", "\(replies[6])")
+      // b holds what a forwarded, and forwards a's to a in turn.
+      r = try cb.request(#"{"op":"get","id":"\#(xb)"}"#)
+      #expect(DurabilityTests.activity(r)["phase"] as? String == "paused", "\(r)")
+      r = try cb.request(#"{"op":"get","id":"\#(ya)"}"#)
+      #expect(DurabilityTests.title(DurabilityTests.activity(r)) == "Y", "\(r)")
+      // A request from another node (the cluster token) is answered here or refused, never
+      // sent on: a's listener refuses b's activity to a peer.
+      let port = try #require(
+        a.startLine.firstMatch(of: /tcp 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }, "\(a.startLine)"
+      )
+      let peer = try TestClient(tcpPort: port)
+      #expect(try peer.request(#"{"op":"auth","token":"ct-1"}"#)["ok"] as? Bool == true)
+      r = try peer.request(#"{"op":"get","id":"\#(xb)"}"#)
+      #expect(r["code"] as? String == "unavailable", "\(r)")
+      #expect((r["message"] as? String ?? "").contains("node b serves it"), "\(r)")
       kill(a.pid, SIGTERM)
       kill(b.pid, SIGTERM)
       #expect(a.exitStatus(within: 10) == 0)

@@ -1,0 +1,191 @@
+import Countdown
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// A cluster node's connections to the other nodes (SPEC §9: "Nodes reach each other with
+/// `--cluster-token` over the `--listen` protocol"; docs/cluster.md, "Forwarding"): one TCP
+/// connection per peer, opened when first needed, that authenticates with the cluster token
+/// and then carries forwarded request lines, pipelined; each reply line comes back in order.
+///
+/// A connection that fails or closes fails what waits on it; the next request opens another.
+final class PeerLinks: Sendable {
+  private let group: any EventLoopGroup
+  private let token: String
+  private let links = NIOLockedValueBox([String: Link]())
+
+  init(group: any EventLoopGroup, token: String) {
+    self.group = group
+    self.token = token
+  }
+
+  /// Sends `line` (one request, without its newline) to `node` at `address` (HOST:PORT);
+  /// its reply line (without the newline) back.
+  func send(_ line: [UInt8], to node: String, at address: String) -> EventLoopFuture<[UInt8]> {
+    let link = links.withLockedValue { links in
+      if let l = links[node], l.address == address, !l.isClosed { return l }
+      let l = Link(address: address, eventLoop: group.next())
+      links[node] = l
+      l.connect(token: token)
+      return l
+    }
+    return link.send(line)
+  }
+
+  /// Closes every connection.
+  func close() {
+    let all = links.withLockedValue { links in
+      defer { links = [:] }
+      return Array(links.values)
+    }
+    for l in all { l.close() }
+  }
+
+  /// One peer's connection: the requests written and not answered yet, in order.
+  final class Link: @unchecked Sendable {
+    // @unchecked Sendable: `channel`, `pending`, `queued` and `closed` change on `eventLoop`.
+    let address: String
+    let eventLoop: any EventLoop
+    private var channel: (any Channel)?
+    private var pending: [EventLoopPromise<[UInt8]>] = []
+    /// Lines sent before the connection was up.
+    private var queued: [[UInt8]] = []
+    private let closedFlag = NIOLockedValueBox(false)
+
+    var isClosed: Bool { closedFlag.withLockedValue { $0 } }
+
+    init(address: String, eventLoop: any EventLoop) {
+      self.address = address
+      self.eventLoop = eventLoop
+    }
+
+    func connect(token: String) {
+      guard let colon = address.lastIndex(of: ":"),
+        let port = Int(address[address.index(after: colon)...])
+      else {
+        eventLoop.execute { self.fail("--advertise \(self.address) is not HOST:PORT") }
+        return
+      }
+      var host = String(address[..<colon])
+      if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+      var auth = JSONWriter()
+      auth.raw("{\"op\":\"auth\",\"token\":")
+      auth.write(string: token)
+      auth.raw("}")
+      // The token's reply is the first to come back: it answers nothing forwarded.
+      let authLine = auth.bytes
+      eventLoop.execute {
+        let first = self.eventLoop.makePromise(of: [UInt8].self)
+        self.pending.insert(first, at: 0)
+        self.queued.insert(authLine, at: 0)
+        first.futureResult.whenSuccess { reply in
+          if !String(decoding: reply, as: UTF8.self).contains("\"ok\":true") {
+            self.fail("node at \(self.address) refused the cluster token")
+          }
+        }
+      }
+      ClientBootstrap(group: eventLoop)
+        .connectTimeout(.seconds(2))
+        .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        .channelInitializer { channel in
+          channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(Replies(link: self))
+          }
+        }
+        .connect(host: host, port: port)
+        .whenComplete { result in
+          switch result {
+          case .success(let channel):
+            self.channel = channel
+            var buffer = channel.allocator.buffer(capacity: 256)
+            for line in self.queued {
+              buffer.writeBytes(line)
+              buffer.writeInteger(UInt8(0x0A))
+            }
+            self.queued = []
+            channel.writeAndFlush(buffer, promise: nil)
+          case .failure(let error):
+            self.fail("cannot reach it at \(self.address): \(error)")
+          }
+        }
+    }
+
+    func send(_ line: [UInt8]) -> EventLoopFuture<[UInt8]> {
+      eventLoop.flatSubmit {
+        let promise = self.eventLoop.makePromise(of: [UInt8].self)
+        guard !self.isClosed else {
+          promise.fail(PeerError("the connection to it at \(self.address) is closed"))
+          return promise.futureResult
+        }
+        self.pending.append(promise)
+        if let channel = self.channel {
+          var buffer = channel.allocator.buffer(capacity: line.count + 1)
+          buffer.writeBytes(line)
+          buffer.writeInteger(UInt8(0x0A))
+          channel.writeAndFlush(buffer, promise: nil)
+        } else {
+          self.queued.append(line)
+        }
+        return promise.futureResult
+      }
+    }
+
+    /// One reply line: it answers the oldest request.
+    fileprivate func answered(_ line: [UInt8]) {
+      guard !pending.isEmpty else { return }
+      pending.removeFirst().succeed(line)
+    }
+
+    /// Fails what waits and closes; the next request makes a new link.
+    fileprivate func fail(_ why: String) {
+      closedFlag.withLockedValue { $0 = true }
+      let waiting = pending
+      pending = []
+      queued = []
+      for p in waiting { p.fail(PeerError(why)) }
+      channel?.close(promise: nil)
+      channel = nil
+    }
+
+    func close() {
+      eventLoop.execute { self.fail("the node is stopping") }
+    }
+  }
+
+  /// Splits a peer's bytes into reply lines.
+  final class Replies: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    let link: Link
+    private var partial: [UInt8] = []
+
+    init(link: Link) { self.link = link }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+      let buffer = unwrapInboundIn(data)
+      for byte in buffer.readableBytesView {
+        if byte == 0x0A {
+          link.answered(partial)
+          partial.removeAll(keepingCapacity: true)
+        } else {
+          partial.append(byte)
+        }
+      }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+      link.fail("the connection to it at \(link.address) closed")
+      context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+      link.fail("the connection to it at \(link.address) failed: \(error)")
+      context.close(promise: nil)
+    }
+  }
+}
+
+/// Why a forwarded request got no answer from its node.
+struct PeerError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
