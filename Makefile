@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres
+.PHONY: chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -48,6 +48,7 @@ test: deps
 	$(MAKE) webhooks
 	$(MAKE) openapi
 	$(MAKE) postgres
+	$(MAKE) chaos
 
 # The board's browser tests need Debian's chromium and chromium-driver and PyPI's selenium;
 # the terminal board's, tmux.
@@ -74,6 +75,13 @@ postgres: deps pgdeps
 	$(SWIFT) build --build-tests
 	Tests/postgres/with-postgres.sh $(SWIFT) test --skip-build --no-parallel \
 	  --filter "PostgresStoreTests|PostgresSettingsTests|OnPostgres"
+
+# The cluster's chaos test (docs/cluster.md): 20 rounds of kill -9 of a node under a stream of
+# commands through another, on a PostgreSQL of its own (about 2.5 minutes).
+chaos: deps pgdeps
+	$(SWIFT) build --build-tests
+	COUNTDOWN_CHAOS_ROUNDS=20 Tests/postgres/with-postgres.sh $(SWIFT) test --skip-build \
+	  --no-parallel --filter "ClusterOnPostgresTests/killedUnderStream"
 
 # Live Activity pushes end to end: `countdown serve --apns-*` (the debug build) against the
 # APNs stand-in, real TLS and HTTP/2 on loopback (Tests/pushes; scratch in .build-pushes).

@@ -1,6 +1,7 @@
 import CountdownCluster
 import CountdownTestSupport
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 
 /// `countdown serve --postgres URL --node NAME` processes on one real PostgreSQL (`make
@@ -323,6 +324,140 @@ struct ClusterOnPostgresTests {
       #expect(a.exitStatus(within: 10) == 0)
       #expect(b.exitStatus(within: 10) == 0)
     }
+  }
+
+  /// What a subscriber read: each event line with the wall-clock instant it arrived.
+  final class Heard: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [(at: Int64, event: [String: Any])] = []
+    var all: [(at: Int64, event: [String: Any])] { lock.withLock { lines } }
+
+    /// Reads `client`'s events on a thread of their own until it closes or `stop` is set.
+    func read(_ client: TestClient, until stop: @escaping @Sendable () -> Bool) -> Thread {
+      // The thread is the client's only user from here on.
+      nonisolated(unsafe) let client = client
+      let t = Thread { [self] in
+        while !stop() {
+          guard let line = client.line(timeout: 0.2) else {
+            if client.closed(within: 0) { return }
+            continue
+          }
+          let now = nowMs()
+          if let e = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+            e["event"] != nil
+          {
+            lock.withLock { lines.append((now, e)) }
+          }
+        }
+      }
+      t.start()
+      return t
+    }
+  }
+
+  /// The chaos test's rounds: `make chaos` runs 20.
+  static let chaosRounds = Int(ProcessInfo.processInfo.environment["COUNTDOWN_CHAOS_ROUNDS"] ?? "")
+
+  @Test(
+    "kill -9 of a node during a stream of commands through another, in rounds: its shards taken within the lease + 1 s, nothing acknowledged lost, every expiry delivered, none early, those due while nobody served the shard once at their instants",
+    .enabled(if: (chaosRounds ?? 0) > 0, "the chaos test has its own target: make chaos"))
+  func killedUnderStream() async throws {
+    let rounds = Self.chaosRounds ?? 0
+    let counts = NIOLockedValueBox((acked: 0, refused: 0, dueUnowned: 0))
+    let takeovers = NSLock()
+    nonisolated(unsafe) var took: [Int64] = []
+    for round in 1...rounds {
+      try await Self.withTwoNodes(forwarding: true) { p in
+        let stopFlag = NIOLockedValueBox(false)
+        let heardA = Heard()
+        let heardB = Heard()
+        var readers: [Thread] = []
+        for (dir, heard) in [(p.dirA, heardA), (p.dirB, heardB)] {
+          let c = try TestClient(unix: dir.appendingPathComponent("c.sock").path)
+          #expect(try c.request(#"{"op":"subscribe"}"#)["ok"] as? Bool == true)
+          readers.append(heard.read(c) { stopFlag.withLockedValue { $0 } })
+        }
+        // The stream: a start every 10 ms through b, countdowns ending 0.3 to 2.5 s later;
+        // a is killed 0.8 s in; the stream goes on until b has served a's shards for 0.5 s.
+        var acked: [String: Int64] = [:]
+        let t0 = nowMs()
+        let killAt = t0 + 800
+        var killed = false
+        var killedAt: Int64 = .max
+        var takenAt: Int64?
+        var k = 0
+        while takenAt.map({ nowMs() < $0 + 500 }) ?? (nowMs() < t0 + 10_000) {
+          if !killed && nowMs() >= killAt {
+            kill(p.a.pid, SIGKILL)
+            killedAt = nowMs()
+            killed = true
+          }
+          let id = "r\(round)-\(k)"
+          let end = nowMs() + 300 + Int64(k * 37 % 2_200)
+          let r = try p.cb.request(
+            #"{"op":"start","id":"\#(id)","kind":"countdown","endDate":\#(end),"title":"R"}"#,
+            timeout: 10)
+          if r["ok"] as? Bool == true {
+            acked[id] = end
+            if killed, takenAt == nil, p.owners[ShardOfID.shard(of: id, shards: Self.shards)] == "a"
+            {
+              takenAt = nowMs()
+            }
+          } else {
+            #expect(
+              ["unavailable", "storageFailed"].contains(r["code"] as? String ?? ""), "\(r)")
+          }
+          k += 1
+          usleep(10_000)
+        }
+        _ = p.a.exitStatus(within: 5)
+        counts.withLockedValue {
+          $0.acked += acked.count
+          $0.refused += k - acked.count
+        }
+        let taken = try #require(takenAt, "round \(round): b never served a's shards")
+        takeovers.withLock { took.append(taken - killAt) }
+        #expect(taken - killAt <= Self.leaseMs + 1_000, "round \(round): \(taken - killAt) ms")
+        // Every expiry is due; then nothing acknowledged is missing, and each expired.
+        let lastEnd = acked.values.max() ?? 0
+        while nowMs() < lastEnd + 600 { usleep(20_000) }
+        stopFlag.withLockedValue { $0 = true }
+        for t in readers { while !t.isFinished { usleep(10_000) } }
+        for (id, _) in acked {
+          let r = try p.cb.request(#"{"op":"get","id":"\#(id)"}"#)
+          #expect(r["ok"] as? Bool == true, "round \(round): \(id) acknowledged, then lost: \(r)")
+        }
+        let expiries = (heardA.all + heardB.all).filter {
+          $0.event["event"] as? String == "expired"
+        }
+        var byID: [String: [(at: Int64, event: [String: Any])]] = [:]
+        for e in expiries { byID[e.event["id"] as? String ?? "", default: []].append(e) }
+        for (id, end) in acked {
+          let heard = byID[id] ?? []
+          #expect(
+            !heard.isEmpty, "round \(round): the expiry of \(id) at \(end) was never delivered")
+          for h in heard {
+            #expect((h.event["at"] as? NSNumber)?.int64Value == end, "round \(round): \(id)")
+            #expect(h.at >= end, "round \(round): \(id) expired early (\(end - h.at) ms)")
+          }
+          // Due after a died (while nobody served its shards, or once b did): by b, once.
+          if p.owners[ShardOfID.shard(of: id, shards: Self.shards)] == "a", end > killedAt {
+            let onB = heardB.all.filter {
+              $0.event["event"] as? String == "expired" && $0.event["id"] as? String == id
+            }
+            #expect(onB.count == 1, "round \(round): \(id) expired \(onB.count) times on b")
+            if end < taken - 100 { counts.withLockedValue { $0.dueUnowned += 1 } }
+          }
+        }
+        kill(p.b.pid, SIGTERM)
+        #expect(p.b.exitStatus(within: 10) == 0)
+      }
+    }
+    let sorted = takeovers.withLock { took.sorted() }
+    let c = counts.withLockedValue { $0 }
+    print(
+      "takeover after kill -9 over \(rounds) rounds: median \(sorted[sorted.count / 2]) ms, max \(sorted.last!) ms (lease \(Self.leaseMs) ms); \(c.acked) starts acknowledged, none lost; \(c.refused) refused; \(c.dueUnowned) expiries due while nobody served their shard, each delivered once at its instant"
+    )
   }
 
   @Test(
