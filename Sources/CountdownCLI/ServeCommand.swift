@@ -21,7 +21,8 @@ struct ServeCommand: AsyncParsableCommand {
       only once its change is committed, and a restart on the same file (after any stop, kill \
       -9 included) has every activity back, with what fell due meanwhile applied once. \
       --postgres keeps the same state in a PostgreSQL database instead (one server per \
-      database). --http adds the HTTP API, server-sent events, /metrics and the kiosk board page at /.
+      database; with --node, one node of a cluster that shares the activities by shard: \
+      docs/cluster.md). --http adds the HTTP API, server-sent events, /metrics and the kiosk board page at /.
       """
   )
 
@@ -35,7 +36,7 @@ struct ServeCommand: AsyncParsableCommand {
 
   @Option(
     help: ArgumentHelp(
-      "Keep the state in this PostgreSQL database instead of a file (one server per database).",
+      "Keep the state in this PostgreSQL database instead of a file (one server per database, or the nodes of a cluster with --node).",
       valueName: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require]"))
   var postgres: String?
 

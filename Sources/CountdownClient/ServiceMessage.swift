@@ -159,6 +159,8 @@ public struct ActivityObject: Sendable, Equatable {
   public var goalMs: Int64?
   /// The last milestone passed.
   public var milestone: String?
+  /// The activity's shard, from a cluster node (docs/cluster.md); nil from a single server.
+  public var shard: Int?
   /// The next milestone and its instant.
   public var nextMilestone: (name: String, at: Int64)? {
     get { nextMilestoneName.flatMap { n in nextMilestoneAt.map { (n, $0) } } }
@@ -216,6 +218,7 @@ public struct ActivityObject: Sendable, Equatable {
     pausedAt = try m.optionalInt("pausedAt")
     goalMs = try m.optionalInt("goalMs")
     milestone = try m.optionalString("milestone")
+    shard = try m.optionalInt("shard").map { Int(clamping: $0) }
     if let next = try m.optional("nextMilestone") {
       guard let n = next.objectValue else {
         throw ServiceMessageError("\(path).nextMilestone is not an object")

@@ -5,8 +5,13 @@ import Countdown
 package struct ReplyWriter {
   package let formatter: TimerFormatter
   package var out = JSONWriter()
+  /// A cluster node's (SPEC §9): the shard of an activity, written in its object as `shard`.
+  package var shardOf: (@Sendable (String) -> Int)?
 
-  package init(formatter: TimerFormatter) { self.formatter = formatter }
+  package init(formatter: TimerFormatter, shardOf: (@Sendable (String) -> Int)? = nil) {
+    self.formatter = formatter
+    self.shardOf = shardOf
+  }
 
   private mutating func head(_ rid: RequestID?, ok: Bool, at: Instant) {
     out.raw("{\"rid\":")
@@ -43,6 +48,10 @@ package struct ReplyWriter {
       head(rid, ok: true, at: at)
       out.raw(",\"snapshot\":")
       activities(snapshot.states())
+    case .cluster(let view):
+      head(rid, ok: true, at: at)
+      out.raw(",")
+      clusterMembers(view)
     }
     out.raw("}\n")
   }
@@ -125,7 +134,42 @@ package struct ReplyWriter {
     }
     out.raw(",\"liveActivity\":")
     if let live = s.liveActivity { out.write(.object(live.object)) } else { out.raw("null") }
+    if let shardOf {
+      out.raw(",\"shard\":")
+      out.write(int: Int64(shardOf(s.id)))
+    }
     out.raw("}")
+  }
+
+  /// `{"node":…,"nodes":[…],"shards":[…]}`: `GET /v1/cluster`'s body.
+  package mutating func cluster(_ view: ClusterView) {
+    out.raw("{")
+    clusterMembers(view)
+    out.raw("}")
+  }
+
+  private mutating func clusterMembers(_ view: ClusterView) {
+    out.raw("\"node\":")
+    if let n = view.node { out.write(string: n) } else { out.raw("null") }
+    out.raw(",\"nodes\":[")
+    for (k, n) in view.nodes.enumerated() {
+      out.raw(k == 0 ? "{\"name\":" : ",{\"name\":")
+      out.write(string: n.name)
+      out.raw(",\"advertise\":")
+      if let a = n.advertise { out.write(string: a) } else { out.raw("null") }
+      out.raw(n.alive ? ",\"alive\":true}" : ",\"alive\":false}")
+    }
+    out.raw("],\"shards\":[")
+    for (k, s) in view.shards.enumerated() {
+      out.raw(k == 0 ? "{\"shard\":" : ",{\"shard\":")
+      out.write(int: Int64(s.shard))
+      out.raw(",\"owner\":")
+      if let o = s.owner { out.write(string: o) } else { out.raw("null") }
+      out.raw(",\"epoch\":")
+      out.write(int: s.epoch)
+      out.raw("}")
+    }
+    out.raw("]")
   }
 
   /// A webhook's body (docs/webhooks.md): `{"event": <the event object>, "activity": <the

@@ -12,6 +12,8 @@ package enum Outcome: Sendable {
   case subscribed(snapshot: Listing, fromSequence: UInt64, ids: [String]?, ticks: Bool)
   case unsubscribed
   case failed(CountdownError)
+  /// The `cluster` request's answer.
+  case cluster(ClusterView)
   /// A cluster node's command for another node's shard (docs/cluster.md): to be sent to
   /// `node` and its reply relayed; answered with `otherwise` when it cannot be.
   case forward(node: String, otherwise: CountdownError)
@@ -56,6 +58,45 @@ package struct BatchResult: Sendable {
   }
 }
 
+/// A cluster as one node sees it (SPEC §9: `GET /v1/cluster`, the op `cluster`): the nodes and
+/// each shard's owner and epoch, as the node last read them from PostgreSQL. A single server
+/// has no node name, nodes or shards.
+package struct ClusterView: Sendable, Equatable {
+  package struct Node: Sendable, Equatable {
+    package var name: String
+    package var advertise: String?
+    package var alive: Bool
+    package init(name: String, advertise: String?, alive: Bool) {
+      self.name = name
+      self.advertise = advertise
+      self.alive = alive
+    }
+  }
+  package struct Shard: Sendable, Equatable {
+    package var shard: Int
+    /// Nil while nobody holds a live lease on it.
+    package var owner: String?
+    package var epoch: Int64
+    package init(shard: Int, owner: String?, epoch: Int64) {
+      self.shard = shard
+      self.owner = owner
+      self.epoch = epoch
+    }
+  }
+  package var node: String?
+  package var nodes: [Node]
+  package var shards: [Shard]
+
+  package init(node: String?, nodes: [Node], shards: [Shard]) {
+    self.node = node
+    self.nodes = nodes
+    self.shards = shards
+  }
+
+  /// A single server's.
+  package static let single = ClusterView(node: nil, nodes: [], shards: [])
+}
+
 /// Which activities a server may act on: a cluster node (SPEC §9, docs/cluster.md) those of
 /// the shards it serves now. Its closures run on the loop thread, in each command.
 package struct ShardGate: Sendable {
@@ -72,13 +113,17 @@ package struct ShardGate: Sendable {
   package var admission: @Sendable (_ id: String) throws(CountdownError) -> Admission
   /// An id for a `start` that gives none, in a shard this node serves; nil when it serves none.
   package var makeID: @Sendable () -> String?
+  /// The cluster as this node sees it now.
+  package var view: @Sendable () -> ClusterView
 
   package init(
     admission: @escaping @Sendable (String) throws(CountdownError) -> Admission,
-    makeID: @escaping @Sendable () -> String?
+    makeID: @escaping @Sendable () -> String?,
+    view: @escaping @Sendable () -> ClusterView
   ) {
     self.admission = admission
     self.makeID = makeID
+    self.view = view
   }
 
   /// What a command becomes once the gate has seen it: run here on the id (given, or made for a
@@ -162,6 +207,8 @@ extension LoopEngine {
       return .activities(.endedWithin(activitiesView(), from...now))
     case .ping, .auth:
       return .ok
+    case .cluster:
+      return .cluster(gate?.view() ?? .single)
     }
   }
 

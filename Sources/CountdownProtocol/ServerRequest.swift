@@ -23,6 +23,8 @@ package enum ServerRequest: Sendable {
   case list(ListQuery)
   case ping
   case auth(token: String)
+  /// A cluster's nodes and shards as this node sees them (SPEC §9).
+  case cluster
 
   /// A request line's `rid` (when it was readable) and what it asks, or why it cannot be run.
   package struct Decoded: Sendable {
@@ -38,7 +40,7 @@ package enum ServerRequest: Sendable {
   /// The ops a request may name.
   package static let operations = [
     "start", "update", "pause", "resume", "end", "get", "configure", "subscribe", "unsubscribe",
-    "list", "ping", "auth",
+    "list", "ping", "auth", "cluster",
   ]
 
   /// Decodes one line (without its newline). Never throws: a bad line is a `Decoded` whose
@@ -194,6 +196,9 @@ package enum ServerRequest: Sendable {
     case "ping":
       try only([])
       return .ping
+    case "cluster":
+      try only([])
+      return .cluster
     case "list":
       try only(["soonest", "endedWithinMs"])
       switch (o["soonest"], o["endedWithinMs"]) {

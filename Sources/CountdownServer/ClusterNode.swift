@@ -95,7 +95,23 @@ final class ClusterNode: @unchecked Sendable {
             if s.open[shard(of: id)] != nil { return id }
           }
         }
-      })
+      },
+      view: { [self] in view })
+  }
+
+  /// The cluster as this node last read it: the nodes by name, each shard with its owner
+  /// (nil while no live lease holds it) and epoch.
+  var view: ClusterView {
+    state.withLock { s in
+      ClusterView(
+        node: options.node,
+        nodes: s.nodes.values.sorted { $0.name < $1.name }.map {
+          .init(name: $0.name, advertise: $0.advertise, alive: $0.alive)
+        },
+        shards: s.leases.values.sorted { $0.shard < $1.shard }.map {
+          .init(shard: $0.shard, owner: $0.expired ? nil : $0.owner, epoch: $0.epoch)
+        })
+    }
   }
 
   /// `unavailable` for `shard`, naming the node that serves it as last seen.

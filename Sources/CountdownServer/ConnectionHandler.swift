@@ -59,7 +59,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
   init(core: ServerCore, needsAuth: Bool) {
     self.core = core
     self.needsAuth = needsAuth
-    writer = ReplyWriter(formatter: core.formatter)
+    writer = ReplyWriter(formatter: core.formatter, shardOf: core.shardOf)
     keepsLines = core.cluster?.links != nil
   }
 

@@ -35,6 +35,8 @@ final class ServerCore: @unchecked Sendable {
   /// command passes; nil for a single server.
   let cluster: ClusterNode?
   let gate: ShardGate?
+  /// A cluster node's: the shard each activity object names.
+  let shardOf: (@Sendable (String) -> Int)?
 
   /// How many activities the engine held after the last batch (set on the loop thread after
   /// each batch, read by connections to estimate listings before they are built).
@@ -50,6 +52,11 @@ final class ServerCore: @unchecked Sendable {
   ) {
     self.cluster = cluster
     self.gate = cluster?.gate
+    if let cluster {
+      self.shardOf = { @Sendable id in cluster.shard(of: id) }
+    } else {
+      self.shardOf = nil
+    }
     self.connectionLimit = connectionLimit
     self.group = group
     self.metrics = metrics

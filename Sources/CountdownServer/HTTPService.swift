@@ -255,6 +255,11 @@ struct HTTPRoutes: HTTPResponder {
       w.write(int: SystemWallClock.now().milliseconds)
       w.raw("}")
       return json(.ok, w.bytes)
+    case 2 where path[0] == "v1" && path[1] == "cluster":
+      guard method == .get else { return notAllowed("GET", request) }
+      var w = ReplyWriter(formatter: core.formatter)
+      w.cluster(core.cluster?.view ?? .single)
+      return json(.ok, w.out.bytes)
     case 2 where path[0] == "v1" && path[1] == "events":
       guard method == .get else { return notAllowed("GET", request) }
       return await events(request, channel: context.channel)
@@ -283,7 +288,7 @@ struct HTTPRoutes: HTTPResponder {
       return failure(
         CountdownError(
           .notFound,
-          "no route \(request.method) \(request.uri.path): see GET /v1/activities, /v1/events, /v1/time, /metrics, /openapi.json or the board at /"
+          "no route \(request.method) \(request.uri.path): see GET /v1/activities, /v1/events, /v1/time, /v1/cluster, /metrics, /openapi.json or the board at /"
         ))
     }
   }
@@ -330,7 +335,7 @@ struct HTTPRoutes: HTTPResponder {
     -> Response
   {
     let (at, outcome) = await outcome(of: request)
-    var w = ReplyWriter(formatter: core.formatter)
+    var w = ReplyWriter(formatter: core.formatter, shardOf: core.shardOf)
     switch outcome {
     case .failed(let e): return failure(e)
     case .activity(let s):
@@ -378,7 +383,7 @@ struct HTTPRoutes: HTTPResponder {
       if case .failed(let e) = outcome { return failure(e) }
       return failure(CountdownError(.systemError, "the subscription did not start"))
     }
-    var w = ReplyWriter(formatter: formatter)
+    var w = ReplyWriter(formatter: formatter, shardOf: core.shardOf)
     w.listing(snapshot.states(), at: at)
     // `retry`: the browser reconnects after 1 s when the server goes away.
     let first = Array("retry: 1000\n\n".utf8) + EventFraming.sse("snapshot", w.take())

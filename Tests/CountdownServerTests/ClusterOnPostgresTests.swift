@@ -27,7 +27,11 @@ struct ClusterOnPostgresTests {
   /// A node that forwards: `--listen` on a free loopback port, the cluster token.
   static func forwardingNode(_ name: String, _ url: String, in dir: URL) throws -> ServerProcess {
     try node(
-      name, url, in: dir, ["--listen", "127.0.0.1:\(try freePort())", "--cluster-token", "ct-1"])
+      name, url, in: dir,
+      [
+        "--listen", "127.0.0.1:\(try freePort())", "--cluster-token", "ct-1", "--http",
+        "127.0.0.1:0",
+      ])
   }
 
   /// A TCP port nothing listens on now (bound to 0, read, closed).
@@ -301,6 +305,11 @@ struct ClusterOnPostgresTests {
       #expect(replies[0]["ok"] as? Bool == true && replies[1]["ok"] as? Bool == true, "\(replies)")
       #expect(replies[2]["ok"] as? Bool == true, "\(replies[2])")
       #expect(DurabilityTests.activity(replies[3])["phase"] as? String == "paused", "\(replies[3])")
+      // Activity objects name their shard, whichever node answered.
+      for (k, id) in [(3, xb), (4, ya)] {
+        let named = (DurabilityTests.activity(replies[k])["shard"] as? NSNumber)?.intValue
+        #expect(named == ShardOfID.shard(of: id, shards: Self.shards), "\(replies[k])")
+      }
       #expect(DurabilityTests.title(DurabilityTests.activity(replies[4])) == "Y", "\(replies[4])")
       #expect(replies[5]["code"] as? String == "notFound", "\(replies[5])")
       #expect(replies[6]["code"] as? String == "duplicateID", "\(replies[6])")
@@ -309,12 +318,32 @@ struct ClusterOnPostgresTests {
       #expect(DurabilityTests.activity(r)["phase"] as? String == "paused", "\(r)")
       r = try cb.request(#"{"op":"get","id":"\#(ya)"}"#)
       #expect(DurabilityTests.title(DurabilityTests.activity(r)) == "Y", "\(r)")
+      // The cluster as each node sees it: the socket's op and GET /v1/cluster.
+      let port = { (p: ServerProcess) in
+        p.startLine.firstMatch(of: /tcp 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }
+      }
+      let seen = try ca.request(#"{"op":"cluster"}"#)
+      #expect(seen["ok"] as? Bool == true && seen["node"] as? String == "a", "\(seen)")
+      let nodes = (seen["nodes"] as? [[String: Any]] ?? []).map {
+        "\($0["name"] ?? "") \($0["advertise"] ?? "") \($0["alive"] ?? "")"
+      }
+      #expect(
+        nodes == [
+          "a 127.0.0.1:\(port(a) ?? 0) 1", "b 127.0.0.1:\(port(b) ?? 0) 1",
+        ], "\(seen)")
+      let shards = seen["shards"] as? [[String: Any]] ?? []
+      #expect(shards.map { ($0["shard"] as? NSNumber)?.intValue ?? -1 } == Array(0..<Self.shards))
+      for s in shards {
+        let shard = (s["shard"] as? NSNumber)?.intValue ?? -1
+        #expect(s["owner"] as? String == owners[shard], "\(s)")
+        #expect(((s["epoch"] as? NSNumber)?.int64Value ?? 0) > 0, "\(s)")
+      }
+      let answer = try http("GET", "/v1/cluster", port: try #require(b.httpPort))
+      #expect(answer.status == 200 && answer.json["node"] as? String == "b", "\(answer.body)")
+      #expect((answer.json["shards"] as? [[String: Any]])?.count == Self.shards)
       // A request from another node (the cluster token) is answered here or refused, never
       // sent on: a's listener refuses b's activity to a peer.
-      let port = try #require(
-        a.startLine.firstMatch(of: /tcp 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }, "\(a.startLine)"
-      )
-      let peer = try TestClient(tcpPort: port)
+      let peer = try TestClient(tcpPort: try #require(port(a), "\(a.startLine)"))
       #expect(try peer.request(#"{"op":"auth","token":"ct-1"}"#)["ok"] as? Bool == true)
       r = try peer.request(#"{"op":"get","id":"\#(xb)"}"#)
       #expect(r["code"] as? String == "unavailable", "\(r)")

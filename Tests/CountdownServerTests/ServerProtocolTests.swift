@@ -140,6 +140,12 @@ struct ServerProtocolTests {
       #expect(gate.endDate == end && gate.color == "#FF8800")
       #expect(gate.nextMilestone?.name == "soon" && gate.nextMilestone?.at == end - 2_000)
       #expect(replies[.int(6)]?.failure?.code == "notFound")
+      // A single server has no shards: its objects name none, and `cluster` shows no cluster.
+      #expect(walk.shard == nil)
+      let cluster = try c.request(#"{"op":"cluster"}"#)
+      #expect(cluster["ok"] as? Bool == true && cluster["node"] is NSNull, "\(cluster)")
+      #expect((cluster["nodes"] as? [Any])?.isEmpty == true)
+      #expect((cluster["shards"] as? [Any])?.isEmpty == true)
       // The events a board draws from, typed: ticks with their values, the milestone, expiry.
       let gateEvents = events.filter { $0.id == "gate" }.compactMap(\.kind)
       #expect(gateEvents.first == .started && gateEvents.contains(.tick))

@@ -68,7 +68,7 @@ class OpenAPITests(unittest.TestCase):
         self.assertEqual(set(self.document["paths"]), {
             "/", "/v1/activities", "/v1/activities/{id}", "/v1/activities/{id}/pause",
             "/v1/activities/{id}/resume", "/v1/activities/{id}/end", "/v1/events",
-            "/v1/time", "/metrics", "/openapi.json"})
+            "/v1/time", "/v1/cluster", "/metrics", "/openapi.json"})
 
     def test_d_schemathesis_finds_nothing(self):
         url = "http://127.0.0.1:%d" % self.server.port
