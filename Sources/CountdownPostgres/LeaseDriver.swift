@@ -38,6 +38,8 @@ package final class LeaseDriver: @unchecked Sendable {
     package var renewalsFailed = 0
     /// Renewals PostgreSQL refused: another node holds the shard.
     package var renewalsLost = 0
+
+    package init() {}
   }
 
   package let node: String

@@ -150,6 +150,13 @@ final class ClusterNode: @unchecked Sendable {
     }
   }
 
+  /// Shards served now and what the lease driver has done, for `/metrics`.
+  var leaseFigures: (served: Int, counts: LeaseDriver.Counts) {
+    let served = state.withLock { $0.open.count }
+    let counts = driver.withLockedValue { $0 }?.counters ?? LeaseDriver.Counts()
+    return (served, counts)
+  }
+
   /// The lease table and the nodes as the driver observed them.
   func observed(_ table: [LeaseDriver.Lease], _ nodes: [LeaseDriver.Node]) {
     state.withLock { s in

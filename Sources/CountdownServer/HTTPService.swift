@@ -240,7 +240,7 @@ struct HTTPRoutes: HTTPResponder {
       return page(query)
     case 1 where path[0] == "metrics":
       guard method == .get else { return notAllowed("GET", request) }
-      let text = await core.metrics.render(loop: core.loop)
+      let text = await core.metrics.render(loop: core.loop, cluster: core.cluster)
       return Response(
         status: .ok,
         headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

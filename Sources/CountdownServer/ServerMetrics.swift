@@ -27,6 +27,11 @@ final class ServerMetrics: Sendable {
   private let timeouts: CoreMetrics.Counter
   /// Requests a cluster node forwarded to the node serving their shard (docs/cluster.md).
   private let forwards: CoreMetrics.Counter
+  /// A cluster node's leases (docs/cluster.md): shards served now, acquisitions, and renewals
+  /// by result (ok, failed: no answer or an error, lost: another node holds the shard).
+  private let shardsServed: CoreMetrics.Gauge
+  private let leaseCounters: [String: CoreMetrics.Counter]
+  private let leaseSeen = NIOLockedValueBox([String: Int]())
   private let errors: [CountdownError.Code: CoreMetrics.Counter]
   private let phases: [CoreMetrics.Gauge]
   private let wakeups: CoreMetrics.Counter
@@ -63,6 +68,17 @@ final class ServerMetrics: Sendable {
     timeouts = CoreMetrics.Counter(
       label: "countdown_connections_timed_out_total", factory: factory)
     forwards = CoreMetrics.Counter(label: "countdown_forwarded_total", factory: factory)
+    shardsServed = CoreMetrics.Gauge(label: "countdown_cluster_shards_served", factory: factory)
+    var lease: [String: CoreMetrics.Counter] = [
+      "acquired": CoreMetrics.Counter(
+        label: "countdown_cluster_lease_acquisitions_total", factory: factory)
+    ]
+    for result in ["ok", "failed", "lost"] {
+      lease[result] = CoreMetrics.Counter(
+        label: "countdown_cluster_lease_renewals_total", dimensions: [("result", result)],
+        factory: factory)
+    }
+    leaseCounters = lease
     var errors: [CountdownError.Code: CoreMetrics.Counter] = [:]
     for code in CountdownError.Code.allCases {
       errors[code] = CoreMetrics.Counter(
@@ -108,8 +124,26 @@ final class ServerMetrics: Sendable {
   /// A connection closed because its client took too long to send a request or a line.
   func timedOut() { timeouts.increment() }
 
-  /// The Prometheus text, with the activities by phase and the wake-ups read from `loop` now.
-  func render(loop: CountdownLoop) async -> [UInt8] {
+  /// The Prometheus text, with the activities by phase and the wake-ups read from `loop` now,
+  /// and a cluster node's leases from `cluster`.
+  func render(loop: CountdownLoop, cluster: ClusterNode? = nil) async -> [UInt8] {
+    if let cluster {
+      let (served, counts) = cluster.leaseFigures
+      shardsServed.record(served)
+      let now = [
+        "acquired": counts.acquired, "ok": counts.renewed, "failed": counts.renewalsFailed,
+        "lost": counts.renewalsLost,
+      ]
+      let deltas = leaseSeen.withLockedValue { seen -> [String: Int] in
+        var d: [String: Int] = [:]
+        for (k, v) in now where v > seen[k, default: 0] {
+          d[k] = v - seen[k, default: 0]
+          seen[k] = v
+        }
+        return d
+      }
+      for (k, d) in deltas { leaseCounters[k]?.increment(by: Int64(d)) }
+    }
     if let counts = try? await loop.submit({ engine in engine.phaseCounts() }) {
       phases[0].record(counts.active)
       phases[1].record(counts.paused)

@@ -338,6 +338,17 @@ struct ClusterOnPostgresTests {
         #expect(s["owner"] as? String == owners[shard], "\(s)")
         #expect(((s["epoch"] as? NSNumber)?.int64Value ?? 0) > 0, "\(s)")
       }
+      // The metrics: shards served, the leases' work, what was forwarded.
+      let metrics = try http("GET", "/metrics", port: try #require(a.httpPort)).body
+      func figure(_ name: String) -> Double? {
+        metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+          .flatMap { Double($0.split(separator: " ").last ?? "") }
+      }
+      #expect(figure("countdown_cluster_shards_served") == Double(Self.shards / 2), "\(metrics)")
+      #expect((figure("countdown_cluster_lease_acquisitions_total") ?? 0) >= 4, "\(metrics)")
+      #expect((figure(#"countdown_cluster_lease_renewals_total{result="ok"}"#) ?? 0) > 0)
+      // The batch forwarded five requests; the first get, one or more.
+      #expect((figure("countdown_forwarded_total") ?? 0) >= 6, "\(metrics)")
       let answer = try http("GET", "/v1/cluster", port: try #require(b.httpPort))
       #expect(answer.status == 200 && answer.json["node"] as? String == "b", "\(answer.body)")
       #expect((answer.json["shards"] as? [[String: Any]])?.count == Self.shards)
