@@ -501,6 +501,61 @@ struct ClusterOnPostgresTests {
   }
 
   @Test(
+    "PostgreSQL restarted under a cluster (pg_ctl restart -m immediate, at once and after 2 s down, past the lease) during a stream of commands through one node: each command acknowledged or refused, nothing acknowledged lost, both nodes serving again without a restart",
+    arguments: [0, 2.0])
+  func postgresRestartedUnderCluster(downFor: Double) async throws {
+    try await Self.withTwoNodes(forwarding: true) { p in
+      let restarted = NIOLockedValueBox<Result<Void, any Error>?>(nil)
+      let crash = Thread {
+        usleep(500_000)
+        let r = Result { try PostgresTestServer.restart(downFor: downFor) }
+        restarted.withLockedValue { $0 = r }
+      }
+      crash.start()
+      var acked: [String] = []
+      var refused: [String: Int] = [:]
+      var okAfter = 0
+      let deadline = nowMs() + 60_000
+      var k = 0
+      while okAfter < 40 && nowMs() < deadline {
+        let done = restarted.withLockedValue { $0 != nil }
+        let id = "pg-\(k)"
+        let r = try p.cb.request(
+          #"{"op":"start","id":"\#(id)","kind":"elapsed","title":"P"}"#, timeout: 20)
+        if r["ok"] as? Bool == true {
+          acked.append(id)
+          if done { okAfter += 1 }
+        } else {
+          let code = r["code"] as? String ?? "?"
+          #expect(["storageFailed", "unavailable"].contains(code), "\(r)")
+          refused[code, default: 0] += 1
+          okAfter = 0
+          usleep(20_000)
+        }
+        k += 1
+      }
+      try #require(restarted.withLockedValue { $0 }, "PostgreSQL never restarted").get()
+      #expect(okAfter == 40, "the nodes did not take commands again: \(refused)")
+      // Nothing acknowledged is lost, on either node's shards, through either node.
+      for id in acked {
+        let r = try p.ca.request(#"{"op":"get","id":"\#(id)"}"#)
+        #expect(r["ok"] as? Bool == true, "\(id) acknowledged, then lost: \(r)")
+      }
+      // Both nodes still run and serve their share.
+      let owners = try Self.split(p.url, among: ["a", "b"])
+      #expect(owners.values.filter { $0 == "a" }.count == Self.shards / 2, "\(owners)")
+      #expect(p.a.exitStatus(within: 0) == nil && p.b.exitStatus(within: 0) == nil)
+      print(
+        "PostgreSQL restarted under a cluster (down \(downFor) s): \(acked.count) acknowledged, refused meanwhile \(refused)"
+      )
+      kill(p.a.pid, SIGTERM)
+      kill(p.b.pid, SIGTERM)
+      #expect(p.a.exitStatus(within: 10) == 0)
+      #expect(p.b.exitStatus(within: 10) == 0)
+    }
+  }
+
+  @Test(
     "A node's flags: usage errors (64) without --postgres, with pushes or webhooks, or a cluster flag without --node; another shard count or a live node's name exits 1 naming it"
   )
   func flags() async throws {

@@ -34,12 +34,23 @@ package enum PostgresTestServer {
     try run(["psql", try url(of: database), "-v", "ON_ERROR_STOP=1", "-qAtc", sql])
   }
 
-  /// Restarts the server at once (`pg_ctl restart -m immediate`, as after a crash).
-  package static func restart() throws {
+  /// Restarts the server at once (`pg_ctl restart -m immediate`, as after a crash); with
+  /// `downFor`, stops it so, keeps it down that many seconds, then starts it.
+  package static func restart(downFor seconds: Double = 0) throws {
     guard let restartCommand else {
       throw Failure(description: "COUNTDOWN_TEST_PG_RESTART is not set: run make postgres")
     }
-    try run(["/bin/sh", "-c", restartCommand])
+    guard seconds > 0 else {
+      try run(["/bin/sh", "-c", restartCommand])
+      return
+    }
+    let verb = " restart -m immediate -w"
+    guard restartCommand.contains(verb) else {
+      throw Failure(description: "COUNTDOWN_TEST_PG_RESTART has no \"\(verb)\": \(restartCommand)")
+    }
+    let stop = restartCommand.replacingOccurrences(of: verb, with: " stop -m immediate -w")
+    let start = restartCommand.replacingOccurrences(of: verb, with: " start -w")
+    try run(["/bin/sh", "-c", "\(stop) && sleep \(seconds) && \(start)"])
   }
 
   /// Runs `arguments` (found on the PATH) and waits for it; its output (both streams)
