@@ -57,7 +57,9 @@ final class ClusterNode: @unchecked Sendable {
     group: any EventLoopGroup
   ) {
     self.options = options
-    links = options.token.map { PeerLinks(group: group, token: $0) }
+    // A peer that leaves a request unanswered for two leases has lost its shards by then.
+    let timeout = TimeAmount.milliseconds(max(2_000, 2 * options.leaseMs))
+    links = options.token.map { PeerLinks(group: group, token: $0, answerTimeout: timeout) }
     self.store = store
     self.writer = writer
     self.loop = loop

@@ -309,7 +309,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         out[k] = result.mapError { error in
           CountdownError(
             .unavailable,
-            "\(otherwise.message.prefix { $0 != ";" }); forwarding to node \(node) failed: \(error)"
+            "\(otherwise.message.prefix { $0 != ":" }): forwarding it to node \(node) failed: \(error); if the request reached that node, it may have been carried out there (a get shows which); try again"
           )
         }
       }

@@ -8,15 +8,21 @@ import NIOPosix
 /// connection per peer, opened when first needed, that authenticates with the cluster token
 /// and then carries forwarded request lines, pipelined; each reply line comes back in order.
 ///
-/// A connection that fails or closes fails what waits on it; the next request opens another.
+/// A connection that fails or closes fails what waits on it, and so does one that leaves a
+/// request unanswered for `answerTimeout` (it is taken for dead and closed); the next request
+/// opens another.
 final class PeerLinks: Sendable {
+
   private let group: any EventLoopGroup
   private let token: String
+  /// How long a forwarded request may wait for its reply.
+  private let answerTimeout: TimeAmount
   private let links = NIOLockedValueBox([String: Link]())
 
-  init(group: any EventLoopGroup, token: String) {
+  init(group: any EventLoopGroup, token: String, answerTimeout: TimeAmount) {
     self.group = group
     self.token = token
+    self.answerTimeout = answerTimeout
   }
 
   /// Sends `line` (one request, without its newline) to `node` at `address` (HOST:PORT);
@@ -24,7 +30,7 @@ final class PeerLinks: Sendable {
   func send(_ line: [UInt8], to node: String, at address: String) -> EventLoopFuture<[UInt8]> {
     let link = links.withLockedValue { links in
       if let l = links[node], l.address == address, !l.isClosed { return l }
-      let l = Link(address: address, eventLoop: group.next())
+      let l = Link(address: address, eventLoop: group.next(), answerTimeout: answerTimeout)
       links[node] = l
       l.connect(token: token)
       return l
@@ -46,6 +52,7 @@ final class PeerLinks: Sendable {
     // @unchecked Sendable: `channel`, `pending`, `queued` and `closed` change on `eventLoop`.
     let address: String
     let eventLoop: any EventLoop
+    let answerTimeout: TimeAmount
     private var channel: (any Channel)?
     private var pending: [EventLoopPromise<[UInt8]>] = []
     /// Lines sent before the connection was up.
@@ -54,9 +61,10 @@ final class PeerLinks: Sendable {
 
     var isClosed: Bool { closedFlag.withLockedValue { $0 } }
 
-    init(address: String, eventLoop: any EventLoop) {
+    init(address: String, eventLoop: any EventLoop, answerTimeout: TimeAmount) {
       self.address = address
       self.eventLoop = eventLoop
+      self.answerTimeout = answerTimeout
     }
 
     func connect(token: String) {
@@ -118,6 +126,14 @@ final class PeerLinks: Sendable {
           return promise.futureResult
         }
         self.pending.append(promise)
+        // Replies come in order: one that does not come in time means the peer is gone or
+        // stuck, and everything after it would wait too.
+        let timeout = self.eventLoop.scheduleTask(in: self.answerTimeout) {
+          self.fail(
+            "no answer from it at \(self.address) within \(self.answerTimeout.nanoseconds / 1_000_000) ms"
+          )
+        }
+        promise.futureResult.whenComplete { _ in timeout.cancel() }
         if let channel = self.channel {
           var buffer = channel.allocator.buffer(capacity: line.count + 1)
           buffer.writeBytes(line)

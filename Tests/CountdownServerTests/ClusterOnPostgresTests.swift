@@ -359,6 +359,17 @@ struct ClusterOnPostgresTests {
       r = try peer.request(#"{"op":"get","id":"\#(xb)"}"#)
       #expect(r["code"] as? String == "unavailable", "\(r)")
       #expect((r["message"] as? String ?? "").contains("node b serves it"), "\(r)")
+      // A peer that does not answer (stopped): the forwarded request gets unavailable after two
+      // leases (2 s here), not a hang; then a has taken b's shards and answers itself.
+      kill(b.pid, SIGSTOP)
+      let sent = nowMs()
+      r = try ca.request(#"{"op":"get","id":"\#(xb)"}"#, timeout: 10)
+      #expect(r["code"] as? String == "unavailable", "\(r)")
+      #expect((r["message"] as? String ?? "").contains("no answer from it"), "\(r)")
+      #expect(nowMs() - sent < 5_000)
+      r = try Self.retrying(ca, #"{"op":"get","id":"\#(xb)"}"#)
+      #expect(DurabilityTests.activity(r)["phase"] as? String == "paused", "\(r)")
+      kill(b.pid, SIGCONT)
       kill(a.pid, SIGTERM)
       kill(b.pid, SIGTERM)
       #expect(a.exitStatus(within: 10) == 0)
