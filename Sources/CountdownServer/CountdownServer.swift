@@ -193,6 +193,16 @@ public final class CountdownServer: Service, @unchecked Sendable {
         path: $0, watchdogMicroseconds: options.serviceManager.watchdogMicroseconds,
         logger: logger)
     }
+    if options.cluster != nil {
+      guard options.postgres != nil else {
+        throw ServerStartError("a cluster node keeps its state in PostgreSQL: give --postgres")
+      }
+      guard options.apns == nil, options.webhooks == nil else {
+        throw ServerStartError(
+          "Live Activity pushes and webhooks are not yet sent by a cluster node (docs/cluster.md): run them on a single server for now"
+        )
+      }
+    }
     let identity = try Self.tlsIdentity(options)
     let apns = try options.apns.map { o throws(ServerStartError) in
       guard options.keepsState else {
