@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres
+.PHONY: bench-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -145,6 +145,13 @@ bench-postgres: deps pgdeps
 	cd Benchmarks && $(SWIFT) build -c release
 	COUNTDOWN_PG_SETTINGS="-c fsync=on" Tests/postgres/with-postgres.sh sh -c \
 	  'Benchmarks/.build/release/countdown-bench store --parts commands --postgres "$$COUNTDOWN_TEST_POSTGRES"'
+
+# A cluster of two nodes on a scratch PostgreSQL (fsync on): a forwarded request beside a local
+# one, the takeover after kill -9 over 10 rounds, acknowledged starts (countdown-bench cluster).
+bench-cluster: deps pgdeps
+	cd Benchmarks && $(SWIFT) build -c release
+	COUNTDOWN_PG_SETTINGS="-c fsync=on" Tests/postgres/with-postgres.sh sh -c \
+	  'Benchmarks/.build/release/countdown-bench cluster --postgres "$$COUNTDOWN_TEST_POSTGRES"'
 
 # .ci/tsan.supp names the one report known to be the Swift runtime's uninstrumented atomics
 # (SwiftNIO's pooled receive buffer) and why.

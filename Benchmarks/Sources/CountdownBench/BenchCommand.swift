@@ -8,7 +8,7 @@ struct BenchCommand: AsyncParsableCommand {
     subcommands: [
       SuiteBench.self, TicksBench.self, WakeBench.self, FormatBench.self, OpsBench.self,
       ServeBench.self, ServeChild.self, CABIBench.self, StoreBench.self, SSEBench.self,
-      FloorBench.self, AbuseBench.self, PushBench.self, WebhookBench.self,
+      FloorBench.self, AbuseBench.self, PushBench.self, WebhookBench.self, ClusterBench.self,
     ],
     defaultSubcommand: SuiteBench.self
   )

@@ -31,6 +31,11 @@ struct ServeChild: AsyncParsableCommand {
   @Option var apnsKey: String?
   @Option var webhook: [String] = []
   @Option var postgres: String?
+  @Option var listen: String?
+  @Option var node: String?
+  @Option var clusterToken: String?
+  @Option var shards = 64
+  @Option var leaseMs: Int64 = 5_000
 
   func run() async throws {
     raiseDescriptorLimit()
@@ -38,6 +43,11 @@ struct ServeChild: AsyncParsableCommand {
       socketPath: socket, http: http, subscriberBufferBytes: subscriberBufferBytes,
       statePath: state, sync: StoreSync(rawValue: sync) ?? .normal)
     options.postgres = postgres
+    options.listen = listen
+    options.cluster = node.map {
+      ClusterOptions(
+        node: $0, advertise: listen, shards: shards, leaseMs: leaseMs, token: clusterToken)
+    }
     options.tlsCertificatePath = tlsCert
     options.tlsKeyPath = tlsKey
     if let replyBufferBytes { options.replyBufferBytes = replyBufferBytes }
