@@ -37,6 +37,8 @@ final class ClusterNode: @unchecked Sendable {
   let driver = NIOLockedValueBox<LeaseDriver?>(nil)
   /// The connections to the other nodes, with `--cluster-token`; nil: nothing is forwarded.
   let links: PeerLinks?
+  /// The server's network threads (forwarded HTTP commands wait on one).
+  private let group: any EventLoopGroup
 
   private struct State {
     /// The shards the driver said to serve, with their epochs (set at once; a stop clears).
@@ -57,6 +59,7 @@ final class ClusterNode: @unchecked Sendable {
     group: any EventLoopGroup
   ) {
     self.options = options
+    self.group = group
     // A peer that leaves a request unanswered for two leases has lost its shards by then.
     let timeout = TimeAmount.milliseconds(max(2_000, 2 * options.leaseMs))
     links = options.token.map { PeerLinks(group: group, token: $0, answerTimeout: timeout) }
@@ -168,6 +171,62 @@ final class ClusterNode: @unchecked Sendable {
   }
 
   // MARK: - Forwarding
+
+  /// The op a node sends another for an HTTP command (docs/cluster.md, "Forwarding"): the
+  /// command's `method`, `id` and `body` as they came, run there with HTTP's rules; its reply
+  /// carries the `activity` object. Taken only from a peer (the cluster token).
+  static let peerHTTP = "peerHTTP"
+
+  /// Sends an HTTP command to `node` and gives back the activity object it answered with,
+  /// or the error (its own, or `unavailable` when the node could not be reached).
+  func forwardHTTP(
+    op: String, id: String?, body: [UInt8], to node: String, otherwise: CountdownError
+  ) -> EventLoopFuture<Result<[UInt8], CountdownError>> {
+    var line = JSONWriter()
+    line.raw("{\"op\":")
+    line.write(string: Self.peerHTTP)
+    line.raw(",\"method\":")
+    line.write(string: op)
+    line.raw(",\"id\":")
+    if let id { line.write(string: id) } else { line.raw("null") }
+    line.raw(",\"body\":")
+    let trimmed = body.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+    if trimmed.isEmpty { line.raw("{}") } else { line.bytes.append(contentsOf: body) }
+    line.raw("}")
+    return forward(line.bytes, to: node, on: group.next()).map { reply in
+      Self.activity(in: reply)
+    }.flatMapErrorThrowing { error in
+      .failure(Self.forwardingFailed(otherwise, to: node, error))
+    }
+  }
+
+  /// `unavailable` for a request its node did not answer: `otherwise`'s first part (which
+  /// shard, not served here), then why, and that it may have been carried out all the same.
+  static func forwardingFailed(_ otherwise: CountdownError, to node: String, _ error: any Error)
+    -> CountdownError
+  {
+    CountdownError(
+      .unavailable,
+      "\(otherwise.message.prefix { $0 != ":" }): forwarding it to node \(node) failed: \(error); if the request reached that node, it may have been carried out there (a get shows which); try again"
+    )
+  }
+
+  /// The `activity` object of a peer's reply to ``peerHTTP``, or its error.
+  static func activity(in reply: [UInt8]) -> Result<[UInt8], CountdownError> {
+    let marker = Array(#","activity":"#.utf8)
+    if let r = reply.firstRange(of: marker), reply.last == UInt8(ascii: "}") {
+      return .success(Array(reply[r.upperBound..<(reply.count - 1)]))
+    }
+    let o = (try? JSONSerialization.jsonObject(with: Data(reply))) as? [String: Any]
+    guard let code = o?["code"] as? String, let message = o?["message"] as? String else {
+      return .failure(
+        CountdownError(
+          .unavailable,
+          "the node serving the activity answered what is not a reply: \(String(decoding: reply.prefix(200), as: UTF8.self))"
+        ))
+    }
+    return .failure(CountdownError(CountdownError.Code(rawValue: code), message))
+  }
 
   /// Sends a request line to `node` (its `--advertise`) and gives its reply line back; fails
   /// (a ``PeerError``) when the node cannot be reached or has no address.

@@ -51,6 +51,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
   /// Whether the connection authenticated with the cluster token: another node's forwarded
   /// requests, never forwarded again.
   private var fromPeer = false
+  /// Positions in `batch` of another node's forwarded HTTP commands, run with HTTP's rules.
+  private var httpItems: Set<Int> = []
   /// Batches whose forwarded requests are still out: later batches' replies wait for them
   /// (the replies of a connection go in request order).
   private var resolving = 0
@@ -168,6 +170,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
       bytes = UnsafeBufferPointer(rebasing: bytes.dropLast())
     }
     if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return true }  // blank: not a request
+    if fromPeer, let http = Self.peerHTTP(bytes) {
+      guard affords(ReplyBudget.acknowledgement + ReplyBudget.perActivity) else { return false }
+      httpItems.insert(batch.count)
+      if keepsLines { lines.append(nil) }
+      batch.append(http)
+      return true
+    }
     let decoded = ServerRequest.decode(bytes)
     guard affords(ReplyBudget.estimate(decoded.request, activities: core.activityCount)) else {
       return false
@@ -214,8 +223,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let items = batch
     let cost = batchCost
     let raw = lines
+    let http = httpItems
     batch = []
     lines = []
+    httpItems = []
     batchCost = 0
     owed += cost
     inFlight += 1
@@ -227,7 +238,21 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let forwarding = core.cluster?.links != nil && !fromPeer
     core.loop.submit(
       { engine in
-        let result = engine.run(items, gate: core.gate, forwarding: forwarding)
+        var result: BatchResult
+        if http.isEmpty {
+          result = engine.run(items, gate: core.gate, forwarding: forwarding)
+        } else {
+          // Another node's HTTP commands among them: each on its own, in order.
+          result = BatchResult(at: engine.now, items: [])
+          for (k, item) in items.enumerated() {
+            let one =
+              http.contains(k)
+              ? engine.runForHTTP(item.request, gate: core.gate)
+              : engine.run([item], gate: core.gate, forwarding: forwarding)
+            result.items.append((item.rid, one.items[0].outcome))
+          }
+          result.at = engine.now
+        }
         core.activityCount = engine.count
         return result
       },
@@ -239,6 +264,27 @@ final class ConnectionHandler: ChannelDuplexHandler {
           Self.release(result, items, raw, cost, handler, bound, hub: hub, channel: channel)
         }
       })
+  }
+
+  /// Another node's HTTP command (`{"op":"peerHTTP","method":…,"id":…,"body":{…}}`,
+  /// docs/cluster.md "Forwarding"), decoded as HTTP decodes it; nil for any other line.
+  static func peerHTTP(_ bytes: UnsafeBufferPointer<UInt8>) -> BatchItem? {
+    let marker = Array(#"{"op":"\#(ClusterNode.peerHTTP)""#.utf8)
+    guard bytes.count > marker.count, bytes.starts(with: marker),
+      case .object(let o)? = try? JSONParser.parseTopLevel(bytes: bytes),
+      case .string(let method)? = o["method"], case .object(let body)? = o["body"]
+    else { return nil }
+    let id: String?
+    switch o["id"] {
+    case .string(let s)?: id = s
+    case .null?: id = nil
+    default: return nil
+    }
+    var text = JSONValue.object(body).canonicalText
+    return text.withUTF8 { b in
+      BatchItem(
+        rid: nil, request: ServerRequest.decode(op: method, id: id, body: b.isEmpty ? nil : b))
+    }
   }
 
   /// Hands a batch's replies to the connection and its subscription changes to the hub.
@@ -306,12 +352,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
       var out: [Int: Result<[UInt8], CountdownError>] = [:]
       for (k, result) in zip(positions, results) {
         guard case .forward(let node, let otherwise) = r.items[k].outcome else { continue }
-        out[k] = result.mapError { error in
-          CountdownError(
-            .unavailable,
-            "\(otherwise.message.prefix { $0 != ":" }): forwarding it to node \(node) failed: \(error); if the request reached that node, it may have been carried out there (a get shows which); try again"
-          )
-        }
+        out[k] = result.mapError { ClusterNode.forwardingFailed(otherwise, to: node, $0) }
       }
       return out
     }

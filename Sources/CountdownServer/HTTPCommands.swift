@@ -8,20 +8,27 @@ extension LoopEngine {
   /// activity object as it stands after it, read in the same step, so the reply is the
   /// engine's own view. An `end` that dismisses at once answers with the activity as it
   /// ended.
-  func runForHTTP(_ request: Result<ServerRequest, CountdownError>, gate: ShardGate?)
-    -> BatchResult
-  {
+  ///
+  /// With a cluster node's `gate`, a command of another node's shard is to be forwarded there
+  /// (``Outcome/forward(node:otherwise:)``) when `forwarding`, else refused (`unavailable`).
+  func runForHTTP(
+    _ request: Result<ServerRequest, CountdownError>, gate: ShardGate?, forwarding: Bool = false
+  ) -> BatchResult {
     if case .success(.command(.end(let e), let id?)) = request {
       let outcome: Outcome
       do throws(CountdownError) {
-        if case .forward(_, let otherwise) = try gate?.admission(id) { throw otherwise }
+        if case .forward(let node, let otherwise) = try gate?.admission(id) {
+          guard forwarding else { throw otherwise }
+          return BatchResult(at: now, items: [(nil, .forward(node: node, otherwise: otherwise))])
+        }
         outcome = .activity(try ending(id, e))
       } catch {
         outcome = .failed(error)
       }
       return BatchResult(at: now, items: [(nil, outcome)])
     }
-    var result = run([BatchItem(rid: nil, request: request)], gate: gate)
+    var result = run([BatchItem(rid: nil, request: request)], gate: gate, forwarding: forwarding)
+    if case .forward = result.items[0].outcome { return result }
     guard case .success(.command(let op, let commandID)) = request else { return result }
     let id: String?
     switch result.items[0].outcome {

@@ -312,15 +312,19 @@ struct HTTPRoutes: HTTPResponder {
       ServerRequest.decode(
         op: op, id: id, body: raw.isEmpty ? nil : raw.bindMemory(to: UInt8.self))
     }
-    return await run(decoded, created: created)
+    // A cluster node sends a command of another node's shard there as it came (docs/cluster.md).
+    let forward = core.cluster?.links == nil ? nil : (op, id, Array(body.readableBytesView))
+    return await run(decoded, created: created, forward: forward)
   }
 
   /// Runs one request on the loop and returns its outcome once it is committed (a loop that
   /// is shutting down gives `shutdown`); counted for `/metrics`.
-  private func outcome(of request: Result<ServerRequest, CountdownError>) async -> (
-    at: Instant, outcome: Outcome
-  ) {
-    switch await core.perform({ [core] engine in engine.runForHTTP(request, gate: core.gate) }) {
+  private func outcome(of request: Result<ServerRequest, CountdownError>, forwarding: Bool = false)
+    async -> (at: Instant, outcome: Outcome)
+  {
+    switch await core.perform({ [core] engine in
+      engine.runForHTTP(request, gate: core.gate, forwarding: forwarding)
+    }) {
     case .success(let batch):
       core.metrics.answered(batch.items[0].outcome)
       return (batch.at, batch.items[0].outcome)
@@ -330,14 +334,30 @@ struct HTTPRoutes: HTTPResponder {
     }
   }
 
-  /// Runs one request and answers with its outcome.
-  private func run(_ request: Result<ServerRequest, CountdownError>, created: Bool) async
-    -> Response
-  {
-    let (at, outcome) = await outcome(of: request)
+  /// Runs one request and answers with its outcome; with `forward` (a cluster node's command:
+  /// its op, id and body as they came), a command of another node's shard is answered there.
+  private func run(
+    _ request: Result<ServerRequest, CountdownError>, created: Bool,
+    forward: (op: String, id: String?, body: [UInt8])? = nil
+  ) async -> Response {
+    let (at, outcome) = await outcome(of: request, forwarding: forward != nil)
     var w = ReplyWriter(formatter: core.formatter, shardOf: core.shardOf)
     switch outcome {
     case .failed(let e): return failure(e)
+    case .forward(let node, let otherwise):
+      guard let forward, let cluster = core.cluster else { return failure(otherwise) }
+      let answer: Result<[UInt8], CountdownError>
+      do {
+        answer = try await cluster.forwardHTTP(
+          op: forward.op, id: forward.id, body: forward.body, to: node, otherwise: otherwise
+        ).get()
+      } catch {
+        answer = .failure(otherwise)  // forwardHTTP gives its failures as values
+      }
+      switch answer {
+      case .success(let activity): return json(created ? .created : .ok, activity)
+      case .failure(let e): return failure(e)
+      }
     case .activity(let s):
       w.activity(s)
       return json(created ? .created : .ok, w.out.bytes)

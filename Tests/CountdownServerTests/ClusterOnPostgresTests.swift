@@ -318,6 +318,26 @@ struct ClusterOnPostgresTests {
       #expect(DurabilityTests.activity(r)["phase"] as? String == "paused", "\(r)")
       r = try cb.request(#"{"op":"get","id":"\#(ya)"}"#)
       #expect(DurabilityTests.title(DurabilityTests.activity(r)) == "Y", "\(r)")
+      // HTTP through a, for an activity of b's shards: each answer is b's, with HTTP's rules.
+      let hb = Self.id("h", ownedBy: "b", owners)
+      let portA = try #require(a.httpPort)
+      var h = try http(
+        "POST", "/v1/activities", port: portA,
+        body: #"{"id":"\#(hb)","kind":"countdown","endDate":\#(end),"title":"H"}"#)
+      #expect(h.status == 201 && h.json["id"] as? String == hb, "\(h.body)")
+      #expect(
+        (h.json["shard"] as? NSNumber)?.intValue == ShardOfID.shard(of: hb, shards: Self.shards))
+      h = try http("POST", "/v1/activities/\(hb)/pause", port: portA)
+      #expect(h.status == 200 && h.json["phase"] as? String == "paused", "\(h.body)")
+      h = try http("PATCH", "/v1/activities/\(hb)", port: portA, body: #"{"title":"H2"}"#)
+      #expect(h.status == 200 && DurabilityTests.title(h.json) == "H2", "\(h.body)")
+      h = try http(
+        "POST", "/v1/activities/\(hb)/end", port: portA, body: #"{"dismissal":"immediate"}"#)
+      #expect(h.status == 200 && h.json["phase"] as? String == "ended", "\(h.body)")
+      h = try http("GET", "/v1/activities/\(hb)", port: portA)
+      #expect(h.status == 404 && h.code == "notFound", "\(h.body)")
+      r = try cb.request(#"{"op":"get","id":"\#(hb)"}"#)
+      #expect(r["code"] as? String == "notFound", "dismissed on b: \(r)")
       // The cluster as each node sees it: the socket's op and GET /v1/cluster.
       let port = { (p: ServerProcess) in
         p.startLine.firstMatch(of: /tcp 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }
