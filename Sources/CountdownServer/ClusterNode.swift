@@ -9,7 +9,6 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import Synchronization
 
 /// A cluster node's side of SPEC §9 (docs/cluster.md, "Serving shards"): carries out what the
 /// lease driver decides, and is the gate every command passes.
@@ -24,7 +23,7 @@ import Synchronization
 /// - After a failed commit (a fence another node's epoch refused, PostgreSQL gone): the engine
 ///   is rebuilt from the last commits of the shards still served.
 final class ClusterNode: @unchecked Sendable {
-  // @unchecked Sendable: `state` is a Mutex; `store` is used on the writer's thread only;
+  // @unchecked Sendable: `state` is locked; `store` is used on the writer's thread only;
   // the rest is immutable or a locked box.
   let options: ClusterOptions
   private let store: PostgresStore
@@ -32,7 +31,8 @@ final class ClusterNode: @unchecked Sendable {
   private let loop: NIOLockedValueBox<CountdownLoop?>
   private let journal: Journal
   private let logger: Logger
-  private let state = Mutex(State())
+  /// NIO's lock, as everywhere in the server (ThreadSanitizer sees a pthread mutex).
+  private let state = NIOLockedValueBox(State())
   /// The lease driver, once it has joined (it calls back into this node from its start).
   let driver = NIOLockedValueBox<LeaseDriver?>(nil)
   /// The connections to the other nodes, with `--cluster-token`; nil: nothing is forwarded.
@@ -80,7 +80,7 @@ final class ClusterNode: @unchecked Sendable {
     ShardGate(
       admission: { [self] id throws(CountdownError) in
         let shard = shard(of: id)
-        let (open, lease, peer) = state.withLock { s in
+        let (open, lease, peer) = state.withLockedValue { s in
           (s.open[shard] != nil, s.leases[shard], s.leases[shard]?.owner.flatMap { s.nodes[$0] })
         }
         if open { return .local }
@@ -93,7 +93,7 @@ final class ClusterNode: @unchecked Sendable {
         throw refusal
       },
       makeID: { [self] in
-        state.withLock { s in
+        state.withLockedValue { s in
           guard !s.open.isEmpty else { return nil }
           while true {
             let id = s.ids.uuid()
@@ -107,7 +107,7 @@ final class ClusterNode: @unchecked Sendable {
   /// The cluster as this node last read it: the nodes by name, each shard with its owner
   /// (nil while no live lease holds it) and epoch.
   var view: ClusterView {
-    state.withLock { s in
+    state.withLockedValue { s in
       ClusterView(
         node: options.node,
         nodes: s.nodes.values.sorted { $0.name < $1.name }.map {
@@ -143,10 +143,10 @@ final class ClusterNode: @unchecked Sendable {
   func changed(_ change: LeaseDriver.Change) {
     switch change {
     case .serve(let shard, let epoch):
-      state.withLock { $0.wanted[shard] = epoch }
+      state.withLockedValue { $0.wanted[shard] = epoch }
       writer.perform { [self] in take(shard, epoch: epoch) }
     case .stop(let shard, let reason):
-      state.withLock {
+      state.withLockedValue {
         $0.wanted[shard] = nil
         $0.open[shard] = nil
       }
@@ -157,14 +157,14 @@ final class ClusterNode: @unchecked Sendable {
 
   /// Shards served now and what the lease driver has done, for `/metrics`.
   var leaseFigures: (served: Int, counts: LeaseDriver.Counts) {
-    let served = state.withLock { $0.open.count }
+    let served = state.withLockedValue { $0.open.count }
     let counts = driver.withLockedValue { $0 }?.counters ?? LeaseDriver.Counts()
     return (served, counts)
   }
 
   /// The lease table and the nodes as the driver observed them.
   func observed(_ table: [LeaseDriver.Lease], _ nodes: [LeaseDriver.Node]) {
-    state.withLock { s in
+    state.withLockedValue { s in
       for lease in table { s.leases[lease.shard] = lease }
       s.nodes = Dictionary(nodes.map { ($0.name, $0) }) { a, _ in a }
     }
@@ -233,7 +233,7 @@ final class ClusterNode: @unchecked Sendable {
   func forward(_ line: [UInt8], to node: String, on eventLoop: any EventLoop)
     -> EventLoopFuture<[UInt8]>
   {
-    guard let links, let address = state.withLock({ $0.nodes[node]?.advertise }) else {
+    guard let links, let address = state.withLockedValue({ $0.nodes[node]?.advertise }) else {
       return eventLoop.makeFailedFuture(PeerError("where it is reached is not known"))
     }
     return links.send(line, to: node, at: address).hop(to: eventLoop)
@@ -244,7 +244,7 @@ final class ClusterNode: @unchecked Sendable {
   /// Starts writing `shard` and assembles its rows into the engine; lets its commands in once
   /// they are there. A load that fails is tried again a second later while the shard is wanted.
   private func take(_ shard: Int, epoch: Int64) {
-    guard state.withLock({ $0.wanted[shard] == epoch }) else { return }
+    guard state.withLockedValue({ $0.wanted[shard] == epoch }) else { return }
     store.serve(shard, epoch: epoch)
     let rows: EngineSnapshot?
     do {
@@ -266,7 +266,7 @@ final class ClusterNode: @unchecked Sendable {
       completion: { [self] result in
         switch result {
         case .success:
-          let opened = state.withLock { s in
+          let opened = state.withLockedValue { s in
             guard s.wanted[shard] == epoch else { return false }
             s.open[shard] = epoch
             return true

@@ -1,7 +1,6 @@
 import Countdown
 import CountdownCluster
 import Foundation
-import Synchronization
 import Testing
 
 @testable import CountdownLoop
@@ -16,7 +15,7 @@ struct RebuildEngineTests {
 
   @Test("The taken shard's missed events are handed on at their instants; its activities tick on")
   func takenShard() async throws {
-    let seen = Mutex<[Seen]>([])
+    let seen = Locked<[Seen]>([])
     let loop = try CountdownLoop(options: LoopOptions(), restoring: nil) { engine, _, events in
       let named = events.map { Seen(event: $0, handleNames: engine.id(of: $0.handle)) }
       seen.withLock { $0 += named }
@@ -63,7 +62,7 @@ struct RebuildEngineTests {
 
   @Test("A build that throws leaves the engine as it was and hands nothing on")
   func failedBuild() async throws {
-    let seen = Mutex<[ActivityEvent]>([])
+    let seen = Locked<[ActivityEvent]>([])
     // No ticks: the only events are the start's and any a rebuild would hand on.
     let options = LoopOptions(engine: EngineOptions(deliversTicks: false))
     let loop = try CountdownLoop(options: options, restoring: nil) { _, _, events in
