@@ -72,7 +72,12 @@ struct RebuildEngineTests {
     try await loop.submit { engine throws(CountdownError) in
       _ = try engine.start(.elapsed(id: "n1", from: nil, title: "own"))
     }
+    // The start's wake is handed on after its command's completion: wait for it.
+    for _ in 0..<200 where seen.withLock({ $0.isEmpty }) {
+      try await Task.sleep(for: .milliseconds(10))
+    }
     let before = seen.withLock { $0.count }
+    #expect(before == 1)
     let result = await withCheckedContinuation { (c: CheckedContinuation<CountdownError?, Never>) in
       loop.rebuildEngine(
         { _ throws(CountdownError) in throw .payload("no such shard") },
