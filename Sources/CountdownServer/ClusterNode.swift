@@ -162,6 +162,37 @@ final class ClusterNode: @unchecked Sendable {
     return (served, counts)
   }
 
+  /// The other live nodes with an address, by name: where a list is gathered from.
+  var livePeers: [String] {
+    state.withLockedValue { s in
+      s.nodes.values.filter { $0.alive && $0.advertise != nil && $0.name != options.node }
+        .map(\.name).sorted()
+    }
+  }
+
+  /// Sends a `list` line to every other live node; each one's reply line, in node order, or
+  /// `unavailable` naming the first that did not answer.
+  func gatherList(_ line: [UInt8], on eventLoop: any EventLoop)
+    -> EventLoopFuture<Result<[[UInt8]], CountdownError>>
+  {
+    let peers = livePeers
+    let sent = peers.map { forward(line, to: $0, on: eventLoop) }
+    return EventLoopFuture.whenAllComplete(sent, on: eventLoop).map { results in
+      var replies: [[UInt8]] = []
+      for (node, result) in zip(peers, results) {
+        switch result {
+        case .success(let reply): replies.append(reply)
+        case .failure(let error):
+          return .failure(
+            CountdownError(
+              .unavailable,
+              "the list spans every node, and node \(node) did not answer: \(error); try again"))
+        }
+      }
+      return .success(replies)
+    }
+  }
+
   /// The lease table and the nodes as the driver observed them.
   func observed(_ table: [LeaseDriver.Lease], _ nodes: [LeaseDriver.Node]) {
     state.withLockedValue { s in

@@ -312,7 +312,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ raw: [[UInt8]?],
     _ cost: Int, _ context: ChannelHandlerContext
   ) {
-    let forwards = forwarded(result, raw, context.eventLoop)
+    let forwards = forwarded(result, items, raw, context.eventLoop)
     guard forwards != nil || resolving > 0 else {
       write(result, items, [:], cost, context)
       return
@@ -335,17 +335,53 @@ final class ConnectionHandler: ChannelDuplexHandler {
   /// The replies of `result`'s forwarded requests, by position, once all have come back (a
   /// request its node did not answer gets `unavailable`); nil when it forwards nothing.
   private func forwarded(
-    _ result: Result<BatchResult, CountdownError>, _ raw: [[UInt8]?], _ eventLoop: any EventLoop
+    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ raw: [[UInt8]?],
+    _ eventLoop: any EventLoop
   ) -> EventLoopFuture<[Int: Result<[UInt8], CountdownError>]>? {
-    guard case .success(let r) = result, let cluster = core.cluster else { return nil }
+    guard case .success(let r) = result, let cluster = core.cluster, cluster.links != nil,
+      !fromPeer
+    else { return nil }
     var sent: [(Int, EventLoopFuture<[UInt8]>)] = []
+    var lists: [(Int, EventLoopFuture<Result<[[UInt8]], CountdownError>>, Int?)] = []
     for (k, item) in r.items.enumerated() {
-      guard case .forward(let node, _) = item.outcome, k < raw.count, let line = raw[k] else {
-        continue
+      guard k < raw.count, let line = raw[k] else { continue }
+      switch (item.outcome, items[k].request) {
+      case (.forward(let node, _), _):
+        sent.append((k, cluster.forward(line, to: node, on: eventLoop)))
+      case (.activities, .success(.list(let query))):
+        // A list spans every node: the others' own activities, gathered (docs/cluster.md).
+        var soonest: Int?
+        if case .soonest(let n) = query { soonest = n }
+        lists.append((k, cluster.gatherList(line, on: eventLoop), soonest))
+      default: continue
       }
-      sent.append((k, cluster.forward(line, to: node, on: eventLoop)))
     }
-    guard !sent.isEmpty else { return nil }
+    guard !sent.isEmpty || !lists.isEmpty else { return nil }
+    let forwardedOnes = forwardedReplies(r, sent, eventLoop)
+    let formatter = core.formatter
+    let shardOf = core.shardOf
+    let gathered = EventLoopFuture.whenAllSucceed(lists.map(\.1), on: eventLoop)
+    let listed = lists.map { (position: $0.0, soonest: $0.2) }
+    return forwardedOnes.and(gathered).map { replies, peers in
+      var out = replies
+      for ((k, soonest), result) in zip(listed, peers) {
+        out[k] = result.map { peerReplies in
+          var w = ReplyWriter(formatter: formatter, shardOf: shardOf)
+          w.reply(r.items[k].rid, r.items[k].outcome, at: r.at)
+          var local = w.take()
+          if local.last == 0x0A { local.removeLast() }
+          return GatheredList.merge(local, peers: peerReplies, soonest: soonest)
+        }
+      }
+      return out
+    }
+  }
+
+  /// The replies of the forwarded requests `sent`, by position.
+  private func forwardedReplies(
+    _ r: BatchResult, _ sent: [(Int, EventLoopFuture<[UInt8]>)], _ eventLoop: any EventLoop
+  ) -> EventLoopFuture<[Int: Result<[UInt8], CountdownError>]> {
+    guard !sent.isEmpty else { return eventLoop.makeSucceededFuture([:]) }
     core.metrics.forwarded(sent.count)
     let positions = sent.map(\.0)
     return EventLoopFuture.whenAllComplete(sent.map(\.1), on: eventLoop).map { results in

@@ -363,7 +363,36 @@ struct HTTPRoutes: HTTPResponder {
       return json(created ? .created : .ok, w.out.bytes)
     case .activities(let list):
       w.listing(list.states(), at: at)
-      return json(.ok, w.out.bytes)
+      guard let cluster = core.cluster, cluster.links != nil,
+        case .success(.list(let query)) = request
+      else { return json(.ok, w.out.bytes) }
+      // A list spans every node: the others' own activities, gathered (docs/cluster.md).
+      var line = JSONWriter()
+      line.raw("{\"op\":\"list\"")
+      var soonest: Int?
+      switch query {
+      case .all: break
+      case .soonest(let k):
+        soonest = k
+        line.raw(",\"soonest\":")
+        line.write(int: Int64(k))
+      case .endedWithin(let ms):
+        line.raw(",\"endedWithinMs\":")
+        line.write(int: ms)
+      }
+      line.raw("}")
+      let gathered: Result<[[UInt8]], CountdownError>
+      do {
+        gathered = try await cluster.gatherList(line.bytes, on: core.group.next()).get()
+      } catch {
+        gathered = .failure(
+          CountdownError(.unavailable, "the list could not be gathered: \(error)"))
+      }
+      switch gathered {
+      case .success(let peers):
+        return json(.ok, GatheredList.merge(w.out.bytes, peers: peers, soonest: soonest))
+      case .failure(let e): return failure(e)
+      }
     default:
       w.out.raw("{\"at\":")
       w.out.write(int: at.milliseconds)

@@ -318,6 +318,23 @@ struct ClusterOnPostgresTests {
       #expect(DurabilityTests.activity(r)["phase"] as? String == "paused", "\(r)")
       r = try cb.request(#"{"op":"get","id":"\#(ya)"}"#)
       #expect(DurabilityTests.title(DurabilityTests.activity(r)) == "Y", "\(r)")
+      // A list spans every node, on the socket and on HTTP; `soonest` takes the soonest of all.
+      let soon = Self.id("soon", ownedBy: "b", owners)
+      r = try ca.request(
+        #"{"op":"start","id":"\#(soon)","kind":"countdown","endDate":\#(end - 300_000),"title":"S"}"#
+      )
+      #expect(r["ok"] as? Bool == true, "\(r)")
+      func listed(_ reply: [String: Any]) -> Set<String> {
+        Set((reply["activities"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
+      }
+      for client in [ca, cb] {
+        r = try client.request(#"{"rid":"l","op":"list"}"#)
+        #expect(r["rid"] as? String == "l" && listed(r) == [xb, ya, soon], "\(r)")
+        r = try client.request(#"{"op":"list","soonest":1}"#)
+        #expect(listed(r) == [soon], "\(r)")
+      }
+      let listing = try http("GET", "/v1/activities", port: try #require(a.httpPort))
+      #expect(listing.status == 200 && listed(listing.json) == [xb, ya, soon], "\(listing.body)")
       // HTTP through a, for an activity of b's shards: each answer is b's, with HTTP's rules.
       let hb = Self.id("h", ownedBy: "b", owners)
       let portA = try #require(a.httpPort)

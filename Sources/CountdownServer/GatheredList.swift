@@ -1,0 +1,84 @@
+import Countdown
+
+/// A list gathered from every node of a cluster (docs/cluster.md, "Lists across nodes"): the
+/// activity objects of this node's reply and of each peer's, as JSON bytes, merged without
+/// being decoded again.
+enum GatheredList {
+  /// The elements of the first `"activities":[…]` array in `json` (a reply line or an HTTP
+  /// listing), each an object's bytes; nil when there is none.
+  static func activities(in json: [UInt8]) -> [ArraySlice<UInt8>]? {
+    let marker = Array(#""activities":["#.utf8)
+    guard let start = json.firstRange(of: marker)?.upperBound else { return nil }
+    var items: [ArraySlice<UInt8>] = []
+    var depth = 0
+    var inString = false
+    var escaped = false
+    var itemStart = start
+    var i = start
+    while i < json.count {
+      let b = json[i]
+      if inString {
+        if escaped {
+          escaped = false
+        } else if b == UInt8(ascii: "\\") {
+          escaped = true
+        } else if b == UInt8(ascii: "\"") {
+          inString = false
+        }
+      } else {
+        switch b {
+        case UInt8(ascii: "\""): inString = true
+        case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+        case UInt8(ascii: "}"):
+          depth -= 1
+          if depth == 0 { items.append(json[itemStart...i]) }
+        case UInt8(ascii: "]") where depth == 0:
+          return items
+        case UInt8(ascii: "]"): depth -= 1
+        case UInt8(ascii: ",") where depth == 0: itemStart = i + 1
+        default: break
+        }
+      }
+      i += 1
+    }
+    return nil
+  }
+
+  /// `local` (this node's reply or listing) with the peers' activities spliced into its array:
+  /// this node's first, then each peer's in node order; for `soonest k`, the k with the
+  /// earliest `endDate` of them all.
+  static func merge(_ local: [UInt8], peers: [[UInt8]], soonest: Int?) -> [UInt8] {
+    guard let mine = activities(in: local),
+      let close = local.lastIndex(of: UInt8(ascii: "]"))
+    else { return local }
+    var all = mine
+    for reply in peers { all += activities(in: reply) ?? [] }
+    if let k = soonest {
+      let keyed = all.map { (end: endDate(of: $0) ?? .max, item: $0) }
+      all = keyed.sorted { $0.end < $1.end }.prefix(k).map(\.item)
+    }
+    let open = local.firstRange(of: Array(#""activities":["#.utf8))!.upperBound
+    var out = Array(local[..<open])
+    for (n, item) in all.enumerated() {
+      if n > 0 { out.append(UInt8(ascii: ",")) }
+      out += item
+    }
+    out += local[close...]
+    return out
+  }
+
+  /// The `endDate` member of an activity object's bytes.
+  static func endDate(of object: ArraySlice<UInt8>) -> Int64? {
+    let marker = Array(#""endDate":"#.utf8)
+    guard let r = object.firstRange(of: marker) else { return nil }
+    var v: Int64 = 0
+    var i = r.upperBound
+    var digits = 0
+    while i < object.endIndex, let d = Optional(object[i]), d >= 0x30, d <= 0x39 {
+      v = v * 10 + Int64(d - 0x30)
+      i += 1
+      digits += 1
+    }
+    return digits > 0 ? v : nil
+  }
+}

@@ -1,0 +1,49 @@
+import Testing
+
+@testable import CountdownServer
+
+@Suite("A list gathered from every node")
+struct GatheredListTests {
+  static func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
+
+  @Test("Objects are split at the top level only: nested objects, arrays, strings with ] } , \\\"")
+  func split() throws {
+    let reply = Self.bytes(
+      #"{"rid":1,"ok":true,"at":5,"activities":[{"id":"a","content":{"title":"x ] } , \" {"},"milestones":[{"n":1}],"endDate":30},{"id":"b","endDate":10}]}"#
+    )
+    let items = try #require(GatheredList.activities(in: reply))
+    #expect(
+      items.map { String(decoding: $0, as: UTF8.self) } == [
+        #"{"id":"a","content":{"title":"x ] } , \" {"},"milestones":[{"n":1}],"endDate":30}"#,
+        #"{"id":"b","endDate":10}"#,
+      ])
+    #expect(items.map { GatheredList.endDate(of: $0) } == [30, 10])
+    #expect(GatheredList.activities(in: Self.bytes(#"{"at":5,"activities":[]}"#))?.isEmpty == true)
+    #expect(GatheredList.activities(in: Self.bytes(#"{"ok":false,"code":"x"}"#)) == nil)
+  }
+
+  @Test("Merged: this node's first, then each peer's; soonest k across all, by endDate")
+  func merge() {
+    let local = Self.bytes(#"{"rid":"r","ok":true,"at":5,"activities":[{"id":"a","endDate":30}]}"#)
+    let peers = [
+      Self.bytes(#"{"rid":"r","ok":true,"at":6,"activities":[{"id":"b","endDate":10}]}"#),
+      Self.bytes(#"{"rid":"r","ok":true,"at":6,"activities":[]}"#),
+      Self.bytes(
+        #"{"rid":"r","ok":true,"at":6,"activities":[{"id":"c","endDate":null},{"id":"d","endDate":20}]}"#
+      ),
+    ]
+    #expect(
+      String(decoding: GatheredList.merge(local, peers: peers, soonest: nil), as: UTF8.self)
+        == #"{"rid":"r","ok":true,"at":5,"activities":[{"id":"a","endDate":30},{"id":"b","endDate":10},{"id":"c","endDate":null},{"id":"d","endDate":20}]}"#
+    )
+    #expect(
+      String(decoding: GatheredList.merge(local, peers: peers, soonest: 2), as: UTF8.self)
+        == #"{"rid":"r","ok":true,"at":5,"activities":[{"id":"b","endDate":10},{"id":"d","endDate":20}]}"#
+    )
+    let empty = Self.bytes(#"{"at":5,"activities":[]}"#)
+    #expect(
+      String(
+        decoding: GatheredList.merge(empty, peers: [empty, peers[0]], soonest: nil), as: UTF8.self)
+        == #"{"at":5,"activities":[{"id":"b","endDate":10}]}"#)
+  }
+}
