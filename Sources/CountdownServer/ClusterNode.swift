@@ -39,6 +39,12 @@ final class ClusterNode: @unchecked Sendable {
   let links: PeerLinks?
   /// The server's network threads (forwarded HTTP commands wait on one).
   private let group: any EventLoopGroup
+  /// This process's incarnation as a node: the space its events' sequence and delivery
+  /// numbers belong to (another node relaying them tells a restart by it).
+  let incarnation = UInt64.random(in: 1 ... .max)
+  /// The other nodes' lifecycle events, relayed to this node's subscribers (with the cluster
+  /// token; docs/cluster.md, "Subscriptions across nodes").
+  let relayLinks: RelayLinks?
 
   private struct State {
     /// The shards the driver said to serve, with their epochs (set at once; a stop clears).
@@ -56,13 +62,18 @@ final class ClusterNode: @unchecked Sendable {
   init(
     options: ClusterOptions, store: PostgresStore, writer: StoreWriter,
     loop: NIOLockedValueBox<CountdownLoop?>, journal: Journal, logger: Logger,
-    group: any EventLoopGroup
+    group: any EventLoopGroup, hub: Hub
   ) {
     self.options = options
     self.group = group
     // A peer that leaves a request unanswered for two leases has lost its shards by then.
     let timeout = TimeAmount.milliseconds(max(2_000, 2 * options.leaseMs))
     links = options.token.map { PeerLinks(group: group, token: $0, answerTimeout: timeout) }
+    relayLinks = options.token.map { RelayLinks(hub: hub, token: $0, logger: logger) }
+    if options.token != nil {
+      let incarnation = self.incarnation
+      hub.eventLoop.execute { hub.enableRelays(incarnation: incarnation) }
+    }
     self.store = store
     self.writer = writer
     self.loop = loop
@@ -175,6 +186,61 @@ final class ClusterNode: @unchecked Sendable {
   func gatherList(_ line: [UInt8], on eventLoop: any EventLoop)
     -> EventLoopFuture<Result<[[UInt8]], CountdownError>>
   {
+    gather(line, "list", on: eventLoop)
+  }
+
+  /// The op a node sends another for its part of a subscription's snapshot (docs/cluster.md,
+  /// "Subscriptions across nodes"): `{"op":"peerSnapshot","ids":[…]}`, answered with that
+  /// node's incarnation, the sequence number its first event after the snapshot has, and its
+  /// activities. Taken only from a peer.
+  static let peerSnapshot = "peerSnapshot"
+
+  /// One other node's part of a subscription's snapshot.
+  struct PeerSnapshot: Sendable {
+    var incarnation: UInt64
+    var from: UInt64
+    /// Its reply line: the activities under `activities`.
+    var reply: [UInt8]
+  }
+
+  /// Every other live node's part of a subscription's snapshot, in node order, or
+  /// `unavailable` naming the first that did not answer.
+  func gatherSnapshots(ids: [String]?, on eventLoop: any EventLoop)
+    -> EventLoopFuture<Result<[PeerSnapshot], CountdownError>>
+  {
+    var line = JSONWriter()
+    line.raw("{\"op\":")
+    line.write(string: Self.peerSnapshot)
+    if let ids {
+      line.raw(",\"ids\":[")
+      for (k, id) in ids.enumerated() {
+        if k > 0 { line.raw(",") }
+        line.write(string: id)
+      }
+      line.raw("]")
+    }
+    line.raw("}")
+    return gather(line.bytes, "subscription", on: eventLoop).map { result in
+      result.flatMap { replies in
+        var parts: [PeerSnapshot] = []
+        for reply in replies {
+          guard let head = GatheredList.snapshotHead(of: reply) else {
+            if case .failure(let e) = Self.activity(in: reply) { return .failure(e) }
+            return .failure(
+              CountdownError(.unavailable, "a node answered a snapshot without its place"))
+          }
+          parts.append(PeerSnapshot(incarnation: head.incarnation, from: head.from, reply: reply))
+        }
+        return .success(parts)
+      }
+    }
+  }
+
+  /// Sends `line` to every other live node; each one's reply line, in node order, or
+  /// `unavailable` naming the first that did not answer (`what` spans every node).
+  private func gather(_ line: [UInt8], _ what: String, on eventLoop: any EventLoop)
+    -> EventLoopFuture<Result<[[UInt8]], CountdownError>>
+  {
     let peers = livePeers
     let sent = peers.map { forward(line, to: $0, on: eventLoop) }
     return EventLoopFuture.whenAllComplete(sent, on: eventLoop).map { results in
@@ -186,7 +252,8 @@ final class ClusterNode: @unchecked Sendable {
           return .failure(
             CountdownError(
               .unavailable,
-              "the list spans every node, and node \(node) did not answer: \(error); try again"))
+              "the \(what) spans every node, and node \(node) did not answer: \(error); try again"
+            ))
         }
       }
       return .success(replies)
@@ -195,10 +262,16 @@ final class ClusterNode: @unchecked Sendable {
 
   /// The lease table and the nodes as the driver observed them.
   func observed(_ table: [LeaseDriver.Lease], _ nodes: [LeaseDriver.Node]) {
-    state.withLockedValue { s in
+    let peers = state.withLockedValue { s in
       for lease in table { s.leases[lease.shard] = lease }
       s.nodes = Dictionary(nodes.map { ($0.name, $0) }) { a, _ in a }
+      var peers: [String: String] = [:]
+      for n in nodes where n.alive && n.name != options.node {
+        if let address = n.advertise { peers[n.name] = address }
+      }
+      return peers
     }
+    relayLinks?.update(peers: peers)
   }
 
   // MARK: - Forwarding

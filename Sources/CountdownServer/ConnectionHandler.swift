@@ -53,6 +53,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
   private var fromPeer = false
   /// Positions in `batch` of another node's forwarded HTTP commands, run with HTTP's rules.
   private var httpItems: Set<Int> = []
+  /// Positions in `batch` of another node's `peerSnapshot`s: a subscription's snapshot, with
+  /// where it stands in this node's events, and nothing registered (docs/cluster.md).
+  private var snapshotItems: Set<Int> = []
+  /// The connection (for a relay, which the hub writes to).
+  private var channel: (any Channel)?
   /// Batches whose forwarded requests are still out: later batches' replies wait for them
   /// (the replies of a connection go in request order).
   private var resolving = 0
@@ -73,6 +78,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
   }
 
   func handlerAdded(context: ChannelHandlerContext) {
+    channel = context.channel
     if context.channel.isActive { watchLine(context) }
   }
 
@@ -177,6 +183,22 @@ final class ConnectionHandler: ChannelDuplexHandler {
       batch.append(http)
       return true
     }
+    if fromPeer, let after = Self.relayRequest(bytes), let channel {
+      // Another node relays this node's events from now on (docs/cluster.md).
+      let hub = core.hub
+      hub.eventLoop.execute {
+        hub.relay(ChannelSink(channel), after: after.after, known: after.known)
+      }
+      return true
+    }
+    if fromPeer, let snapshot = Self.peerSnapshot(bytes) {
+      let cost = ReplyBudget.estimate(snapshot.request, activities: core.activityCount)
+      guard affords(cost) else { return false }
+      snapshotItems.insert(batch.count)
+      if keepsLines { lines.append(nil) }
+      batch.append(snapshot)
+      return true
+    }
     let decoded = ServerRequest.decode(bytes)
     guard affords(ReplyBudget.estimate(decoded.request, activities: core.activityCount)) else {
       return false
@@ -224,9 +246,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let cost = batchCost
     let raw = lines
     let http = httpItems
+    let snapshots = snapshotItems
     batch = []
     lines = []
     httpItems = []
+    snapshotItems = []
     batchCost = 0
     owed += cost
     inFlight += 1
@@ -236,6 +260,19 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let hub = core.hub
     let core = self.core
     let forwarding = core.cluster?.links != nil && !fromPeer
+    // A forwarding node's subscriptions span every node: each is registered before it runs,
+    // its events kept until the other nodes' snapshots are in (docs/cluster.md).
+    var gathers: Set<Int> = []
+    if forwarding {
+      for (k, item) in items.enumerated() {
+        guard case .success(.subscribe(let ids, let ticks)) = item.request else { continue }
+        gathers.insert(k)
+        hub.eventLoop.execute {
+          _ = hub.subscribePending(ChannelSink(channel), ids: ids, ticks: ticks)
+        }
+      }
+    }
+    let peerItems = PeerItems(snapshots: snapshots, gathers: gathers)
     core.loop.submit(
       { engine in
         var result: BatchResult
@@ -261,7 +298,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
         // subscriptions to the hub, so that they are in place before this wake's events. With
         // a state file, both wait for the wake's commit.
         core.release(result) { result in
-          Self.release(result, items, raw, cost, handler, bound, hub: hub, channel: channel)
+          Self.release(
+            result, items, raw, cost, peerItems, handler, bound, hub: hub, channel: channel)
         }
       })
   }
@@ -287,15 +325,56 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
   }
 
+  /// Another node's `relay` request (`{"op":"relay","incarnation":…,"after":…}`,
+  /// docs/cluster.md): the delivery number it has seen up to, and of which incarnation of
+  /// this node (null: none); nil for any other line.
+  static func relayRequest(_ bytes: UnsafeBufferPointer<UInt8>) -> (after: UInt64, known: UInt64?)?
+  {
+    let marker = Array(#"{"op":"relay""#.utf8)
+    guard bytes.count > marker.count, bytes.starts(with: marker),
+      case .object(let o)? = try? JSONParser.parseTopLevel(bytes: bytes)
+    else { return nil }
+    var known: UInt64?
+    if case .string(let hex)? = o["incarnation"] { known = UInt64(hex, radix: 16) }
+    var after: UInt64 = 0
+    if case .int(let n)? = o["after"], n > 0 { after = UInt64(n) }
+    return (after, known)
+  }
+
+  /// Another node's `peerSnapshot` (`{"op":"peerSnapshot","ids":[…]}`, `ids` optional):
+  /// this node's part of a subscription's snapshot; nil for any other line.
+  static func peerSnapshot(_ bytes: UnsafeBufferPointer<UInt8>) -> BatchItem? {
+    let marker = Array(#"{"op":"\#(ClusterNode.peerSnapshot)""#.utf8)
+    guard bytes.count > marker.count, bytes.starts(with: marker),
+      case .object(let o)? = try? JSONParser.parseTopLevel(bytes: bytes)
+    else { return nil }
+    var ids: [String]?
+    if case .array(let list)? = o["ids"] {
+      ids = list.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+    }
+    return BatchItem(rid: nil, request: .success(.subscribe(ids: ids, ticks: false)))
+  }
+
+  /// The positions of a batch whose subscriptions the hub does not register at once: another
+  /// node's snapshots (never registered) and this node's subscriptions that span every node
+  /// (registered before they ran, activated once the other nodes' snapshots are in).
+  struct PeerItems {
+    var snapshots: Set<Int> = []
+    var gathers: Set<Int> = []
+  }
+
   /// Hands a batch's replies to the connection and its subscription changes to the hub.
   private static func release(
     _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ raw: [[UInt8]?],
-    _ cost: Int, _ handler: NIOLoopBound<ConnectionHandler>,
+    _ cost: Int, _ peerItems: PeerItems, _ handler: NIOLoopBound<ConnectionHandler>,
     _ bound: NIOLoopBound<ChannelHandlerContext>, hub: Hub, channel: Channel
   ) {
-    channel.eventLoop.execute { handler.value.answer(result, items, raw, cost, bound.value) }
+    channel.eventLoop.execute {
+      handler.value.answer(result, items, raw, cost, peerItems, bound.value)
+    }
     guard case .success(let r) = result else { return }
-    for item in r.items {
+    for (k, item) in r.items.enumerated()
+    where !peerItems.snapshots.contains(k) && !peerItems.gathers.contains(k) {
       switch item.outcome {
       case .subscribed(_, let from, let ids, let ticks):
         hub.eventLoop.execute {
@@ -310,11 +389,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
   private func answer(
     _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ raw: [[UInt8]?],
-    _ cost: Int, _ context: ChannelHandlerContext
+    _ cost: Int, _ peerItems: PeerItems, _ context: ChannelHandlerContext
   ) {
-    let forwards = forwarded(result, items, raw, context.eventLoop)
+    let forwards = forwarded(result, items, raw, peerItems, context.eventLoop)
     guard forwards != nil || resolving > 0 else {
-      write(result, items, [:], cost, context)
+      write(result, items, Resolved(), cost, peerItems, context)
       return
     }
     // This batch's replies go after the batches still resolving, and after its own
@@ -324,26 +403,43 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
     let eventLoop = context.eventLoop
     let before = lastAnswer ?? eventLoop.makeSucceededVoidFuture()
-    let done = before.flatMap { forwards ?? eventLoop.makeSucceededFuture([:]) }.map {
-      replies in
+    let done = before.flatMap { forwards ?? eventLoop.makeSucceededFuture(Resolved()) }.map {
+      resolved in
       handler.value.resolving -= 1
-      handler.value.write(result, items, replies, cost, bound.value)
+      handler.value.write(result, items, resolved, cost, peerItems, bound.value)
     }
     lastAnswer = done
   }
 
-  /// The replies of `result`'s forwarded requests, by position, once all have come back (a
-  /// request its node did not answer gets `unavailable`); nil when it forwards nothing.
+  /// What came back from the other nodes for a batch: the replies of its forwarded requests,
+  /// gathered lists and subscriptions, by position, and for each subscription where its
+  /// snapshot stands in each other node's events (by incarnation).
+  struct Resolved {
+    var replies: [Int: Result<[UInt8], CountdownError>] = [:]
+    var cuts: [Int: [UInt64: UInt64]] = [:]
+  }
+
+  /// The replies of `result`'s forwarded requests, gathered lists and subscriptions, once all
+  /// have come back (a request its node did not answer gets `unavailable`); nil when it has
+  /// none.
   private func forwarded(
     _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ raw: [[UInt8]?],
-    _ eventLoop: any EventLoop
-  ) -> EventLoopFuture<[Int: Result<[UInt8], CountdownError>]>? {
+    _ peerItems: PeerItems, _ eventLoop: any EventLoop
+  ) -> EventLoopFuture<Resolved>? {
     guard case .success(let r) = result, let cluster = core.cluster, cluster.links != nil,
       !fromPeer
     else { return nil }
     var sent: [(Int, EventLoopFuture<[UInt8]>)] = []
     var lists: [(Int, EventLoopFuture<Result<[[UInt8]], CountdownError>>, Int?)] = []
+    var subscriptions:
+      [(Int, EventLoopFuture<Result<[ClusterNode.PeerSnapshot], CountdownError>>)] =
+        []
     for (k, item) in r.items.enumerated() {
+      if case .subscribed(_, _, let ids, _) = item.outcome, peerItems.gathers.contains(k) {
+        // A subscription spans every node: the others' snapshots, and where each stands.
+        subscriptions.append((k, cluster.gatherSnapshots(ids: ids, on: eventLoop)))
+        continue
+      }
       guard k < raw.count, let line = raw[k] else { continue }
       switch (item.outcome, items[k].request) {
       case (.forward(let node, _), _):
@@ -356,21 +452,37 @@ final class ConnectionHandler: ChannelDuplexHandler {
       default: continue
       }
     }
-    guard !sent.isEmpty || !lists.isEmpty else { return nil }
+    guard !sent.isEmpty || !lists.isEmpty || !subscriptions.isEmpty else { return nil }
     let forwardedOnes = forwardedReplies(r, sent, eventLoop)
     let formatter = core.formatter
     let shardOf = core.shardOf
     let gathered = EventLoopFuture.whenAllSucceed(lists.map(\.1), on: eventLoop)
+    let snapshots = EventLoopFuture.whenAllSucceed(subscriptions.map(\.1), on: eventLoop)
     let listed = lists.map { (position: $0.0, soonest: $0.2) }
-    return forwardedOnes.and(gathered).map { replies, peers in
-      var out = replies
+    let subscribed = subscriptions.map(\.0)
+    /// This node's own reply to request `k`, without its newline.
+    let local = { @Sendable (k: Int) -> [UInt8] in
+      var w = ReplyWriter(formatter: formatter, shardOf: shardOf)
+      w.reply(r.items[k].rid, r.items[k].outcome, at: r.at)
+      var line = w.take()
+      if line.last == 0x0A { line.removeLast() }
+      return line
+    }
+    return forwardedOnes.and(gathered).and(snapshots).map { both, peerSnapshots in
+      let (replies, peers) = both
+      var out = Resolved(replies: replies)
       for ((k, soonest), result) in zip(listed, peers) {
-        out[k] = result.map { peerReplies in
-          var w = ReplyWriter(formatter: formatter, shardOf: shardOf)
-          w.reply(r.items[k].rid, r.items[k].outcome, at: r.at)
-          var local = w.take()
-          if local.last == 0x0A { local.removeLast() }
-          return GatheredList.merge(local, peers: peerReplies, soonest: soonest)
+        out.replies[k] = result.map { peerReplies in
+          GatheredList.merge(local(k), peers: peerReplies, soonest: soonest)
+        }
+      }
+      for (k, result) in zip(subscribed, peerSnapshots) {
+        switch result {
+        case .success(let parts):
+          out.replies[k] = .success(
+            GatheredList.merge(local(k), key: "snapshot", peers: parts.map(\.reply), soonest: nil))
+          out.cuts[k] = Dictionary(parts.map { ($0.incarnation, $0.from) }) { a, _ in a }
+        case .failure(let e): out.replies[k] = .failure(e)
         }
       }
       return out
@@ -394,17 +506,35 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
   }
 
-  /// Writes a batch's replies, in order: each forwarded request's as its node gave it.
+  /// Writes a batch's replies, in order: each forwarded request's as its node gave it; then
+  /// starts (or drops) the subscriptions that span every node, whose events follow their
+  /// replies.
   private func write(
-    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem],
-    _ replies: [Int: Result<[UInt8], CountdownError>], _ cost: Int,
-    _ context: ChannelHandlerContext
+    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ resolved: Resolved,
+    _ cost: Int, _ peerItems: PeerItems, _ context: ChannelHandlerContext
   ) {
     inFlight -= 1
+    var activations: [(from: UInt64, cuts: [UInt64: UInt64])?] = []
     switch result {
     case .success(let r):
       for (k, item) in r.items.enumerated() {
-        switch replies[k] {
+        if peerItems.gathers.contains(k) {
+          if case .subscribed(_, let from, _, _) = item.outcome,
+            case .success? = resolved.replies[k]
+          {
+            activations.append((from, resolved.cuts[k] ?? [:]))
+          } else {
+            activations.append(nil)
+          }
+        }
+        if peerItems.snapshots.contains(k),
+          case .subscribed(let snapshot, let from, _, _) =
+            item.outcome
+        {
+          writeSnapshot(snapshot, from: from, at: r.at)
+          continue
+        }
+        switch resolved.replies[k] {
         case .success(let line)?:
           writer.out.bytes.append(contentsOf: line)
           writer.out.raw("\n")
@@ -419,6 +549,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     case .failure(let e):
       let now = SystemWallClock.now()
       for item in items { writer.failure(item.rid, e, at: now) }
+      activations = peerItems.gathers.map { _ in nil }
     }
     let channel = context.channel
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -428,6 +559,34 @@ final class ConnectionHandler: ChannelDuplexHandler {
         if closing && inFlight == 0 { channel.close(promise: nil) }
         handler.value.written(cost, bound.value)
       }
+    // The replies are in the connection's queue: the hub's writes come after them. (Several
+    // subscriptions in one batch: the last one stands, as without a cluster.)
+    if let last = activations.last {
+      let hub = core.hub
+      let key = ObjectIdentifier(channel)
+      hub.eventLoop.execute {
+        if let last {
+          hub.activate(key, first: [], fromSequence: last.from, cuts: last.cuts)
+        } else {
+          hub.unsubscribe(key)
+        }
+      }
+    }
+  }
+
+  /// Another node's part of a subscription's snapshot (docs/cluster.md): this node's
+  /// incarnation, the sequence number of its first event after the snapshot, the activities.
+  private func writeSnapshot(_ snapshot: Listing, from: UInt64, at: Instant) {
+    writer.out.raw("{\"rid\":null,\"ok\":true,\"at\":")
+    writer.out.write(int: at.milliseconds)
+    writer.out.raw(",\"incarnation\":\"")
+    writer.out.bytes.append(contentsOf: String(core.cluster?.incarnation ?? 0, radix: 16).utf8)
+    writer.out.raw("\",\"from\":")
+    writer.out.write(int: Int64(from))
+    writer.out.raw(",\"activities\":")
+    writer.activities(snapshot.states())
+    writer.out.raw("}\n")
+    core.metrics.answered(.ok)
   }
 
   /// A batch's replies are on the socket: what they were estimated at is no longer owed, and

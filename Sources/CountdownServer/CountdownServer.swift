@@ -379,7 +379,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
         // The node serves nothing until the driver says which shards (docs/cluster.md).
         let node = ClusterNode(
           options: c, store: nodeStore, writer: writer, loop: loopBox, journal: journal,
-          logger: logger, group: group)
+          logger: logger, group: group, hub: hub)
         clusterBox.withLockedValue { $0 = node }
         do throws(StoreError) {
           let driver = try LeaseDriver(
@@ -542,6 +542,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
       // A cluster node hands its shards over: the others take them at their next look.
       core.cluster?.driver.withLockedValue { $0 }?.leave()
       core.cluster?.links?.close()
+      core.cluster?.relayLinks?.close()
       core.durable?.writer.flush()
       let channels = core.connections.withLockedValue { Array($0.values) }
       for c in channels {

@@ -4,10 +4,10 @@ import Countdown
 /// activity objects of this node's reply and of each peer's, as JSON bytes, merged without
 /// being decoded again.
 enum GatheredList {
-  /// The elements of the first `"activities":[…]` array in `json` (a reply line or an HTTP
-  /// listing), each an object's bytes; nil when there is none.
-  static func activities(in json: [UInt8]) -> [ArraySlice<UInt8>]? {
-    let marker = Array(#""activities":["#.utf8)
+  /// The elements of the first `"activities":[…]` array (or `key`'s) in `json` (a reply line
+  /// or an HTTP listing), each an object's bytes; nil when there is none.
+  static func activities(in json: [UInt8], key: String = "activities") -> [ArraySlice<UInt8>]? {
+    let marker = Array("\"\(key)\":[".utf8)
     guard let start = json.firstRange(of: marker)?.upperBound else { return nil }
     var items: [ArraySlice<UInt8>] = []
     var depth = 0
@@ -44,11 +44,13 @@ enum GatheredList {
     return nil
   }
 
-  /// `local` (this node's reply or listing) with the peers' activities spliced into its array:
-  /// this node's first, then each peer's in node order; for `soonest k`, the k with the
-  /// earliest `endDate` of them all.
-  static func merge(_ local: [UInt8], peers: [[UInt8]], soonest: Int?) -> [UInt8] {
-    guard let mine = activities(in: local),
+  /// `local` (this node's reply or listing) with the peers' activities spliced into its array
+  /// (`key`: `activities`, or a subscription's `snapshot`): this node's first, then each
+  /// peer's in node order; for `soonest k`, the k with the earliest `endDate` of them all.
+  static func merge(
+    _ local: [UInt8], key: String = "activities", peers: [[UInt8]], soonest: Int?
+  ) -> [UInt8] {
+    guard let mine = activities(in: local, key: key),
       let close = local.lastIndex(of: UInt8(ascii: "]"))
     else { return local }
     var all = mine
@@ -57,7 +59,7 @@ enum GatheredList {
       let keyed = all.map { (end: endDate(of: $0) ?? .max, item: $0) }
       all = keyed.sorted { $0.end < $1.end }.prefix(k).map(\.item)
     }
-    let open = local.firstRange(of: Array(#""activities":["#.utf8))!.upperBound
+    let open = local.firstRange(of: Array("\"\(key)\":[".utf8))!.upperBound
     var out = Array(local[..<open])
     for (n, item) in all.enumerated() {
       if n > 0 { out.append(UInt8(ascii: ",")) }
@@ -65,6 +67,24 @@ enum GatheredList {
     }
     out += local[close...]
     return out
+  }
+
+  /// Where a peer's part of a subscription's snapshot stands (its `peerSnapshot` reply:
+  /// `{"rid":null,"ok":true,"at":…,"incarnation":"HEX","from":N,"activities":[…]}`), or its
+  /// error.
+  static func snapshotHead(of reply: [UInt8]) -> (incarnation: UInt64, from: UInt64)? {
+    guard let i = reply.firstRange(of: Array(#""incarnation":""#.utf8))?.upperBound,
+      let end = reply[i...].firstIndex(of: UInt8(ascii: "\"")),
+      let incarnation = UInt64(String(decoding: reply[i..<end], as: UTF8.self), radix: 16),
+      let f = reply.firstRange(of: Array(#""from":"#.utf8))?.upperBound
+    else { return nil }
+    var from: UInt64 = 0
+    var j = f
+    while j < reply.count, reply[j] >= 0x30, reply[j] <= 0x39 {
+      from = from &* 10 &+ UInt64(reply[j] - 0x30)
+      j += 1
+    }
+    return j > f ? (incarnation, from) : nil
   }
 
   /// The `endDate` member of an activity object's bytes.

@@ -434,8 +434,30 @@ struct HTTPRoutes: HTTPResponder {
     }
     var w = ReplyWriter(formatter: formatter, shardOf: core.shardOf)
     w.listing(snapshot.states(), at: at)
+    var listing = w.take()
+    var cuts: [UInt64: UInt64] = [:]
+    if let cluster = core.cluster, cluster.links != nil {
+      // A subscription spans every node: the others' snapshots, and where each stands in
+      // that node's events (docs/cluster.md, "Subscriptions across nodes").
+      let gathered: Result<[ClusterNode.PeerSnapshot], CountdownError>
+      do {
+        gathered = try await cluster.gatherSnapshots(ids: ids, on: core.group.next()).get()
+      } catch {
+        gathered = .failure(
+          CountdownError(.unavailable, "the subscription could not be gathered: \(error)"))
+      }
+      switch gathered {
+      case .success(let parts):
+        listing = GatheredList.merge(listing, peers: parts.map(\.reply), soonest: nil)
+        cuts = Dictionary(parts.map { ($0.incarnation, $0.from) }) { a, _ in a }
+      case .failure(let e):
+        hub.eventLoop.execute { hub.unsubscribe(sink.key) }
+        return failure(e)
+      }
+    }
     // `retry`: the browser reconnects after 1 s when the server goes away.
-    let first = Array("retry: 1000\n\n".utf8) + EventFraming.sse("snapshot", w.take())
+    let first = Array("retry: 1000\n\n".utf8) + EventFraming.sse("snapshot", listing)
+    let peerCuts = cuts
     // A comment every 15 s keeps proxies from closing a quiet stream and finds gone clients.
     let heartbeat = hub.eventLoop.scheduleRepeatedTask(
       initialDelay: .seconds(15), delay: .seconds(15)
@@ -452,7 +474,9 @@ struct HTTPRoutes: HTTPResponder {
       // The response head is in the connection's queue by now (Hummingbird wrote it before
       // calling this), so what the hub writes to the connection from here on follows it.
       await sink.run {
-        hub.eventLoop.execute { hub.activate(sink.key, first: first, fromSequence: from) }
+        hub.eventLoop.execute {
+          hub.activate(sink.key, first: first, fromSequence: from, cuts: peerCuts)
+        }
       }
       heartbeat.cancel()
       hub.eventLoop.execute { hub.unsubscribe(sink.key) }

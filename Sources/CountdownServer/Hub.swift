@@ -23,6 +23,9 @@ final class Hub: @unchecked Sendable {
     let ids: Set<String>?
     let ticks: Bool
     var fromSequence: UInt64
+    /// Another node's events (a cluster node's): those numbered from its entry on, by that
+    /// node's incarnation (the rest were in the snapshot); all of a node without one.
+    var cuts: [UInt64: UInt64] = [:]
     var output: SubscriberOutput
     /// An event stream's pacing (unused for a socket subscriber).
     var pacer = StreamPacer()
@@ -41,6 +44,22 @@ final class Hub: @unchecked Sendable {
     func wants(_ e: ActivityEvent, sequence: UInt64) -> Bool {
       sequence >= fromSequence && (ticks || e.kind != .tick) && (ids?.contains(e.id) ?? true)
     }
+
+    /// Whether it takes another node's event of `id` (a lifecycle event), numbered `sequence`
+    /// by that node, incarnation `source` (before its snapshot, the cut is not known yet).
+    func wantsRelayed(_ id: String, sequence: UInt64, from source: UInt64) -> Bool {
+      (ids?.contains(id) ?? true) && (output.isPending || sequence >= cuts[source] ?? 0)
+    }
+  }
+
+  /// Another node relaying this node's lifecycle events (docs/cluster.md, "Subscriptions
+  /// across nodes"): written every one, after what the ring gave it; cut off when it stays
+  /// unwritable as long as a slow subscriber may (it connects again and asks for what it
+  /// missed).
+  final class Relay {
+    let sink: any EventSink
+    var stalledSince: NIODeadline?
+    init(sink: any EventSink) { self.sink = sink }
   }
 
   let eventLoop: EventLoop
@@ -58,6 +77,13 @@ final class Hub: @unchecked Sendable {
   private var pacing = PacingSchedule<ObjectIdentifier>()
   private var writer: WireEventWriter
   private var offsets: [Int] = []
+  /// A cluster node's that relays its events (``enableRelays(incarnation:)``): the nodes
+  /// relaying them, and the recent ones kept for a node that connects again.
+  private var relays: [ObjectIdentifier: Relay] = [:]
+  private var ring: RelayRing?
+  /// This process's incarnation as a cluster node: the space its sequence and delivery
+  /// numbers belong to.
+  private(set) var incarnation: UInt64 = 0
 
   init(
     eventLoop: EventLoop, formatter: TimerFormatter, bound: Int, slowConsumerAfter: TimeAmount,
@@ -106,20 +132,142 @@ final class Hub: @unchecked Sendable {
   /// Writes `first` (the snapshot) to the pending subscription `key`, then the events kept for
   /// it numbered from `fromSequence` on (those before are in the snapshot), and delivers to it
   /// as to any subscriber from then on.
-  func activate(_ key: ObjectIdentifier, first: [UInt8], fromSequence: UInt64) {
+  ///
+  /// On a cluster node, `cuts` says where the snapshot stands in each other node's events
+  /// (by incarnation): their events numbered from there on follow it.
+  func activate(
+    _ key: ObjectIdentifier, first: [UInt8], fromSequence: UInt64, cuts: [UInt64: UInt64] = [:]
+  ) {
     eventLoop.assertInEventLoop()
     guard let sub = subscribers[key], sub.output.isPending else { return }
     sub.fromSequence = fromSequence
+    sub.cuts = cuts
     var bytes = sub.sink.allocator.buffer(bytes: first)
-    sub.output.activate(from: fromSequence, after: &bytes)
-    sub.sink.write(bytes)
+    sub.output.activate(from: fromSequence, cuts: cuts, after: &bytes)
+    if bytes.readableBytes > 0 { sub.sink.write(bytes) }
     checkInvariants()
   }
 
   func unsubscribe(_ key: ObjectIdentifier) {
     eventLoop.assertInEventLoop()
+    relays[key] = nil
     guard subscribers.removeValue(forKey: key) != nil else { return }
     metrics.subscribers.record(subscribers.count)
+  }
+
+  // MARK: - Relays between cluster nodes
+
+  /// Makes this hub keep its lifecycle events for the other nodes of a cluster (each with a
+  /// delivery number, in a ``RelayRing``) and take relay connections (``relay(_:after:from:)``).
+  func enableRelays(incarnation: UInt64) {
+    eventLoop.assertInEventLoop()
+    self.incarnation = incarnation
+    if ring == nil { ring = RelayRing() }
+  }
+
+  /// Another node asks for this node's lifecycle events on `sink`: answers with this node's
+  /// incarnation, then writes the kept events after delivery number `after` when `known` is
+  /// this incarnation (all kept events otherwise: the asking node has not met this one), and
+  /// every one from then on. `gap` in the answer says that some it asked for are no longer
+  /// kept.
+  func relay(_ sink: any EventSink, after: UInt64, known: UInt64?) {
+    eventLoop.assertInEventLoop()
+    guard let ring else {
+      var refusal = JSONWriter()
+      refusal.raw(
+        #"{"ok":false,"code":"unavailable","message":"this node relays no events (it has no cluster token)"}"#
+      )
+      refusal.raw("\n")
+      sink.close(after: sink.allocator.buffer(bytes: refusal.bytes))
+      return
+    }
+    let (lines, gap) = ring.lines(after: known == incarnation ? after : 0)
+    var buffer = sink.allocator.buffer(capacity: 128)
+    buffer.writeString(
+      #"{"ok":true,"incarnation":"\#(String(incarnation, radix: 16))","gap":\#(gap)}"# + "\n")
+    for line in lines { buffer.writeImmutableBuffer(line) }
+    sink.write(buffer)
+    relays[sink.key] = Relay(sink: sink)
+    metrics.relays.record(relays.count)
+  }
+
+  /// A lifecycle event of another node (`source`, its incarnation), numbered `sequence` by it,
+  /// its JSON line `line` (with its newline): to each subscriber of this node that takes it,
+  /// as an event of its own (docs/cluster.md, "Subscriptions across nodes").
+  func relayed(
+    from source: UInt64, sequence: UInt64, id: String, kind: ActivityEvent.Kind,
+    line: ByteBuffer
+  ) {
+    eventLoop.assertInEventLoop()
+    var sse: ByteBuffer?
+    for sub in subscribers.values where sub.wantsRelayed(id, sequence: sequence, from: source) {
+      let framed: ByteBuffer
+      if sub.sink.framing == .lines {
+        framed = line
+      } else if let made = sse {
+        framed = made
+      } else {
+        var b = sub.sink.allocator.buffer(
+          capacity: line.readableBytes + EventFraming.lines.overhead + 32)
+        line.withUnsafeReadableBytes { raw in
+          EventFraming.serverSentEvents.frame(raw.bindMemory(to: UInt8.self), kind: kind) {
+            b.writeBytes(UnsafeRawBufferPointer($0))
+          }
+        }
+        sse = b
+        framed = b
+      }
+      if sub.output.isPending {
+        if !sub.output.keep(sequence: sequence, from: source, framed) {
+          unsubscribe(sub.sink.key)
+          sub.sink.close(after: nil)
+        }
+      } else if sub.output.isEmpty && sub.sink.isWritable {
+        deliver(framed: framed, to: sub)
+      } else {
+        takeBatch(of: sub)
+        sub.output.append(run: framed)
+        measure(sub)
+      }
+    }
+    checkInvariants()
+  }
+
+  /// This wake's lifecycle events as relay lines (`SEQUENCE DELIVERY JSON`, docs/cluster.md),
+  /// kept in the ring and written to every relaying node.
+  private func relayWake(
+    _ events: [ActivityEvent], _ encoded: UnsafeBufferPointer<UInt8>, sequence: (Int) -> UInt64
+  ) {
+    guard ring != nil else { return }
+    var buffer: ByteBuffer?
+    for (k, e) in events.enumerated() where e.kind != .tick {
+      if buffer == nil {
+        buffer = ByteBufferAllocator().buffer(capacity: encoded.count + 24 * events.count)
+      }
+      let start = buffer!.writerIndex
+      let delivery = ring!.next
+      buffer!.writeString("\(sequence(k)) \(delivery) ")
+      buffer!.writeBytes(
+        UnsafeRawBufferPointer(
+          rebasing: UnsafeRawBufferPointer(encoded)[offsets[k]..<offsets[k + 1]]))
+      let line = buffer!.getSlice(at: start, length: buffer!.writerIndex - start)!
+      _ = ring!.append(line)
+    }
+    guard let buffer, !relays.isEmpty else { return }
+    let now = now()
+    for relay in relays.values {
+      if relay.sink.isWritable {
+        relay.stalledSince = nil
+      } else if let since = relay.stalledSince, now - since > slowConsumerAfter {
+        relays[relay.sink.key] = nil
+        relay.sink.close(after: nil)
+        continue
+      } else if relay.stalledSince == nil {
+        relay.stalledSince = now
+      }
+      relay.sink.write(buffer)
+    }
+    metrics.relays.record(relays.count)
   }
 
   /// Ends every subscription whose sink is an HTTP event stream, and refuses those that come
@@ -141,7 +289,7 @@ final class Hub: @unchecked Sendable {
   func publish(first: UInt64, _ events: [ActivityEvent]) {
     eventLoop.assertInEventLoop()
     metrics.published(events)
-    guard !subscribers.isEmpty else { return }
+    guard !subscribers.isEmpty || ring != nil else { return }
     deliver(events) { first + UInt64($0) }
     checkInvariants()
   }
@@ -154,9 +302,9 @@ final class Hub: @unchecked Sendable {
     metrics.published(events)
     switch gate.admit(first: first, events, token: token) {
     case .all:
-      if !subscribers.isEmpty { deliver(events) { first + UInt64($0) } }
+      if !subscribers.isEmpty || ring != nil { deliver(events) { first + UInt64($0) } }
     case .some(let now, let sequences):
-      if !now.isEmpty && !subscribers.isEmpty { deliver(now) { sequences[$0] } }
+      if !now.isEmpty && (!subscribers.isEmpty || ring != nil) { deliver(now) { sequences[$0] } }
     }
     checkInvariants()
   }
@@ -166,7 +314,7 @@ final class Hub: @unchecked Sendable {
   func finish(token: UInt64, committed: Bool) {
     eventLoop.assertInEventLoop()
     gate.finish(token: token, committed: committed) { released in
-      guard !subscribers.isEmpty else { return }
+      guard !subscribers.isEmpty || ring != nil else { return }
       deliver(released.map(\.event)) { released[$0].sequence }
     }
     checkInvariants()
@@ -189,6 +337,8 @@ final class Hub: @unchecked Sendable {
   /// Encodes `events` once, frames them once per framing that a subscriber needs, and hands
   /// each subscriber those it wants; `sequence` numbers them.
   private func deliver(_ events: [ActivityEvent], sequence: (Int) -> UInt64) {
+    // Kept for relaying alone (a cluster node with no subscriber): ticks are not relayed.
+    if subscribers.isEmpty && !events.contains(where: { $0.kind != .tick }) { return }
     // Batches that fell due since the last wake go out before this wake's events.
     writeDueBatches()
     offsets.removeAll(keepingCapacity: true)
@@ -206,6 +356,7 @@ final class Hub: @unchecked Sendable {
     var lines: FramedWake?
     var sse: FramedWake?
     writer.out.bytes.withUnsafeBufferPointer { encoded in
+      if !onlyTicks { relayWake(events, encoded, sequence: sequence) }
       for sub in subscribers.values where sub.ticks || !onlyTicks {
         let framing = sub.sink.framing
         let wake: FramedWake

@@ -20,6 +20,12 @@ final class ServerMetrics: Sendable {
   /// Lateness of each wake's ticks when the hub had them: now − their `at`.
   let lateness: Metrics.Timer
   let subscribers: CoreMetrics.Gauge
+  /// A cluster node's (docs/cluster.md, "Subscriptions across nodes"): other nodes relaying
+  /// this one's events now; lifecycle events relayed in from other nodes; relays that asked
+  /// for events no longer kept (a gap).
+  let relays: CoreMetrics.Gauge
+  let relayedIn: CoreMetrics.Counter
+  let relayGaps: CoreMetrics.Counter
   /// Ticks replaced in a slow subscriber's waiting output (docs/protocol.md, "Backpressure").
   let coalescedTicks: CoreMetrics.Counter
   let commands: CoreMetrics.Counter
@@ -62,6 +68,10 @@ final class ServerMetrics: Sendable {
     ticks = CoreMetrics.Counter(label: "countdown_ticks_total", factory: factory)
     lateness = Metrics.Timer(label: "countdown_tick_lateness_seconds", factory: factory)
     subscribers = CoreMetrics.Gauge(label: "countdown_subscribers", factory: factory)
+    relays = CoreMetrics.Gauge(label: "countdown_cluster_relays", factory: factory)
+    relayedIn = CoreMetrics.Counter(
+      label: "countdown_cluster_events_relayed_in_total", factory: factory)
+    relayGaps = CoreMetrics.Counter(label: "countdown_cluster_relay_gaps_total", factory: factory)
     coalescedTicks = CoreMetrics.Counter(label: "countdown_ticks_coalesced_total", factory: factory)
     commands = CoreMetrics.Counter(label: "countdown_commands_total", factory: factory)
     wakeups = CoreMetrics.Counter(label: "countdown_wakeups_total", factory: factory)

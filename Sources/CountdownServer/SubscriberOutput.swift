@@ -20,7 +20,9 @@ import NIOCore
 ///
 /// Before its snapshot is written (an event stream registers before its `subscribe` runs),
 /// the subscriber is *pending*: its events are kept with their sequence numbers, and past the
-/// bound it is dropped (nothing has been written to it yet).
+/// bound it is dropped (nothing has been written to it yet). On a cluster node an event may
+/// come from another node (``Hub/relayed(from:sequence:id:kind:line:)``): it is kept with
+/// that node's incarnation, and its sequence number is that node's.
 struct SubscriberOutput {
   /// One waiting write: framed bytes and, for a tick appended alone, its activity (a newer
   /// tick of that activity may replace it).
@@ -38,8 +40,9 @@ struct SubscriberOutput {
   private var tickAt: [ActivityHandle: Int] = [:]
   /// When `byteCount` went over the bound (nil while at or under it).
   private(set) var overSince: NIODeadline?
-  /// While the snapshot is not written: the events so far, with their sequence numbers.
-  private(set) var pending: [(sequence: UInt64, bytes: ByteBuffer)]?
+  /// While the snapshot is not written: the events so far, with their sequence numbers and,
+  /// for another node's, that node's incarnation.
+  private(set) var pending: [(source: UInt64?, sequence: UInt64, bytes: ByteBuffer)]?
 
   init(bound: Int, cutOffAfter: TimeAmount, pending: Bool = false) {
     self.bound = bound
@@ -56,22 +59,28 @@ struct SubscriberOutput {
 
   /// Keeps an event for a pending subscriber. False when the kept events now exceed the
   /// bound: drop the subscriber (its snapshot never came).
-  mutating func keep(sequence: UInt64, _ bytes: ByteBuffer) -> Bool {
+  mutating func keep(sequence: UInt64, from source: UInt64? = nil, _ bytes: ByteBuffer) -> Bool {
     precondition(pending != nil, "keep(sequence:_:) on a subscriber that is not pending")
-    pending!.append((sequence, bytes))
+    pending!.append((source, sequence, bytes))
     byteCount += bytes.readableBytes
     return byteCount <= bound
   }
 
   /// The snapshot is written: the kept events numbered `from` on (those before are in the
-  /// snapshot), appended to `bytes`. The subscriber is live from now on.
-  mutating func activate(from sequence: UInt64, after bytes: inout ByteBuffer) {
+  /// snapshot), appended to `bytes`; another node's, those numbered from its `cuts` entry on
+  /// (all of a node that has none: its activities were not in the snapshot). The subscriber
+  /// is live from now on.
+  mutating func activate(
+    from sequence: UInt64, cuts: [UInt64: UInt64] = [:], after bytes: inout ByteBuffer
+  ) {
     defer { checkInvariants() }
     guard let kept = pending else { return }
     checkInvariants()
     pending = nil
     byteCount = 0
-    for p in kept where p.sequence >= sequence { bytes.writeImmutableBuffer(p.bytes) }
+    for p in kept where p.sequence >= (p.source.map { cuts[$0] ?? 0 } ?? sequence) {
+      bytes.writeImmutableBuffer(p.bytes)
+    }
   }
 
   // MARK: - Waiting

@@ -46,4 +46,26 @@ struct GatheredListTests {
         decoding: GatheredList.merge(empty, peers: [empty, peers[0]], soonest: nil), as: UTF8.self)
         == #"{"at":5,"activities":[{"id":"b","endDate":10}]}"#)
   }
+
+  @Test(
+    "A subscription's snapshot: the peers' activities spliced under snapshot; each peer's place read"
+  )
+  func snapshot() throws {
+    let local = Self.bytes(#"{"rid":"s","ok":true,"at":5,"snapshot":[{"id":"a","endDate":30}]}"#)
+    let peer = Self.bytes(
+      #"{"rid":null,"ok":true,"at":6,"incarnation":"9f3a","from":17,"activities":[{"id":"b","endDate":10}]}"#
+    )
+    #expect(
+      String(
+        decoding: GatheredList.merge(local, key: "snapshot", peers: [peer], soonest: nil),
+        as: UTF8.self)
+        == #"{"rid":"s","ok":true,"at":5,"snapshot":[{"id":"a","endDate":30},{"id":"b","endDate":10}]}"#
+    )
+    let head = try #require(GatheredList.snapshotHead(of: peer))
+    #expect(head.incarnation == 0x9f3a && head.from == 17)
+    #expect(GatheredList.snapshotHead(of: Self.bytes(#"{"ok":false,"code":"x"}"#)) == nil)
+    #expect(
+      GatheredList.snapshotHead(of: Self.bytes(#"{"incarnation":"zz","from":1}"#)) == nil,
+      "not hex")
+  }
 }

@@ -160,6 +160,18 @@ struct SubscriberOutputTests {
     out.activate(from: 5, after: &first)
     #expect(Array(first.readableBytesView) == [0, 5, 5, 6, 6])
     #expect(!out.isPending && out.byteCount == 0)
+    // Another node's events: from its cut on, by incarnation; all of a node without one.
+    var relayed = SubscriberOutput(bound: 100, cutOffAfter: .seconds(3), pending: true)
+    for (source, sequence, byte) in [
+      (nil, 1, 1), (UInt64(7), 40, 2), (nil, 2, 3), (UInt64(7), 41, 4), (UInt64(8), 3, 5),
+      (UInt64(7), 39, 6),
+    ] as [(UInt64?, UInt64, UInt8)] {
+      let within = relayed.keep(sequence: sequence, from: source, bytes([byte]))
+      #expect(within)
+    }
+    var head = bytes([0])
+    relayed.activate(from: 2, cuts: [7: 41], after: &head)
+    #expect(Array(head.readableBytesView) == [0, 3, 4, 5])
     var stuck = SubscriberOutput(bound: 3, cutOffAfter: .seconds(3), pending: true)
     let r12 = stuck.keep(sequence: 1, bytes([1, 1]))
     #expect(r12)

@@ -1,0 +1,225 @@
+import Countdown
+import Logging
+import NIOCore
+import NIOPosix
+
+/// A cluster node's connections to the other nodes for their lifecycle events (docs/cluster.md,
+/// "Subscriptions across nodes"): one per live peer, on the hub's event loop, authenticated
+/// with the cluster token, asking `{"op":"relay","incarnation":…,"after":…}`. Each event line
+/// (`SEQUENCE DELIVERY JSON`) goes to the hub as an event of this node's
+/// (``Hub/relayed(from:sequence:id:kind:line:)``), once: a delivery number already passed on
+/// (a replay after a reconnection) is skipped.
+///
+/// The peers come from the lease driver's observations (``update(peers:)``): a new one is
+/// connected at once, one that is gone is let go, one whose connection broke is connected
+/// again at the next observation and asks for the events after the last it passed on (the
+/// peer keeps its recent ones; a peer met for the first time, or restarted, gives all it
+/// keeps).
+final class RelayLinks: @unchecked Sendable {
+  // @unchecked Sendable: everything but the constants is touched on `hub.eventLoop` only.
+  private let hub: Hub
+  private let token: String
+  private let logger: Logger
+  private var links: [String: Link] = [:]
+  /// By peer: the incarnation last met and the last delivery number passed on from it.
+  private var seen: [String: (incarnation: UInt64, delivery: UInt64)] = [:]
+  private var stopped = false
+
+  init(hub: Hub, token: String, logger: Logger) {
+    self.hub = hub
+    self.token = token
+    self.logger = logger
+  }
+
+  /// The live peers by name, with their addresses, as last observed.
+  func update(peers: [String: String]) {
+    hub.eventLoop.execute { self.apply(peers) }
+  }
+
+  /// Lets every connection go; no new one is made.
+  func close() {
+    hub.eventLoop.execute {
+      self.stopped = true
+      for link in self.links.values { link.channel?.close(promise: nil) }
+      self.links = [:]
+    }
+  }
+
+  private func apply(_ peers: [String: String]) {
+    guard !stopped else { return }
+    for (name, link) in links where link.closed || peers[name] != link.address {
+      link.channel?.close(promise: nil)
+      links[name] = nil
+    }
+    for (name, address) in peers where links[name] == nil {
+      let link = Link(name: name, address: address)
+      links[name] = link
+      connect(link)
+    }
+  }
+
+  /// One peer's relay connection.
+  final class Link: @unchecked Sendable {
+    // @unchecked Sendable: used on the hub's event loop only.
+    let name: String
+    let address: String
+    var channel: (any Channel)?
+    var closed = false
+    /// The peer's incarnation, once its answer came.
+    var incarnation: UInt64?
+    init(name: String, address: String) {
+      self.name = name
+      self.address = address
+    }
+  }
+
+  private func connect(_ link: Link) {
+    guard let colon = link.address.lastIndex(of: ":"),
+      let port = Int(link.address[link.address.index(after: colon)...])
+    else {
+      link.closed = true
+      return
+    }
+    var host = String(link.address[..<colon])
+    if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    var request = JSONWriter()
+    request.raw("{\"op\":\"auth\",\"token\":")
+    request.write(string: token)
+    request.raw("}\n{\"op\":\"relay\",\"incarnation\":")
+    if let known = seen[link.name] {
+      request.write(string: String(known.incarnation, radix: 16))
+      request.raw(",\"after\":")
+      request.write(int: Int64(known.delivery))
+    } else {
+      request.raw("null,\"after\":0")
+    }
+    request.raw("}\n")
+    let bytes = request.bytes
+    let eventLoop = hub.eventLoop
+    ClientBootstrap(group: eventLoop)
+      .connectTimeout(.seconds(2))
+      .channelOption(.socketOption(.tcp_nodelay), value: 1)
+      .channelInitializer { channel in
+        channel.eventLoop.makeCompletedFuture {
+          try channel.pipeline.syncOperations.addHandler(
+            Lines(links: self, link: NIOLoopBound(link, eventLoop: eventLoop)))
+        }
+      }
+      .connect(host: host, port: port)
+      .whenComplete { result in
+        switch result {
+        case .success(let channel):
+          guard !link.closed, !self.stopped else {
+            channel.close(promise: nil)
+            return
+          }
+          link.channel = channel
+          channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
+        case .failure(let error):
+          link.closed = true
+          self.logger.debug("cannot reach node \(link.name) for its events: \(error)")
+        }
+      }
+  }
+
+  /// One line from `link`'s peer.
+  fileprivate func line(_ bytes: ArraySlice<UInt8>, from link: Link) {
+    guard let first = bytes.first else { return }
+    if first == UInt8(ascii: "{") {
+      answer(Array(bytes), from: link)
+      return
+    }
+    // SEQUENCE DELIVERY JSON
+    guard let incarnation = link.incarnation,
+      let (sequence, afterSequence) = Self.number(bytes, from: bytes.startIndex),
+      let (delivery, jsonStart) = Self.number(bytes, from: afterSequence)
+    else { return }
+    if let known = seen[link.name], known.incarnation == incarnation, delivery <= known.delivery {
+      return  // passed on already (a replay after a reconnection)
+    }
+    seen[link.name] = (incarnation, delivery)
+    let json = bytes[jsonStart...]
+    guard
+      case .object(let o)? = json.withContiguousStorageIfAvailable({
+        try? JSONParser.parseTopLevel(bytes: $0)
+      }) ?? nil,
+      case .string(let name)? = o["event"], let kind = ActivityEvent.Kind(rawValue: name),
+      case .string(let id)? = o["id"]
+    else { return }
+    var line = ByteBufferAllocator().buffer(capacity: json.count + 1)
+    line.writeBytes(json)
+    line.writeInteger(UInt8(0x0A))
+    hub.metrics.relayedIn.increment()
+    hub.relayed(from: incarnation, sequence: sequence, id: id, kind: kind, line: line)
+  }
+
+  /// The peer's answer to the token (ignored when it agrees) or to `relay`.
+  private func answer(_ reply: [UInt8], from link: Link) {
+    let text = String(decoding: reply, as: UTF8.self)
+    if text.contains("\"ok\":false") {
+      logger.warning("node \(link.name) refused to relay its events: \(text.prefix(300))")
+      link.closed = true
+      link.channel?.close(promise: nil)
+      return
+    }
+    guard let r = reply.firstRange(of: Array(#""incarnation":""#.utf8))?.upperBound,
+      let end = reply[r...].firstIndex(of: UInt8(ascii: "\"")),
+      let incarnation = UInt64(String(decoding: reply[r..<end], as: UTF8.self), radix: 16)
+    else { return }
+    link.incarnation = incarnation
+    if seen[link.name]?.incarnation != incarnation { seen[link.name] = (incarnation, 0) }
+    if text.contains("\"gap\":true") {
+      hub.metrics.relayGaps.increment()
+      logger.warning(
+        "node \(link.name) no longer keeps some of its events this node missed: its subscribers here miss them"
+      )
+    }
+  }
+
+  /// A decimal number at `start` followed by a space: the number and where the rest begins.
+  private static func number(_ bytes: ArraySlice<UInt8>, from start: Int) -> (UInt64, Int)? {
+    var v: UInt64 = 0
+    var i = start
+    while i < bytes.endIndex, bytes[i] >= 0x30, bytes[i] <= 0x39 {
+      v = v &* 10 &+ UInt64(bytes[i] - 0x30)
+      i += 1
+    }
+    guard i > start, i < bytes.endIndex, bytes[i] == 0x20 else { return nil }
+    return (v, i + 1)
+  }
+
+  /// The lines of a relay connection, and its end.
+  final class Lines: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    let links: RelayLinks
+    let link: NIOLoopBound<Link>
+    private var partial: [UInt8] = []
+
+    init(links: RelayLinks, link: NIOLoopBound<Link>) {
+      self.links = links
+      self.link = link
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+      let buffer = unwrapInboundIn(data)
+      for byte in buffer.readableBytesView {
+        if byte == 0x0A {
+          links.line(partial[...], from: link.value)
+          partial.removeAll(keepingCapacity: true)
+        } else {
+          partial.append(byte)
+        }
+      }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+      link.value.closed = true
+      context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+      link.value.closed = true
+      context.close(promise: nil)
+    }
+  }
+}
