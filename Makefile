@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: bench-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres
+.PHONY: bench-cluster browser-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -48,6 +48,7 @@ test: deps
 	$(MAKE) webhooks
 	$(MAKE) openapi
 	$(MAKE) postgres
+	$(MAKE) browser-cluster
 	$(MAKE) chaos
 
 # The board's browser tests need Debian's chromium and chromium-driver and PyPI's selenium;
@@ -114,6 +115,13 @@ browser: deps browserdeps
 	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-browser python3 Tests/browser/test_board.py
 	SCRATCH=$(CURDIR)/.build-browser python3 Tests/browser/test_web_safety.py
+
+# The board of one cluster node showing every node's activities live, in Chromium, with two
+# nodes on a PostgreSQL of its own (docs/cluster.md).
+browser-cluster: deps browserdeps pgdeps
+	$(SWIFT) build --product countdown
+	SCRATCH=$(CURDIR)/.build-browser Tests/postgres/with-postgres.sh \
+	  python3 Tests/browser/test_board_cluster.py
 
 # `countdown board` under tmux, read back with capture-pane.
 tui: deps tuideps
