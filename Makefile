@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: bench-cluster browser-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres
+.PHONY: bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -49,6 +49,7 @@ test: deps
 	$(MAKE) openapi
 	$(MAKE) postgres
 	$(MAKE) browser-cluster
+	$(MAKE) pushes-cluster
 	$(MAKE) chaos
 
 # The board's browser tests need Debian's chromium and chromium-driver and PyPI's selenium;
@@ -89,6 +90,13 @@ chaos: deps pgdeps
 pushes: deps pushdeps
 	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-pushes python3 Tests/pushes/test_pushes.py
+
+# Pushes and webhooks from cluster nodes: two nodes on a PostgreSQL of their own, the APNs
+# stand-in and a webhook receiver; kill -9 of one with a push and a delivery pending.
+pushes-cluster: deps pushdeps pgdeps
+	$(SWIFT) build --product countdown
+	SCRATCH=$(CURDIR)/.build-pushes Tests/postgres/with-postgres.sh \
+	  python3 Tests/pushes/test_cluster_outbox.py
 
 webhooks: deps pushdeps
 	$(SWIFT) build --product countdown

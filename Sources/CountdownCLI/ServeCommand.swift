@@ -255,11 +255,6 @@ struct ServeCommand: AsyncParsableCommand {
       guard leaseMs >= 500, leaseMs <= 600_000 else {
         throw ValidationError("--lease-ms must be 500 to 600000, not \(leaseMs)")
       }
-      guard try apns.options() == nil, webhooks.urls.isEmpty else {
-        throw ValidationError(
-          "Live Activity pushes and webhooks are not yet sent by a cluster node (docs/cluster.md): run them on a single server for now"
-        )
-      }
     } else if advertise != nil || shards != 64 || leaseMs != 5000 || clusterToken != nil {
       throw ValidationError(
         "--advertise, --shards, --lease-ms and --cluster-token are a cluster node's: give --node")

@@ -188,6 +188,24 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
     return result
   }
 
+  /// Lets go of every lane whose first item `drop` takes (a cluster node stopped serving the
+  /// shard of its activity: the new owner sends them from the outbox). A request of one in
+  /// flight is forgotten: its answer changes nothing. Returns how many items went.
+  @inlinable public mutating func drop(where drop: (Item) -> Bool) -> Int {
+    let keys = lanes.compactMap { key, lane in
+      lane.first.map { drop($0.item) } == true ? key : nil
+    }
+    var dropped = 0
+    for key in keys {
+      let lane = lanes.removeValue(forKey: key)!
+      dropped += lane.count
+      if lane.inFlight { _inFlight -= 1 }
+    }
+    _count -= dropped
+    // The heap keeps their keys until they come up: `take` skips a key with no lane.
+    return dropped
+  }
+
   /// Lanes held (in flight included).
   public var laneCount: Int { lanes.count }
 }

@@ -74,6 +74,11 @@ public struct PushBudget: Sendable {
     }
   }
 
+  /// Forgets every activity `forget` takes (a cluster node stopped serving their shard).
+  public mutating func forget(where forget: (String) -> Bool) {
+    last = last.filter { !forget($0.key.activity) }
+  }
+
   /// How many keys are kept.
   public var count: Int { last.count }
 }

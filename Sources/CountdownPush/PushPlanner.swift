@@ -187,6 +187,15 @@ public struct PushPlanner: Sendable {
     for b in budget { self.budget.restore(b.key, timestamp: b.timestamp, notBefore: b.notBefore) }
   }
 
+  /// Forgets the activities `forget` takes, their budget included (a cluster node stopped
+  /// serving their shard; a node that takes it again restores them, ``restore(rows:budget:)``).
+  public mutating func forget(where forget: (String) -> Bool) {
+    known = known.filter { !forget($0.key) }
+    waiting = waiting.filter { !forget($0.key) }
+    shown = shown.filter { !forget($0.key) }
+    budget.forget(where: forget)
+  }
+
   /// What an update push of `subject` would show (its payload at a fixed instant, no alert).
   static func shows(_ subject: LiveActivityPush.Subject, _ live: LiveActivity) -> [UInt8] {
     LiveActivityPush.payload(.update, subject, live, at: 0, alert: false, dismissal: nil)

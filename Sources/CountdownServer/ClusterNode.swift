@@ -3,6 +3,7 @@ import CountdownCluster
 import CountdownLoop
 import CountdownPostgres
 import CountdownProtocol
+import CountdownPush
 import CountdownStore
 import Dispatch
 import Foundation
@@ -39,6 +40,10 @@ final class ClusterNode: @unchecked Sendable {
   let links: PeerLinks?
   /// The server's network threads (forwarded HTTP commands wait on one).
   private let group: any EventLoopGroup
+  /// The senders of the outbox (`--apns-*`, `--webhook`): a shard's pending pushes and
+  /// deliveries go to them when the node takes it, and leave them when it stops serving it.
+  private let delivery: PushDelivery?
+  private let webhooks: WebhookDelivery?
   /// This process's incarnation as a node: the space its events' sequence and delivery
   /// numbers belong to (another node relaying them tells a restart by it).
   let incarnation = UInt64.random(in: 1 ... .max)
@@ -62,10 +67,13 @@ final class ClusterNode: @unchecked Sendable {
   init(
     options: ClusterOptions, store: PostgresStore, writer: StoreWriter,
     loop: NIOLockedValueBox<CountdownLoop?>, journal: Journal, logger: Logger,
-    group: any EventLoopGroup, hub: Hub
+    group: any EventLoopGroup, hub: Hub, delivery: PushDelivery? = nil,
+    webhooks: WebhookDelivery? = nil
   ) {
     self.options = options
     self.group = group
+    self.delivery = delivery
+    self.webhooks = webhooks
     // A peer that leaves a request unanswered for two leases has lost its shards by then.
     let timeout = TimeAmount.milliseconds(max(2_000, 2 * options.leaseMs))
     links = options.token.map { PeerLinks(group: group, token: $0, answerTimeout: timeout) }
@@ -351,8 +359,12 @@ final class ClusterNode: @unchecked Sendable {
     guard state.withLockedValue({ $0.wanted[shard] == epoch }) else { return }
     store.serve(shard, epoch: epoch)
     let rows: EngineSnapshot?
+    var pushes: (pending: [(seq: Int64, item: PushItem)], budget: [PushBudgetRow])?
+    var deliveries: [(seq: Int64, item: WebhookItem)] = []
     do {
       rows = try store.load(shard: shard)
+      if delivery != nil { pushes = try store.loadPushes(shard: shard) }
+      if webhooks != nil { deliveries = try store.loadWebhooks(shard: shard) }
     } catch {
       logger.error("cannot load shard \(shard): \(error.message); trying again in a second")
       DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in
@@ -360,6 +372,13 @@ final class ClusterNode: @unchecked Sendable {
       }
       return
     }
+    // The shard's outbox goes to the senders before anything the step fires is committed
+    // (docs/cluster.md, "Pushes and webhooks from a node").
+    if let pushes {
+      writer.plannerTakes(rows: rows?.activities ?? [], budget: pushes.budget)
+      delivery?.restore(pushes.pending)
+    }
+    if !deliveries.isEmpty { webhooks?.restore(deliveries) }
     guard let loop = loop.withLockedValue({ $0 }) else { return }
     let taken = rows.map { [$0] } ?? []
     loop.rebuildEngine(
@@ -389,6 +408,13 @@ final class ClusterNode: @unchecked Sendable {
   /// Stops writing `shard` and drops its activities from the engine.
   private func drop(_ shard: Int) {
     store.stop(shard)
+    let shards = options.shards
+    let inShard: @Sendable (String) -> Bool = {
+      ShardOfID.shard(of: $0, shards: shards) == shard
+    }
+    writer.plannerForgets(where: inShard)
+    delivery?.drop(where: inShard)
+    webhooks?.drop(where: inShard)
     guard let loop = loop.withLockedValue({ $0 }) else { return }
     loop.rebuildEngine(
       { [self] current throws(CountdownError) in
@@ -412,7 +438,13 @@ final class ClusterNode: @unchecked Sendable {
       do {
         shards = []
         for shard in store.served.keys.sorted() {
-          if let rows = try store.load(shard: shard) { shards.append(rows) }
+          let rows = try store.load(shard: shard)
+          if let rows { shards.append(rows) }
+          // The writer's push planner was made afresh: it learns each shard again.
+          if delivery != nil {
+            writer.plannerTakes(
+              rows: rows?.activities ?? [], budget: try store.loadPushes(shard: shard).budget)
+          }
         }
         break
       } catch {
@@ -441,3 +473,7 @@ final class ClusterNode: @unchecked Sendable {
       })
   }
 }
+
+/// A push budget's stored row: an activity and token, its last timestamp and when that push
+/// goes.
+typealias PushBudgetRow = (key: PushBudget.Key, timestamp: Int64, notBefore: Int64)

@@ -197,11 +197,6 @@ public final class CountdownServer: Service, @unchecked Sendable {
       guard options.postgres != nil else {
         throw ServerStartError("a cluster node keeps its state in PostgreSQL: give --postgres")
       }
-      guard options.apns == nil, options.webhooks == nil else {
-        throw ServerStartError(
-          "Live Activity pushes and webhooks are not yet sent by a cluster node (docs/cluster.md): run them on a single server for now"
-        )
-      }
     }
     let identity = try Self.tlsIdentity(options)
     let apns = try options.apns.map { o throws(ServerStartError) in
@@ -379,7 +374,8 @@ public final class CountdownServer: Service, @unchecked Sendable {
         // The node serves nothing until the driver says which shards (docs/cluster.md).
         let node = ClusterNode(
           options: c, store: nodeStore, writer: writer, loop: loopBox, journal: journal,
-          logger: logger, group: group, hub: hub)
+          logger: logger, group: group, hub: hub, delivery: delivery,
+          webhooks: webhooks)
         clusterBox.withLockedValue { $0 = node }
         do throws(StoreError) {
           let driver = try LeaseDriver(

@@ -90,7 +90,8 @@ final class PushDelivery: @unchecked Sendable {
     self.logger = logger
   }
 
-  /// Pushes the outbox held at start (a restart sends what was pending).
+  /// Pushes the outbox held at start (a restart sends what was pending), or a shard's that a
+  /// cluster node took.
   func restore(_ pending: [(seq: Int64, item: PushItem)]) {
     eventLoop.execute { [self] in
       for p in pending { queue.add(seq: p.seq, p.item) }
@@ -109,6 +110,15 @@ final class PushDelivery: @unchecked Sendable {
         }
       }
       pump()
+    }
+  }
+
+  /// Lets go of the pushes of the activities `drop` takes (a cluster node stopped serving
+  /// their shard: its new owner sends them from the outbox).
+  func drop(where drop: @escaping @Sendable (String) -> Bool) {
+    eventLoop.execute { [self] in
+      _ = queue.drop { drop($0.activity) }
+      metrics.queue.record(queue.count)
     }
   }
 

@@ -143,6 +143,15 @@ final class WebhookDelivery: @unchecked Sendable {
     }
   }
 
+  /// Lets go of the deliveries of the activities `drop` takes (a cluster node stopped serving
+  /// their shard: its new owner delivers them from the outbox).
+  func drop(where drop: @escaping @Sendable (String) -> Bool) {
+    eventLoop.execute { [self] in
+      for r in receivers.values { _ = r.queue.drop { drop($0.activity) } }
+      recordQueue()
+    }
+  }
+
   /// `countdown_webhook_queue`: the deliveries every URL holds.
   private func recordQueue() {
     metrics.queue.record(receivers.values.reduce(0) { $0 + $1.queue.count })

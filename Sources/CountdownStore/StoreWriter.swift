@@ -149,6 +149,20 @@ package final class StoreWriter: @unchecked Sendable {
     enqueue(Unit(changes: nil, epoch: 0) { _ in work() })
   }
 
+  /// A cluster node took a shard: the push planner learns its activities' rows and the budget
+  /// its pushes spent. On the writer's thread only (in ``perform(_:)`` or `reload`).
+  package func plannerTakes(
+    rows: [StoredActivity], budget: [(key: PushBudget.Key, timestamp: Int64, notBefore: Int64)]
+  ) {
+    planner?.restore(rows: rows, budget: budget)
+  }
+
+  /// A cluster node stopped serving a shard: the push planner forgets the activities `forget`
+  /// takes. On the writer's thread only (in ``perform(_:)``).
+  package func plannerForgets(where forget: (String) -> Bool) {
+    planner?.forget(where: forget)
+  }
+
   /// Outbox rows answered (pushes, webhook deliveries, or those of a token that is gone):
   /// deleted from the outbox with the next commit, or in one of their own. From any thread.
   package func forget(outbox seqs: [Int64]) {

@@ -10,6 +10,21 @@ struct PushBudgetTests {
   let s: Int64 = 1_795_248_000_000
   let gate = PushBudget.Key(activity: "gate", token: "ab12")
 
+  @Test("A shard let go: its activities' keys are forgotten, the others' kept")
+  func forgetWhere() {
+    var b = PushBudget()
+    let other = PushBudget.Key(activity: "dose", token: "cd34")
+    _ = b.admit(gate, at: s + 100, now: s + 100)
+    _ = b.admit(other, at: s + 100, now: s + 100)
+    b.forget { $0 == "gate" }
+    #expect(b.lastTimestamp(gate) == nil && b.lastTimestamp(other) == s / 1000 && b.count == 1)
+    // Taken back: restored from the stored row, it goes on from there.
+    b.restore(gate, timestamp: s / 1000, notBefore: s + 100)
+    #expect(
+      b.admit(gate, at: s + 400, now: s + 400)
+        == .new(timestamp: s / 1000 + 1, notBefore: s + 1_000))
+  }
+
   @Test("The first push of a second goes at once; the rest of that second once, at the next")
   func oneASecond() {
     var b = PushBudget()

@@ -31,6 +31,29 @@ struct PushQueueTests {
     #expect(q.count == 3 && q.inFlight == 3)
   }
 
+  @Test("A shard let go: its lanes leave, in flight or waiting; an answer to one changes nothing")
+  func drop() {
+    var q = PushQueue()
+    q.add(seq: 1, item("a", "t1", ts: 1))
+    q.add(seq: 2, item("a", "t1", ts: 2))
+    q.add(seq: 3, item("b", "t1", ts: 1))
+    q.add(seq: 4, item("c", "t1", ts: 1, notBefore: 5000))
+    let sent = q.take(now: 0)
+    #expect(sent.map(\.seq).sorted() == [1, 3] && q.inFlight == 2)
+    #expect(q.drop { $0.activity == "a" || $0.activity == "c" } == 3)
+    q.checkInvariants()
+    #expect(q.count == 1 && q.inFlight == 1 && q.laneCount == 1)
+    // The answer to a's request in flight: nothing to forget, nothing counted twice.
+    let late = q.answered(sent.first { $0.seq == 1 }!, .delivered, now: 10, random: 0)
+    #expect(late.forget.isEmpty && q.inFlight == 1)
+    q.checkInvariants()
+    // Taken again: a's rows come back from the outbox and go as new.
+    q.add(seq: 1, item("a", "t1", ts: 1))
+    #expect(q.take(now: 10000).map(\.seq) == [1])
+    q.checkInvariants()
+    #expect(q.count == 2 && q.inFlight == 2)
+  }
+
   @Test("Not before the budget's instant; nextDue says when")
   func notBefore() {
     var q = PushQueue()

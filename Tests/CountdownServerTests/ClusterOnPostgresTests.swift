@@ -604,7 +604,7 @@ struct ClusterOnPostgresTests {
   }
 
   @Test(
-    "A node's flags: usage errors (64) without --postgres, with pushes or webhooks, or a cluster flag without --node; another shard count or a live node's name exits 1 naming it"
+    "A node's flags: usage errors (64) without --postgres, or a cluster flag without --node; another shard count or a live node's name exits 1 naming it"
   )
   func flags() async throws {
     let url = try PostgresTestServer.freshDatabaseURL()
@@ -619,10 +619,6 @@ struct ClusterOnPostgresTests {
         (["--postgres", url, "--shards", "8"], 64, "are a cluster node's: give --node"),
         (["--postgres", url, "--node", "x", "--shards", "0"], 64, "--shards must be 1 to 4096"),
         (["--postgres", url, "--node", "x", "--lease-ms", "10"], 64, "--lease-ms must be 500"),
-        (
-          ["--postgres", url, "--node", "x", "--webhook", "http://127.0.0.1:9/h"], 64,
-          "not yet sent by a cluster node"
-        ),
         (
           ["--postgres", url, "--node", "x", "--shards", "16"], 1,
           "has 8 shards, fixed at its first use; this node was started with --shards 16"

@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from countdown_http import api, free_port, now_ms  # noqa: E402,F401 (test_web_safety imports them from here)
+from countdown_http import api, free_port, now_ms, wait_for  # noqa: E402,F401 (test_web_safety imports them from here)
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -131,15 +131,7 @@ class BoardTest(unittest.TestCase):
 
     @classmethod
     def wait_for(cls, condition, timeout, what):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                if condition():
-                    return
-            except Exception:
-                pass
-            time.sleep(0.05)
-        raise AssertionError("timed out waiting for " + what)
+        wait_for(condition, timeout, what)
 
     @classmethod
     def snapshots(cls):

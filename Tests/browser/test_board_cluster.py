@@ -9,60 +9,18 @@ which sets COUNTDOWN_TEST_POSTGRES. Environment:
 """
 
 import os
-import random
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_board import chromium, COUNTDOWN, SCRATCH  # noqa: E402
-from countdown_http import api, free_port, now_ms  # noqa: E402
+from countdown_http import NodeProcess, fresh_database, now_ms, wait_for  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 POSTGRES = os.environ.get("COUNTDOWN_TEST_POSTGRES")
-
-
-class Node:
-    """`countdown serve --node NAME` on `url`: 8 shards, a 1 s lease, the cluster token,
-    --listen and --http on free loopback ports."""
-
-    def __init__(self, name, url, dir):
-        self.name, self.port, self.listen = name, free_port(), free_port()
-        self.log = open(os.path.join(dir, "serve-%s.log" % name), "a")
-        self.proc = subprocess.Popen(
-            [COUNTDOWN, "serve", "--socket", os.path.join(dir, "%s.sock" % name),
-             "--postgres", url, "--node", name, "--shards", "8", "--lease-ms", "1000",
-             "--listen", "127.0.0.1:%d" % self.listen, "--cluster-token", "ct-board",
-             "--http", "127.0.0.1:%d" % self.port],
-            stdout=subprocess.PIPE, stderr=self.log, text=True)
-        line = self.proc.stdout.readline()
-        assert "http http://127.0.0.1:%d/" % self.port in line, line
-
-    def api(self, method, path, body=None):
-        return api(self.port, method, path, body)
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(timeout=15)
-        self.proc.stdout.close()
-        self.log.close()
-
-
-def wait_for(condition, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            if condition():
-                return
-        except Exception:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 @unittest.skipIf(POSTGRES is None, "COUNTDOWN_TEST_POSTGRES is not set: run make browser-cluster")
@@ -71,19 +29,10 @@ class ClusterBoardTest(unittest.TestCase):
     def setUpClass(cls):
         os.makedirs(SCRATCH, exist_ok=True)
         cls.dir = tempfile.mkdtemp(prefix="cd-board-cluster-", dir="/tmp")
-        database = "countdown_board_%d" % random.randrange(1 << 30)
-        subprocess.run(["psql", POSTGRES, "-q", "-c", "CREATE DATABASE %s" % database],
-                       check=True, capture_output=True)
-        url = POSTGRES.rsplit("/", 1)[0] + "/" + database
-        cls.a = Node("a", url, cls.dir)
-        cls.b = Node("b", url, cls.dir)
-
-        def split():
-            view = cls.a.api("GET", "/v1/cluster")[1]
-            owners = [s["owner"] for s in view["shards"]]
-            return owners.count("a") == 4 and owners.count("b") == 4 and \
-                all(n["alive"] for n in view["nodes"]) and len(view["nodes"]) == 2
-        wait_for(split, 15, "the shards split 4 and 4")
+        url = fresh_database(POSTGRES, "countdown_board")
+        cls.a = NodeProcess(COUNTDOWN, "a", url, cls.dir, "ct-board")
+        cls.b = NodeProcess(COUNTDOWN, "b", url, cls.dir, "ct-board")
+        cls.a.split_evenly(["a", "b"])
         cls.driver = chromium()
 
     @classmethod

@@ -21,6 +21,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_board import COUNTDOWN, Server, api, free_port, now_ms  # noqa: E402
+from countdown_http import wait_for  # noqa: E402
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.options import Options  # noqa: E402
@@ -99,12 +100,7 @@ class WebSafetyTest(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def wait_for(self, condition, timeout, what):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if condition():
-                return
-            time.sleep(0.05)
-        raise AssertionError("timed out waiting for " + what)
+        wait_for(condition, timeout, what)
 
     def test_1_cross_site_requests_change_nothing(self):
         """A form (enctype text/plain, a JSON body in disguise) and no-cors fetches from another

@@ -67,3 +67,62 @@ class ServeProcess:
 
     def api(self, method, path, body=None):
         return api(self.port, method, path, body)
+
+
+def wait_for(condition, timeout, what):
+    """Waits up to `timeout` seconds for `condition()` (an exception counts as not yet);
+    fails naming `what`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if condition():
+                return
+        except Exception:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def fresh_database(postgres_url, prefix):
+    """A new database on the server of `postgres_url` (COUNTDOWN_TEST_POSTGRES); its URL."""
+    import random
+    name = "%s_%d" % (prefix, random.randrange(1 << 30))
+    subprocess.run(["psql", postgres_url, "-q", "-c", "CREATE DATABASE %s" % name],
+                   check=True, capture_output=True)
+    return postgres_url.rsplit("/", 1)[0] + "/" + name
+
+
+class NodeProcess:
+    """`countdown serve --node NAME` on PostgreSQL `url` (docs/cluster.md): 8 shards, a 1 s
+    lease, --listen and --http on free loopback ports, the cluster token `token`, `extra`
+    flags after those; standard error appended to `dir`/serve-NAME.log."""
+
+    def __init__(self, countdown, name, url, dir, token, extra=()):
+        self.name, self.port = name, free_port()
+        self.log = open(os.path.join(dir, "serve-%s.log" % name), "a")
+        self.proc = subprocess.Popen(
+            [countdown, "serve", "--socket", os.path.join(dir, "%s.sock" % name),
+             "--postgres", url, "--node", name, "--shards", "8", "--lease-ms", "1000",
+             "--listen", "127.0.0.1:%d" % free_port(), "--cluster-token", token,
+             "--http", "127.0.0.1:%d" % self.port, *extra],
+            stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        assert "http http://127.0.0.1:%d/" % self.port in line, line
+
+    def api(self, method, path, body=None):
+        return api(self.port, method, path, body)
+
+    def split_evenly(self, names, timeout=15):
+        """Waits until this node sees the shards split evenly among `names`."""
+        def even():
+            owners = [s["owner"] for s in self.api("GET", "/v1/cluster")[1]["shards"]]
+            return all(owners.count(n) == len(owners) // len(names) for n in names) and \
+                len(owners) > 0
+        wait_for(even, timeout, "the shards split among " + ", ".join(names))
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=15)
+        self.proc.stdout.close()
+        self.log.close()
