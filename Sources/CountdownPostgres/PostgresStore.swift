@@ -265,6 +265,14 @@ package final class PostgresStore: DurableStore {
   }
 
   /// The tables of schema v1, made in one transaction.
+  /// The tables ``createTables`` makes, by name.
+  static var tableNames: [String] {
+    createTables.compactMap { sql in
+      guard sql.hasPrefix("CREATE TABLE ") else { return nil }
+      return sql.dropFirst("CREATE TABLE ".count).split(separator: " ").first.map(String.init)
+    }
+  }
+
   static var createTables: [String] {
     func columns(_ declared: [(name: String, declaration: String)]) -> String {
       declared.map { "\($0.name) \(postgres($0.declaration))" }.joined(separator: ", ")
@@ -307,11 +315,20 @@ package final class PostgresStore: DurableStore {
   /// transaction lock so that nodes starting together do not race); refuses one a newer
   /// countdown wrote.
   private func migrate() throws(StoreError) {
+    var foreign: [String] = []
     let found: Int? = try transaction("read the schema of") { c in
       try run(c, "SELECT pg_advisory_xact_lock(\(LeaseDriver.setupLockKey))")
       let exists = try run(c, "SELECT to_regclass('countdown_schema') IS NOT NULL").first?
         .decode(Bool.self)
       guard exists == true else {
+        // No schema row, yet tables of countdown's names: another application's (or a
+        // database changed by hand). Nothing is made or changed in it.
+        for name in Self.tableNames {
+          let taken = try run(c, "SELECT to_regclass('\(name)') IS NOT NULL").first?
+            .decode(Bool.self)
+          if taken == true { foreign.append(name) }
+        }
+        guard foreign.isEmpty else { return nil }
         for sql in Self.createTables + [Self.commitFunction] { try run(c, sql) }
         return nil
       }
@@ -320,6 +337,11 @@ package final class PostgresStore: DurableStore {
       if let found, found > Self.schemaVersion { return found }
       try run(c, Self.commitFunction)
       return found
+    }
+    if !foreign.isEmpty {
+      throw StoreError(
+        "\(location.place) has tables of countdown's names (\(foreign.joined(separator: ", "))) but no countdown_schema: it looks like another application's database; it was left untouched. Give countdown a database of its own"
+      )
     }
     if let found, found > Self.schemaVersion {
       throw StoreError(

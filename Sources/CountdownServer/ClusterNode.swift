@@ -78,9 +78,12 @@ final class ClusterNode: @unchecked Sendable {
     let timeout = TimeAmount.milliseconds(max(2_000, 2 * options.leaseMs))
     links = options.token.map { PeerLinks(group: group, token: $0, answerTimeout: timeout) }
     relayLinks = options.token.map { RelayLinks(hub: hub, token: $0, logger: logger) }
-    if options.token != nil {
+    if let relayLinks {
       let incarnation = self.incarnation
-      hub.eventLoop.execute { hub.enableRelays(incarnation: incarnation) }
+      hub.eventLoop.execute {
+        hub.enableRelays(incarnation: incarnation)
+        hub.onTicksWanted = { relayLinks.setTicks($0) }
+      }
     }
     self.store = store
     self.writer = writer

@@ -187,7 +187,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
       // Another node relays this node's events from now on (docs/cluster.md).
       let hub = core.hub
       hub.eventLoop.execute {
-        hub.relay(ChannelSink(channel), after: after.after, known: after.known)
+        hub.relay(
+          ChannelSink(channel), after: after.after, known: after.known, ticks: after.ticks)
       }
       return true
     }
@@ -325,11 +326,12 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
   }
 
-  /// Another node's `relay` request (`{"op":"relay","incarnation":…,"after":…}`,
-  /// docs/cluster.md): the delivery number it has seen up to, and of which incarnation of
-  /// this node (null: none); nil for any other line.
-  static func relayRequest(_ bytes: UnsafeBufferPointer<UInt8>) -> (after: UInt64, known: UInt64?)?
-  {
+  /// Another node's `relay` request (`{"op":"relay","incarnation":…,"after":…,"ticks":…}`,
+  /// docs/cluster.md): the delivery number it has seen up to, of which incarnation of this
+  /// node (null: none), and whether it takes ticks; nil for any other line.
+  static func relayRequest(_ bytes: UnsafeBufferPointer<UInt8>) -> (
+    after: UInt64, known: UInt64?, ticks: Bool
+  )? {
     let marker = Array(#"{"op":"relay""#.utf8)
     guard bytes.count > marker.count, bytes.starts(with: marker),
       case .object(let o)? = try? JSONParser.parseTopLevel(bytes: bytes)
@@ -338,7 +340,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     if case .string(let hex)? = o["incarnation"] { known = UInt64(hex, radix: 16) }
     var after: UInt64 = 0
     if case .int(let n)? = o["after"], n > 0 { after = UInt64(n) }
-    return (after, known)
+    return (after, known, o["ticks"] == .bool(true))
   }
 
   /// Another node's `peerSnapshot` (`{"op":"peerSnapshot","ids":[…]}`, `ids` optional):

@@ -45,10 +45,13 @@ final class Hub: @unchecked Sendable {
       sequence >= fromSequence && (ticks || e.kind != .tick) && (ids?.contains(e.id) ?? true)
     }
 
-    /// Whether it takes another node's event of `id` (a lifecycle event), numbered `sequence`
-    /// by that node, incarnation `source` (before its snapshot, the cut is not known yet).
-    func wantsRelayed(_ id: String, sequence: UInt64, from source: UInt64) -> Bool {
-      (ids?.contains(id) ?? true) && (output.isPending || sequence >= cuts[source] ?? 0)
+    /// Whether it takes another node's event of `id`, numbered `sequence` by that node,
+    /// incarnation `source` (before its snapshot, the cut is not known yet).
+    func wantsRelayed(
+      _ id: String, _ kind: ActivityEvent.Kind, sequence: UInt64, from source: UInt64
+    ) -> Bool {
+      (ticks || kind != .tick) && (ids?.contains(id) ?? true)
+        && (output.isPending || sequence >= cuts[source] ?? 0)
     }
   }
 
@@ -58,8 +61,13 @@ final class Hub: @unchecked Sendable {
   /// missed).
   final class Relay {
     let sink: any EventSink
+    /// Whether it takes ticks too (the relaying node has a subscriber that wants them).
+    let ticks: Bool
     var stalledSince: NIODeadline?
-    init(sink: any EventSink) { self.sink = sink }
+    init(sink: any EventSink, ticks: Bool) {
+      self.sink = sink
+      self.ticks = ticks
+    }
   }
 
   let eventLoop: EventLoop
@@ -84,6 +92,12 @@ final class Hub: @unchecked Sendable {
   /// This process's incarnation as a cluster node: the space its sequence and delivery
   /// numbers belong to.
   private(set) var incarnation: UInt64 = 0
+  /// Whether a relaying node takes ticks.
+  private var relaysTakeTicks = false
+  /// Told (on this event loop) when this node's subscribers start or stop wanting ticks: a
+  /// cluster node then asks the other nodes for theirs, or stops (``RelayLinks``).
+  var onTicksWanted: ((Bool) -> Void)?
+  private var ticksWanted = false
 
   init(
     eventLoop: EventLoop, formatter: TimerFormatter, bound: Int, slowConsumerAfter: TimeAmount,
@@ -111,6 +125,7 @@ final class Hub: @unchecked Sendable {
       sink: sink, ids: ids, ticks: ticks, fromSequence: fromSequence,
       output: output(pending: false))
     metrics.subscribers.record(subscribers.count)
+    noteTicks()
     checkInvariants()
   }
 
@@ -125,6 +140,7 @@ final class Hub: @unchecked Sendable {
     subscribers[sink.key] = Subscriber(
       sink: sink, ids: ids, ticks: ticks, fromSequence: 0, output: output(pending: true))
     metrics.subscribers.record(subscribers.count)
+    noteTicks()
     checkInvariants()
     return true
   }
@@ -150,9 +166,21 @@ final class Hub: @unchecked Sendable {
 
   func unsubscribe(_ key: ObjectIdentifier) {
     eventLoop.assertInEventLoop()
-    relays[key] = nil
+    if relays.removeValue(forKey: key) != nil {
+      relaysTakeTicks = relays.values.contains { $0.ticks }
+    }
     guard subscribers.removeValue(forKey: key) != nil else { return }
     metrics.subscribers.record(subscribers.count)
+    noteTicks()
+  }
+
+  /// Tells ``onTicksWanted`` when whether some subscriber wants ticks has changed.
+  private func noteTicks() {
+    guard let onTicksWanted else { return }
+    let wanted = subscribers.values.contains { $0.ticks }
+    guard wanted != ticksWanted else { return }
+    ticksWanted = wanted
+    onTicksWanted(wanted)
   }
 
   // MARK: - Relays between cluster nodes
@@ -170,7 +198,7 @@ final class Hub: @unchecked Sendable {
   /// this incarnation (all kept events otherwise: the asking node has not met this one), and
   /// every one from then on. `gap` in the answer says that some it asked for are no longer
   /// kept.
-  func relay(_ sink: any EventSink, after: UInt64, known: UInt64?) {
+  func relay(_ sink: any EventSink, after: UInt64, known: UInt64?, ticks: Bool) {
     eventLoop.assertInEventLoop()
     guard let ring else {
       var refusal = JSONWriter()
@@ -187,7 +215,8 @@ final class Hub: @unchecked Sendable {
       #"{"ok":true,"incarnation":"\#(String(incarnation, radix: 16))","gap":\#(gap)}"# + "\n")
     for line in lines { buffer.writeImmutableBuffer(line) }
     sink.write(buffer)
-    relays[sink.key] = Relay(sink: sink)
+    relays[sink.key] = Relay(sink: sink, ticks: ticks)
+    relaysTakeTicks = relays.values.contains { $0.ticks }
     metrics.relays.record(relays.count)
   }
 
@@ -200,7 +229,12 @@ final class Hub: @unchecked Sendable {
   ) {
     eventLoop.assertInEventLoop()
     var sse: ByteBuffer?
-    for sub in subscribers.values where sub.wantsRelayed(id, sequence: sequence, from: source) {
+    for sub in subscribers.values
+    where sub.wantsRelayed(id, kind, sequence: sequence, from: source) {
+      // Another node's tick is not kept for a subscriber that is behind: the next supersedes it.
+      if kind == .tick && !sub.output.isPending && (!sub.output.isEmpty || !sub.sink.isWritable) {
+        continue
+      }
       let framed: ByteBuffer
       if sub.sink.framing == .lines {
         framed = line
@@ -233,27 +267,38 @@ final class Hub: @unchecked Sendable {
     checkInvariants()
   }
 
-  /// This wake's lifecycle events as relay lines (`SEQUENCE DELIVERY JSON`, docs/cluster.md),
-  /// kept in the ring and written to every relaying node.
+  /// This wake's events as relay lines (`SEQUENCE DELIVERY JSON`, docs/cluster.md): the
+  /// lifecycle events numbered, kept in the ring and written to every relaying node; the
+  /// ticks (delivery number 0) to those that take them.
   private func relayWake(
     _ events: [ActivityEvent], _ encoded: UnsafeBufferPointer<UInt8>, sequence: (Int) -> UInt64
   ) {
     guard ring != nil else { return }
-    var buffer: ByteBuffer?
-    for (k, e) in events.enumerated() where e.kind != .tick {
-      if buffer == nil {
-        buffer = ByteBufferAllocator().buffer(capacity: encoded.count + 24 * events.count)
+    var lifecycle: ByteBuffer?
+    var ticks: ByteBuffer?
+    let raw = UnsafeRawBufferPointer(encoded)
+    for (k, e) in events.enumerated() {
+      let json = UnsafeRawBufferPointer(rebasing: raw[offsets[k]..<offsets[k + 1]])
+      if e.kind == .tick {
+        guard relaysTakeTicks else { continue }
+        if ticks == nil { ticks = ByteBufferAllocator().buffer(capacity: encoded.count * 2) }
+        Self.writeDecimal(sequence(k), into: &ticks!)
+        ticks!.writeStaticString(" 0 ")
+        ticks!.writeBytes(json)
+        continue
       }
-      let start = buffer!.writerIndex
-      let delivery = ring!.next
-      buffer!.writeString("\(sequence(k)) \(delivery) ")
-      buffer!.writeBytes(
-        UnsafeRawBufferPointer(
-          rebasing: UnsafeRawBufferPointer(encoded)[offsets[k]..<offsets[k + 1]]))
-      let line = buffer!.getSlice(at: start, length: buffer!.writerIndex - start)!
-      _ = ring!.append(line)
+      if lifecycle == nil {
+        lifecycle = ByteBufferAllocator().buffer(capacity: encoded.count + 24 * events.count)
+      }
+      let start = lifecycle!.writerIndex
+      Self.writeDecimal(sequence(k), into: &lifecycle!)
+      lifecycle!.writeStaticString(" ")
+      Self.writeDecimal(ring!.next, into: &lifecycle!)
+      lifecycle!.writeStaticString(" ")
+      lifecycle!.writeBytes(json)
+      _ = ring!.append(lifecycle!.getSlice(at: start, length: lifecycle!.writerIndex - start)!)
     }
-    guard let buffer, !relays.isEmpty else { return }
+    guard lifecycle != nil || ticks != nil, !relays.isEmpty else { return }
     let now = now()
     for relay in relays.values {
       if relay.sink.isWritable {
@@ -265,9 +310,24 @@ final class Hub: @unchecked Sendable {
       } else if relay.stalledSince == nil {
         relay.stalledSince = now
       }
-      relay.sink.write(buffer)
+      if let lifecycle { relay.sink.write(lifecycle) }
+      // Ticks only while it keeps up: the next one supersedes a tick not written.
+      if let ticks, relay.ticks, relay.stalledSince == nil { relay.sink.write(ticks) }
     }
+    relaysTakeTicks = relays.values.contains { $0.ticks }
     metrics.relays.record(relays.count)
+  }
+
+  /// `value` in decimal, without making a string.
+  static func writeDecimal(_ value: UInt64, into buffer: inout ByteBuffer) {
+    var unit: UInt64 = 1
+    while unit <= value / 10 { unit *= 10 }
+    var rest = value
+    while unit > 0 {
+      buffer.writeInteger(UInt8(0x30 + rest / unit))
+      rest %= unit
+      unit /= 10
+    }
   }
 
   /// Ends every subscription whose sink is an HTTP event stream, and refuses those that come
@@ -280,6 +340,7 @@ final class Hub: @unchecked Sendable {
       sub.sink.close(after: sub.pacer.batch)
     }
     metrics.subscribers.record(subscribers.count)
+    noteTicks()
     checkInvariants()
   }
 
@@ -337,8 +398,11 @@ final class Hub: @unchecked Sendable {
   /// Encodes `events` once, frames them once per framing that a subscriber needs, and hands
   /// each subscriber those it wants; `sequence` numbers them.
   private func deliver(_ events: [ActivityEvent], sequence: (Int) -> UInt64) {
-    // Kept for relaying alone (a cluster node with no subscriber): ticks are not relayed.
-    if subscribers.isEmpty && !events.contains(where: { $0.kind != .tick }) { return }
+    // Kept for relaying alone (a cluster node with no subscriber): ticks only when a relaying
+    // node takes them.
+    if subscribers.isEmpty && !relaysTakeTicks && !events.contains(where: { $0.kind != .tick }) {
+      return
+    }
     // Batches that fell due since the last wake go out before this wake's events.
     writeDueBatches()
     offsets.removeAll(keepingCapacity: true)
@@ -356,7 +420,7 @@ final class Hub: @unchecked Sendable {
     var lines: FramedWake?
     var sse: FramedWake?
     writer.out.bytes.withUnsafeBufferPointer { encoded in
-      if !onlyTicks { relayWake(events, encoded, sequence: sequence) }
+      if !onlyTicks || relaysTakeTicks { relayWake(events, encoded, sequence: sequence) }
       for sub in subscribers.values where sub.ticks || !onlyTicks {
         let framing = sub.sink.framing
         let wake: FramedWake

@@ -24,6 +24,8 @@ final class RelayLinks: @unchecked Sendable {
   /// By peer: the incarnation last met and the last delivery number passed on from it.
   private var seen: [String: (incarnation: UInt64, delivery: UInt64)] = [:]
   private var stopped = false
+  /// Whether this node's subscribers want ticks: the peers then relay theirs too.
+  private var wantsTicks = false
 
   init(hub: Hub, token: String, logger: Logger) {
     self.hub = hub
@@ -34,6 +36,33 @@ final class RelayLinks: @unchecked Sendable {
   /// The live peers by name, with their addresses, as last observed.
   func update(peers: [String: String]) {
     hub.eventLoop.execute { self.apply(peers) }
+  }
+
+  /// Asks every peer for its ticks too, or no longer (on the hub's event loop: the hub says
+  /// when its subscribers start or stop wanting them).
+  func setTicks(_ wanted: Bool) {
+    guard wanted != wantsTicks else { return }
+    wantsTicks = wanted
+    for link in links.values {
+      guard let channel = link.channel, !link.closed else { continue }
+      var request = JSONWriter()
+      relayRequest(for: link.name, into: &request)
+      channel.writeAndFlush(channel.allocator.buffer(bytes: request.bytes), promise: nil)
+    }
+  }
+
+  /// `{"op":"relay",…}` and its newline: what this node has passed on from `name` so far, and
+  /// whether it takes ticks.
+  private func relayRequest(for name: String, into request: inout JSONWriter) {
+    request.raw("{\"op\":\"relay\",\"incarnation\":")
+    if let known = seen[name] {
+      request.write(string: String(known.incarnation, radix: 16))
+      request.raw(",\"after\":")
+      request.write(int: Int64(known.delivery))
+    } else {
+      request.raw("null,\"after\":0")
+    }
+    request.raw(wantsTicks ? ",\"ticks\":true}\n" : ",\"ticks\":false}\n")
   }
 
   /// Lets every connection go; no new one is made.
@@ -85,15 +114,8 @@ final class RelayLinks: @unchecked Sendable {
     var request = JSONWriter()
     request.raw("{\"op\":\"auth\",\"token\":")
     request.write(string: token)
-    request.raw("}\n{\"op\":\"relay\",\"incarnation\":")
-    if let known = seen[link.name] {
-      request.write(string: String(known.incarnation, radix: 16))
-      request.raw(",\"after\":")
-      request.write(int: Int64(known.delivery))
-    } else {
-      request.raw("null,\"after\":0")
-    }
     request.raw("}\n")
+    relayRequest(for: link.name, into: &request)
     let bytes = request.bytes
     let eventLoop = hub.eventLoop
     ClientBootstrap(group: eventLoop)
@@ -134,22 +156,21 @@ final class RelayLinks: @unchecked Sendable {
       let (sequence, afterSequence) = Self.number(bytes, from: bytes.startIndex),
       let (delivery, jsonStart) = Self.number(bytes, from: afterSequence)
     else { return }
-    if let known = seen[link.name], known.incarnation == incarnation, delivery <= known.delivery {
-      return  // passed on already (a replay after a reconnection)
+    // Delivery number 0: a tick (not numbered, not replayed).
+    if delivery > 0 {
+      if let known = seen[link.name], known.incarnation == incarnation,
+        delivery <= known.delivery
+      {
+        return  // passed on already (a replay after a reconnection)
+      }
+      seen[link.name] = (incarnation, delivery)
     }
-    seen[link.name] = (incarnation, delivery)
     let json = bytes[jsonStart...]
-    guard
-      case .object(let o)? = json.withContiguousStorageIfAvailable({
-        try? JSONParser.parseTopLevel(bytes: $0)
-      }) ?? nil,
-      case .string(let name)? = o["event"], let kind = ActivityEvent.Kind(rawValue: name),
-      case .string(let id)? = o["id"]
-    else { return }
+    guard let (kind, id) = Self.kindAndID(json) else { return }
     var line = ByteBufferAllocator().buffer(capacity: json.count + 1)
     line.writeBytes(json)
     line.writeInteger(UInt8(0x0A))
-    hub.metrics.relayedIn.increment()
+    if kind != .tick { hub.metrics.relayedIn.increment() }
     hub.relayed(from: incarnation, sequence: sequence, id: id, kind: kind, line: line)
   }
 
@@ -174,6 +195,30 @@ final class RelayLinks: @unchecked Sendable {
         "node \(link.name) no longer keeps some of its events this node missed: its subscribers here miss them"
       )
     }
+  }
+
+  /// An event object's kind and activity id: read straight from its head
+  /// (`{"at":…,"event":"KIND","id":"ID"`, as every node writes it), else parsed.
+  static func kindAndID(_ json: ArraySlice<UInt8>) -> (ActivityEvent.Kind, String)? {
+    let eventKey = Array(#","event":""#.utf8)
+    let idKey = Array(#"","id":""#.utf8)
+    if let e = json.firstRange(of: eventKey)?.upperBound,
+      let i = json[e...].firstRange(of: idKey),
+      let kind = ActivityEvent.Kind(
+        rawValue: String(decoding: json[e..<i.lowerBound], as: UTF8.self)),
+      let end = json[i.upperBound...].firstIndex(of: UInt8(ascii: "\"")),
+      !json[i.upperBound..<end].contains(UInt8(ascii: "\\"))
+    {
+      return (kind, String(decoding: json[i.upperBound..<end], as: UTF8.self))
+    }
+    guard
+      case .object(let o)? = json.withContiguousStorageIfAvailable({
+        try? JSONParser.parseTopLevel(bytes: $0)
+      }) ?? nil,
+      case .string(let name)? = o["event"], let kind = ActivityEvent.Kind(rawValue: name),
+      case .string(let id)? = o["id"]
+    else { return nil }
+    return (kind, id)
   }
 
   /// A decimal number at `start` followed by a space: the number and where the rest begins.

@@ -250,6 +250,27 @@ struct PostgresStoreTests {
     second.close()
   }
 
+  @Test("A database of another application with tables of countdown's names is refused, untouched")
+  func anotherApplication() throws {
+    let location = try PostgresTestServer.freshDatabase()
+    _ = try PostgresTestServer.psql(
+      "CREATE TABLE countdown_activity (id int PRIMARY KEY, note text); INSERT INTO countdown_activity VALUES (1, 'theirs')",
+      in: location.database)
+    let e = #expect(throws: StoreError.self) { try PostgresStore(location) }
+    #expect(
+      e?.message.contains(
+        "has tables of countdown's names (countdown_activity) but no countdown_schema") == true,
+      "\(String(describing: e))")
+    #expect(
+      try PostgresTestServer.psql("SELECT note FROM countdown_activity", in: location.database)
+        == "theirs\n")
+    #expect(
+      try PostgresTestServer.psql(
+        "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'countdown%'", in: location.database)
+        == "1\n", "nothing made beside it")
+    #expect(PostgresStore.tableNames.contains("countdown_schema"))
+  }
+
   @Test("A database a newer countdown wrote is refused and left as it was")
   func newerSchema() throws {
     let location = try PostgresTestServer.freshDatabase()

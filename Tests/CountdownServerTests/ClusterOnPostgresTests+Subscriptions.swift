@@ -82,7 +82,7 @@ extension ClusterOnPostgresTests {
       #expect(r["code"] as? String == "notFound", "\(r)")
       let far = nowMs() + 600_000
       let expiresAt = nowMs() + 2_500
-      let killAt = nowMs() + 4_500
+      let killAt = nowMs() + 8_000
       for (client, id, end) in [
         (cb, xb, far), (ca, ya, far), (cb, eb, expiresAt), (cb, late, killAt + 300),
       ] {
@@ -134,6 +134,27 @@ extension ClusterOnPostgresTests {
         #expect(rec.at(eb, "expired").allSatisfy { $0 >= expiresAt }, "\(name)")
       }
 
+      // Ticks of b's activity to a subscriber on a that wants them (and only that one: ids):
+      // each once a second, none before its instant, none of another activity.
+      let ticking = try TestClient(unix: p.dirA.appendingPathComponent("c.sock").path)
+      r = try ticking.request(#"{"op":"subscribe","ticks":true,"ids":["\#(late)"]}"#, timeout: 10)
+      #expect(
+        (r["snapshot"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [late], "\(r)")
+      var ticks: [(at: Int64, came: Int64)] = []
+      let until = Date().addingTimeInterval(3.2)
+      while Date() < until, let line = ticking.line(timeout: until.timeIntervalSinceNow) {
+        guard let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else { continue }
+        #expect(o["id"] as? String == late, "\(line)")
+        if o["event"] as? String == "tick", let at = (o["at"] as? NSNumber)?.int64Value {
+          ticks.append((at, nowMs()))
+        }
+      }
+      #expect(ticks.count >= 2, "\(ticks)")
+      #expect(ticks.allSatisfy { $0.came >= $0.at }, "none early: \(ticks)")
+      #expect(zip(ticks, ticks.dropFirst()).allSatisfy { $1.at - $0.at == 1000 }, "\(ticks)")
+      _ = try ticking.request(#"{"op":"unsubscribe"}"#)
+
       // The relay protocol itself, on b's --listen: its kept lifecycle events numbered 1, 2, …
       // in delivery order; asked again after one of them, only those after it.
       let portB = try #require(
@@ -177,6 +198,7 @@ extension ClusterOnPostgresTests {
 
       // kill -9 of b: a takes its shards; `late` falls due while nobody serves its shard and
       // reaches a's subscribers once, from a, at its own instant.
+      #expect(nowMs() < killAt, "the steps before the kill took too long")
       while nowMs() < killAt { usleep(10_000) }
       kill(b.pid, SIGKILL)
       _ = b.exitStatus(within: 5)
@@ -186,6 +208,9 @@ extension ClusterOnPostgresTests {
         #expect(rec.at(late, "expired") == [killAt + 300], "\(name)")
       }
 
+      // a serves every shard (b's lease is gone, and so, soon, its name).
+      let alone = try Self.split(p.url, among: ["a"])
+      #expect(alone.values.allSatisfy { $0 == "a" } && alone.count == Self.shards, "\(alone)")
       // b again, as a new process: once the shards are split again, an activity of b's
       // reaches a's subscribers over the new relay connection.
       b = try Self.forwardingNode("b", p.url, in: p.dirB)
