@@ -165,10 +165,7 @@ final class LoopCore: @unchecked Sendable {
   func replace(_ engine: inout ActivityEngine, with snapshot: EngineSnapshot)
     throws(CountdownError)
   {
-    let fresh = try ActivityEngine(restoring: snapshot, onEvent: emit)
-    handOn(engine, ranCommands: true)
-    engine = fresh
-    syncClock(&engine, stepping: true)
+    try install(snapshot, in: &engine, events: [])
   }
 
   /// Rebuilds `engine` (the loop's, handed to a command) from what `build` makes of its
@@ -182,6 +179,16 @@ final class LoopCore: @unchecked Sendable {
   ) throws(CountdownError) {
     syncClock(&engine, stepping: false)
     let (snapshot, events) = try build(engine.snapshot())
+    try install(snapshot, in: &engine, events: events)
+  }
+
+  /// Puts an engine restored from `snapshot` in `engine`'s place (on a throw, nothing
+  /// changes): what the old one did so far is handed on first; then `events` go out with the
+  /// new engine's handles (``ActivityHandle/gone`` for an activity it does not hold), and the
+  /// new engine steps to now.
+  private func install(
+    _ snapshot: EngineSnapshot, in engine: inout ActivityEngine, events: [ActivityEvent]
+  ) throws(CountdownError) {
     let fresh = try ActivityEngine(restoring: snapshot, onEvent: emit)
     handOn(engine, ranCommands: true)
     engine = fresh

@@ -62,8 +62,9 @@ package final class LeaseDriver: @unchecked Sendable {
   private var stopped = false
   private var counts = Counts()
   /// Hears of each observation of the lease table and the nodes (for the node's answers: who
-  /// owns what, and where it is reached).
-  private let onObserve: (@Sendable ([Lease], [Node]) -> Void)?
+  /// owns what, and where it is reached), with what the driver has done so far (for
+  /// `/metrics`, which so never waits for the driver's loop).
+  private let onObserve: (@Sendable ([Lease], [Node], Counts) -> Void)?
 
   /// A node of the cluster as last observed.
   package struct Node: Sendable, Equatable {
@@ -94,7 +95,7 @@ package final class LeaseDriver: @unchecked Sendable {
     node: String, shardCount: Int, timing: ShardLeases.Timing = .init(),
     location: PostgresStore.Location, advertise: String? = nil,
     onChange: @escaping @Sendable (Change) -> Void,
-    onObserve: (@Sendable ([Lease], [Node]) -> Void)? = nil
+    onObserve: (@Sendable ([Lease], [Node], Counts) -> Void)? = nil
   ) throws(StoreError) {
     guard shardCount >= 1, shardCount <= 4096 else {
       throw StoreError("--shards must be 1 to 4096, not \(shardCount)")
@@ -271,7 +272,7 @@ package final class LeaseDriver: @unchecked Sendable {
         alive = count
         if nodes.isEmpty { nodes = Self.nodes(list) }
       }
-      onObserve?(table, nodes)
+      onObserve?(table, nodes, counts)
       carryOut(leases.observe(view, aliveNodes: alive, now: Self.now()))
       carryOut(leases.tick(now: Self.now()))
     }

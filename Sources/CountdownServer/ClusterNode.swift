@@ -60,6 +60,8 @@ final class ClusterNode: @unchecked Sendable {
     var leases: [Int: LeaseDriver.Lease] = [:]
     /// The nodes as last observed, by name.
     var nodes: [String: LeaseDriver.Node] = [:]
+    /// What the lease driver had done at its last observation.
+    var counts = LeaseDriver.Counts()
     /// Made ids for starts without one.
     var ids = SplitMix64(state: UInt64.random(in: .min ... .max))
   }
@@ -179,9 +181,7 @@ final class ClusterNode: @unchecked Sendable {
 
   /// Shards served now and what the lease driver has done, for `/metrics`.
   var leaseFigures: (served: Int, counts: LeaseDriver.Counts) {
-    let served = state.withLockedValue { $0.open.count }
-    let counts = driver.withLockedValue { $0 }?.counters ?? LeaseDriver.Counts()
-    return (served, counts)
+    state.withLockedValue { ($0.open.count, $0.counts) }
   }
 
   /// The other live nodes with an address, by name: where a list is gathered from.
@@ -271,9 +271,12 @@ final class ClusterNode: @unchecked Sendable {
     }
   }
 
-  /// The lease table and the nodes as the driver observed them.
-  func observed(_ table: [LeaseDriver.Lease], _ nodes: [LeaseDriver.Node]) {
+  /// The lease table, the nodes and the driver's counts as of its last observation.
+  func observed(
+    _ table: [LeaseDriver.Lease], _ nodes: [LeaseDriver.Node], _ counts: LeaseDriver.Counts
+  ) {
     let peers = state.withLockedValue { s in
+      s.counts = counts
       for lease in table { s.leases[lease.shard] = lease }
       s.nodes = Dictionary(nodes.map { ($0.name, $0) }) { a, _ in a }
       var peers: [String: String] = [:]

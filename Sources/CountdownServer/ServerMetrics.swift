@@ -37,13 +37,14 @@ final class ServerMetrics: Sendable {
   /// by result (ok, failed: no answer or an error, lost: another node holds the shard).
   private let shardsServed: CoreMetrics.Gauge
   private let leaseCounters: [String: CoreMetrics.Counter]
-  private let leaseSeen = NIOLockedValueBox([String: Int]())
   private let errors: [CountdownError.Code: CoreMetrics.Counter]
   private let phases: [CoreMetrics.Gauge]
   private let wakeups: CoreMetrics.Counter
-  /// NIO's lock, as everywhere in the server: a pthread mutex, which ThreadSanitizer sees
+  /// Running totals read from elsewhere (the loop's wake-ups, the lease driver's counts), by
+  /// name: each one's last reading, so that its counter grows by the difference. NIO's lock,
+  /// as everywhere in the server: a pthread mutex, which ThreadSanitizer sees
   /// (`Synchronization.Mutex` waits on a raw futex it cannot; see CountdownLoop's `Locked`).
-  private let wakeupsSeen = NIOLockedValueBox<UInt64>(0)
+  private let totalsSeen = NIOLockedValueBox([String: Int64]())
   /// Live Activity pushes (docs/pushes.md).
   let pushes: PushMetrics
   /// Webhook deliveries (docs/webhooks.md).
@@ -134,25 +135,30 @@ final class ServerMetrics: Sendable {
   /// A connection closed because its client took too long to send a request or a line.
   func timedOut() { timeouts.increment() }
 
+  /// Grows each counter by what its running total (`name`'s) grew by since it was last read.
+  private func count(_ totals: [(name: String, total: Int64, counter: CoreMetrics.Counter?)]) {
+    let deltas = totalsSeen.withLockedValue { seen in
+      totals.map { t -> Int64 in
+        let before = seen[t.name, default: 0]
+        seen[t.name] = max(before, t.total)
+        return max(0, t.total - before)
+      }
+    }
+    for (t, d) in zip(totals, deltas) where d > 0 { t.counter?.increment(by: d) }
+  }
+
   /// The Prometheus text, with the activities by phase and the wake-ups read from `loop` now,
   /// and a cluster node's leases from `cluster`.
   func render(loop: CountdownLoop, cluster: ClusterNode? = nil) async -> [UInt8] {
     if let cluster {
       let (served, counts) = cluster.leaseFigures
       shardsServed.record(served)
-      let now = [
-        "acquired": counts.acquired, "ok": counts.renewed, "failed": counts.renewalsFailed,
-        "lost": counts.renewalsLost,
-      ]
-      let deltas = leaseSeen.withLockedValue { seen -> [String: Int] in
-        var d: [String: Int] = [:]
-        for (k, v) in now where v > seen[k, default: 0] {
-          d[k] = v - seen[k, default: 0]
-          seen[k] = v
-        }
-        return d
-      }
-      for (k, d) in deltas { leaseCounters[k]?.increment(by: Int64(d)) }
+      count([
+        ("acquired", Int64(counts.acquired), leaseCounters["acquired"]),
+        ("ok", Int64(counts.renewed), leaseCounters["ok"]),
+        ("failed", Int64(counts.renewalsFailed), leaseCounters["failed"]),
+        ("lost", Int64(counts.renewalsLost), leaseCounters["lost"]),
+      ])
     }
     if let counts = try? await loop.submit({ engine in engine.phaseCounts() }) {
       phases[0].record(counts.active)
@@ -161,11 +167,7 @@ final class ServerMetrics: Sendable {
       phases[3].record(counts.stale)
     }
     if let stats = try? await loop.statistics() {
-      let delta = wakeupsSeen.withLockedValue { seen -> UInt64 in
-        defer { seen = max(seen, stats.wakeups) }
-        return stats.wakeups > seen ? stats.wakeups - seen : 0
-      }
-      if delta > 0 { wakeups.increment(by: Int64(delta)) }
+      count([("wakeups", Int64(truncatingIfNeeded: stats.wakeups), wakeups)])
     }
     var out: [UInt8] = []
     registry.emit(into: &out)
