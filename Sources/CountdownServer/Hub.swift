@@ -275,28 +275,43 @@ final class Hub: @unchecked Sendable {
   ) {
     guard ring != nil else { return }
     var lifecycle: ByteBuffer?
+    var lineStarts: [Int] = []
     var ticks: ByteBuffer?
     let raw = UnsafeRawBufferPointer(encoded)
     for (k, e) in events.enumerated() {
       let json = UnsafeRawBufferPointer(rebasing: raw[offsets[k]..<offsets[k + 1]])
       if e.kind == .tick {
         guard relaysTakeTicks else { continue }
-        if ticks == nil { ticks = ByteBufferAllocator().buffer(capacity: encoded.count * 2) }
+        if ticks == nil { ticks = ByteBufferAllocator().buffer(capacity: encoded.count + 4096) }
         Self.writeDecimal(sequence(k), into: &ticks!)
         ticks!.writeStaticString(" 0 ")
         ticks!.writeBytes(json)
         continue
       }
       if lifecycle == nil {
-        lifecycle = ByteBufferAllocator().buffer(capacity: encoded.count + 24 * events.count)
+        // Sized for the lifecycle events alone: the ring keeps slices of this buffer, and a
+        // slice keeps all of it (a wake's ticks would make each kept event cost megabytes).
+        var size = 0
+        for j in k..<events.count where events[j].kind != .tick {
+          size += offsets[j + 1] - offsets[j] + 42
+        }
+        lifecycle = ByteBufferAllocator().buffer(capacity: size)
       }
-      let start = lifecycle!.writerIndex
+      lineStarts.append(lifecycle!.writerIndex)
       Self.writeDecimal(sequence(k), into: &lifecycle!)
       lifecycle!.writeStaticString(" ")
-      Self.writeDecimal(ring!.next, into: &lifecycle!)
+      Self.writeDecimal(ring!.next + UInt64(lineStarts.count - 1), into: &lifecycle!)
       lifecycle!.writeStaticString(" ")
       lifecycle!.writeBytes(json)
-      _ = ring!.append(lifecycle!.getSlice(at: start, length: lifecycle!.writerIndex - start)!)
+    }
+    // Sliced once every line is written: a slice shares the buffer, and a write to a shared
+    // buffer copies it whole (once per line, each copy kept by the ring).
+    if let lifecycle {
+      lineStarts.append(lifecycle.writerIndex)
+      for i in 0..<(lineStarts.count - 1) {
+        let line = lifecycle.getSlice(at: lineStarts[i], length: lineStarts[i + 1] - lineStarts[i])!
+        _ = ring!.append(line)
+      }
     }
     guard lifecycle != nil || ticks != nil, !relays.isEmpty else { return }
     let now = now()

@@ -144,16 +144,16 @@ final class RelayLinks: @unchecked Sendable {
       }
   }
 
-  /// One line from `link`'s peer.
-  fileprivate func line(_ bytes: ArraySlice<UInt8>, from link: Link) {
+  /// One line from `link`'s peer, with its newline.
+  fileprivate func line(_ bytes: UnsafeRawBufferPointer, from link: Link) {
     guard let first = bytes.first else { return }
     if first == UInt8(ascii: "{") {
-      answer(Array(bytes), from: link)
+      answer(Array(bytes.dropLast()), from: link)
       return
     }
     // SEQUENCE DELIVERY JSON
     guard let incarnation = link.incarnation,
-      let (sequence, afterSequence) = Self.number(bytes, from: bytes.startIndex),
+      let (sequence, afterSequence) = Self.number(bytes, from: 0),
       let (delivery, jsonStart) = Self.number(bytes, from: afterSequence)
     else { return }
     // Delivery number 0: a tick (not numbered, not replayed).
@@ -165,11 +165,10 @@ final class RelayLinks: @unchecked Sendable {
       }
       seen[link.name] = (incarnation, delivery)
     }
-    let json = bytes[jsonStart...]
+    let json = UnsafeRawBufferPointer(rebasing: bytes[jsonStart...])
     guard let (kind, id) = Self.kindAndID(json) else { return }
-    var line = ByteBufferAllocator().buffer(capacity: json.count + 1)
+    var line = ByteBufferAllocator().buffer(capacity: json.count)
     line.writeBytes(json)
-    line.writeInteger(UInt8(0x0A))
     if kind != .tick { hub.metrics.relayedIn.increment() }
     hub.relayed(from: incarnation, sequence: sequence, id: id, kind: kind, line: line)
   }
@@ -199,37 +198,51 @@ final class RelayLinks: @unchecked Sendable {
 
   /// An event object's kind and activity id: read straight from its head
   /// (`{"at":…,"event":"KIND","id":"ID"`, as every node writes it), else parsed.
-  static func kindAndID(_ json: ArraySlice<UInt8>) -> (ActivityEvent.Kind, String)? {
-    let eventKey = Array(#","event":""#.utf8)
-    let idKey = Array(#"","id":""#.utf8)
-    if let e = json.firstRange(of: eventKey)?.upperBound,
-      let i = json[e...].firstRange(of: idKey),
+  static func kindAndID(_ json: UnsafeRawBufferPointer) -> (ActivityEvent.Kind, String)? {
+    if let e = find(eventKey, in: json, from: 0),
+      let i = find(idKey, in: json, from: e),
       let kind = ActivityEvent.Kind(
-        rawValue: String(decoding: json[e..<i.lowerBound], as: UTF8.self)),
-      let end = json[i.upperBound...].firstIndex(of: UInt8(ascii: "\"")),
-      !json[i.upperBound..<end].contains(UInt8(ascii: "\\"))
+        rawValue: String(decoding: json[e..<(i - idKey.count)], as: UTF8.self)),
+      let end = json[i...].firstIndex(of: UInt8(ascii: "\"")),
+      !json[i..<end].contains(UInt8(ascii: "\\"))
     {
-      return (kind, String(decoding: json[i.upperBound..<end], as: UTF8.self))
+      return (kind, String(decoding: json[i..<end], as: UTF8.self))
     }
     guard
-      case .object(let o)? = json.withContiguousStorageIfAvailable({
-        try? JSONParser.parseTopLevel(bytes: $0)
-      }) ?? nil,
+      case .object(let o)? = try? JSONParser.parseTopLevel(
+        bytes: UnsafeBufferPointer(
+          start: json.baseAddress?.assumingMemoryBound(to: UInt8.self), count: json.count)),
       case .string(let name)? = o["event"], let kind = ActivityEvent.Kind(rawValue: name),
       case .string(let id)? = o["id"]
     else { return nil }
     return (kind, id)
   }
 
+  private static let eventKey = Array(#","event":""#.utf8)
+  private static let idKey = Array(#"","id":""#.utf8)
+
+  /// Where `needle` ends in `bytes` at or after `from` (the index after it), or nil.
+  static func find(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer, from: Int) -> Int? {
+    guard needle.count <= bytes.count else { return nil }
+    var i = from
+    while i + needle.count <= bytes.count {
+      var k = 0
+      while k < needle.count, bytes[i + k] == needle[k] { k += 1 }
+      if k == needle.count { return i + k }
+      i += 1
+    }
+    return nil
+  }
+
   /// A decimal number at `start` followed by a space: the number and where the rest begins.
-  private static func number(_ bytes: ArraySlice<UInt8>, from start: Int) -> (UInt64, Int)? {
+  private static func number(_ bytes: UnsafeRawBufferPointer, from start: Int) -> (UInt64, Int)? {
     var v: UInt64 = 0
     var i = start
-    while i < bytes.endIndex, bytes[i] >= 0x30, bytes[i] <= 0x39 {
+    while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39 {
       v = v &* 10 &+ UInt64(bytes[i] - 0x30)
       i += 1
     }
-    guard i > start, i < bytes.endIndex, bytes[i] == 0x20 else { return nil }
+    guard i > start, i < bytes.count, bytes[i] == 0x20 else { return nil }
     return (v, i + 1)
   }
 
@@ -238,6 +251,7 @@ final class RelayLinks: @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     let links: RelayLinks
     let link: NIOLoopBound<Link>
+    /// The start of a line that the last read did not finish.
     private var partial: [UInt8] = []
 
     init(links: RelayLinks, link: NIOLoopBound<Link>) {
@@ -247,13 +261,20 @@ final class RelayLinks: @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
       let buffer = unwrapInboundIn(data)
-      for byte in buffer.readableBytesView {
-        if byte == 0x0A {
-          links.line(partial[...], from: link.value)
-          partial.removeAll(keepingCapacity: true)
-        } else {
-          partial.append(byte)
+      buffer.withUnsafeReadableBytes { bytes in
+        var start = 0
+        while let nl = bytes[start...].firstIndex(of: 0x0A) {
+          let piece = UnsafeRawBufferPointer(rebasing: bytes[start...nl])
+          if partial.isEmpty {
+            links.line(piece, from: link.value)
+          } else {
+            partial.append(contentsOf: piece)
+            partial.withUnsafeBytes { links.line($0, from: link.value) }
+            partial.removeAll(keepingCapacity: true)
+          }
+          start = nl + 1
         }
+        partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
       }
     }
 

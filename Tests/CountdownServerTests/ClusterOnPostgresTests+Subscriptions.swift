@@ -82,7 +82,7 @@ extension ClusterOnPostgresTests {
       #expect(r["code"] as? String == "notFound", "\(r)")
       let far = nowMs() + 600_000
       let expiresAt = nowMs() + 2_500
-      let killAt = nowMs() + 8_000
+      let killAt = nowMs() + 12_000
       for (client, id, end) in [
         (cb, xb, far), (ca, ya, far), (cb, eb, expiresAt), (cb, late, killAt + 300),
       ] {
@@ -154,6 +154,20 @@ extension ClusterOnPostgresTests {
       #expect(ticks.allSatisfy { $0.came >= $0.at }, "none early: \(ticks)")
       #expect(zip(ticks, ticks.dropFirst()).allSatisfy { $1.at - $0.at == 1000 }, "\(ticks)")
       _ = try ticking.request(#"{"op":"unsubscribe"}"#)
+
+      // Memory: 5,000 starts in one read on b (one wake, 5,000 lifecycle events relayed and
+      // kept in its ring) cost b megabytes, not gigabytes (each kept line once, not a copy of
+      // the wake's lines per line).
+      let before = b.rssKiB
+      let burst = (0..<5000).map {
+        #"{"op":"start","id":"burst\#($0)","kind":"elapsed","title":"B"}"#
+      }
+      let cbBurst = try TestClient(unix: p.dirB.appendingPathComponent("c.sock").path)
+      cbBurst.send(burst.joined(separator: "\n") + "\n")
+      var answered = 0
+      while answered < burst.count, cbBurst.line(timeout: 20) != nil { answered += 1 }
+      #expect(answered == burst.count)
+      #expect(b.rssKiB - before < 150_000, "b grew by \(b.rssKiB - before) KiB")
 
       // The relay protocol itself, on b's --listen: its kept lifecycle events numbered 1, 2, …
       // in delivery order; asked again after one of them, only those after it.
