@@ -289,6 +289,11 @@ struct ServeCommand: AsyncParsableCommand {
         node: $0, advertise: advertise ?? listen, shards: shards, leaseMs: leaseMs,
         token: resolvedClusterToken)
     }
+    #if DEBUG
+      // The tests' fault (docs/cluster.md, "A node killed between a commit and its relay").
+      options.cluster?.stallAfterCommitOf = System.environment(
+        "COUNTDOWN_FAULT_STALL_AFTER_COMMIT_OF")
+    #endif
     options.publicHosts = publicHosts
     options.boardControls = BoardControls(rawValue: boardControls)!
     options.corsOrigins = corsOrigins

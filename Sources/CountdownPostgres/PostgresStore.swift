@@ -102,8 +102,8 @@ package final class PostgresStore: DurableStore {
   }
 
   /// The tables' schema version this build writes (`countdown_schema`): 2 adds the `shard`
-  /// columns (a single server's rows are shard 0).
-  static let schemaVersion = 2
+  /// columns (a single server's rows are shard 0); 3 adds `countdown_unsettled`.
+  static let schemaVersion = 3
   /// `pg_advisory_lock`'s key: "CDWN", as the state file's application id.
   static let lockKey: Int64 = 0x4344_574E
 
@@ -114,6 +114,10 @@ package final class PostgresStore: DurableStore {
   /// The shards a node serves, with the epoch of each one's lease (docs/cluster.md): a write
   /// touching any other shard is refused before it is sent.
   package private(set) var served: [Int: Int64] = [:]
+  /// A cluster node's lifecycle events not yet passed on to the other nodes, written beside
+  /// each commit's rows (docs/cluster.md, "A node killed between a commit and its relay");
+  /// nil for a single server, or a node that relays nothing.
+  package var unsettled: UnsettledEvents?
   private let group: MultiThreadedEventLoopGroup
   private let logger: Logger
   private var connection: PostgresConnection?
@@ -289,8 +293,18 @@ package final class PostgresStore: DurableStore {
       "CREATE TABLE countdown_outbox (\(outbox), shard int NOT NULL DEFAULT 0)",
       "CREATE SEQUENCE countdown_outbox_seq OWNED BY countdown_outbox.seq",
       "CREATE TABLE countdown_budget (\(budget), shard int NOT NULL DEFAULT 0, PRIMARY KEY (activity, token))",
+      unsettledTable,
     ] + shardIndexes
   }
+
+  /// Per shard, the incarnation of the node whose commit wrote it last and the lifecycle
+  /// events of its commits that it had perhaps not relayed yet, as relay lines (`SEQUENCE
+  /// JSON`): the node that takes the shard passes them on (docs/cluster.md).
+  static let unsettledTable =
+    "CREATE TABLE countdown_unsettled (shard int PRIMARY KEY, incarnation bigint NOT NULL, events text NOT NULL)"
+
+  /// Schema 2 to 3: `countdown_unsettled`, empty.
+  static let migrateToV3 = [unsettledTable, "UPDATE countdown_schema SET version = 3"]
 
   /// What a shard's load reads by.
   static let shardIndexes = [
@@ -334,6 +348,7 @@ package final class PostgresStore: DurableStore {
       }
       let found = try run(c, "SELECT max(version) FROM countdown_schema").first?.decode(Int?.self)
       if found == 1 { for sql in Self.migrateToV2 { try run(c, sql) } }
+      if found == 1 || found == 2 { for sql in Self.migrateToV3 { try run(c, sql) } }
       if let found, found > Self.schemaVersion { return found }
       try run(c, Self.commitFunction)
       return found
@@ -476,7 +491,27 @@ package final class PostgresStore: DurableStore {
   package func serve(_ shard: Int, epoch: Int64) { served[shard] = epoch }
 
   /// A node's store writes nothing of `shard` from now on (its lease was lost or handed over).
-  package func stop(_ shard: Int) { served[shard] = nil }
+  package func stop(_ shard: Int) {
+    served[shard] = nil
+    unsettled?.backlog.forget(shard: Int64(shard))
+  }
+
+  /// What `shard`'s last writer committed and had perhaps not relayed (``unsettled``): its
+  /// incarnation and the events' lines, oldest first; nil when no node wrote any.
+  package func loadUnsettled(shard: Int) throws(StoreError) -> (
+    incarnation: UInt64, lines: [(sequence: UInt64, json: ArraySlice<UInt8>)]
+  )? {
+    try statement("read") { c in
+      guard
+        let row = try run(
+          c, "SELECT incarnation, events FROM countdown_unsettled WHERE shard = $1",
+          binds(Int64(shard))
+        ).first
+      else { return nil }
+      let (incarnation, events) = try row.decode((Int64, String).self)
+      return (UInt64(bitPattern: incarnation), UnsettledEvents.parse(Array(events.utf8)))
+    }
+  }
 
   /// The shard `id`'s rows are kept in.
   func shard(of id: String) -> Int64 {
@@ -516,6 +551,24 @@ package final class PostgresStore: DurableStore {
       touched = [0]
     }
     let fences = shardCount == nil ? [] : touched.sorted()
+    // The commit's lifecycle events by shard, kept once it is committed; each touched shard's
+    // row holds those still unsettled and these.
+    var fresh: [Int64: [(token: UInt64, line: [UInt8])]] = [:]
+    var unsettledRows: [(shard: Int64, text: [UInt8])] = []
+    if let unsettled, shardCount != nil {
+      unsettled.settle()
+      for g in groups {
+        guard let u = g.unsettled else { continue }
+        for (sequence, event) in u.events {
+          fresh[shard(of: event.id), default: []].append(
+            (u.token, unsettled.line(sequence: sequence, event)))
+        }
+      }
+      // A shard without new events keeps its row: what it holds of the backlog is there.
+      for shard in fences where fresh[shard] != nil {
+        unsettledRows.append((shard, unsettled.backlog.text(of: shard, adding: fresh[shard] ?? [])))
+      }
+    }
     // The whole commit is one call of countdown_commit (``commitFunction``): one statement,
     // one round trip, its own transaction; each table's rows one JSON array, parsed once.
     var b = PostgresBindings()
@@ -565,13 +618,21 @@ package final class PostgresStore: DurableStore {
         for c in BudgetColumn.all { row.member(c.name, c.value(p)) }
         row.member("shard", .int(shard(of: p.activity)))
       })
+    let incarnation = Int64(bitPattern: unsettled?.incarnation ?? 0)
+    b.append(
+      RowsJSON.array(unsettledRows) { u, row in
+        row.member("shard", .int(u.shard))
+        row.member("incarnation", .int(incarnation))
+        row.member("events", .text(String(decoding: u.text, as: UTF8.self)))
+      })
     let seqs = try statement("write to") { c -> [Int64] in
       try run(
         c,
-        "SELECT \(Self.commitFunctionName)($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::json, $7::json, $8::json, $9::json, $10::json)",
+        "SELECT \(Self.commitFunctionName)($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::json, $7::json, $8::json, $9::json, $10::json, $11::json)",
         b
       ).first?.decode([Int64].self) ?? []
     }
+    if !fresh.isEmpty { unsettled?.backlog.add(fresh) }
     guard seqs.count == items.count else {
       throw StoreError(
         "\(location.place) gave \(seqs.count) outbox numbers for \(items.count) rows; was countdown_commit changed by hand?"
@@ -631,14 +692,14 @@ package final class PostgresStore: DurableStore {
 
   /// The name of the function a commit calls; a new body gets a new name, so that nodes of
   /// two versions sharing a database each call their own.
-  static let commitFunctionName = "countdown_commit_v2"
+  static let commitFunctionName = "countdown_commit_v3"
 
   /// The function one commit is (``write(_:pushes:webhooks:forget:)``), made or replaced at
   /// each open: from a JSON document of the commit's parts, in one transaction (the
   /// statement's), each step seeing the ones before: the fence, the deletions (answered
   /// outbox rows, the removed activities' budget, the removed activities), the rows, the
   /// engine, the outbox rows numbered from the sequence in order, the pushes they replace, the
-  /// budget. The outbox numbers back, in order.
+  /// budget, the unsettled events (``unsettled``). The outbox numbers back, in order.
   static var commitFunction: String {
     let shard: [(name: String, kind: StoredKind)] = [("shard", .int)]
     let outbox = named(OutboxColumn.all) + shard
@@ -646,7 +707,7 @@ package final class PostgresStore: DurableStore {
       CREATE OR REPLACE FUNCTION \(commitFunctionName)(
         fence_shards bigint[], fence_epochs bigint[], forget bigint[], removed text[],
         gone text[], activity_rows json, engine_rows json, outbox_rows json, replacements json,
-        budget_rows json) RETURNS bigint[] LANGUAGE plpgsql AS $f$
+        budget_rows json, unsettled_rows json) RETURNS bigint[] LANGUAGE plpgsql AS $f$
       DECLARE
         seqs bigint[];
       BEGIN
@@ -673,6 +734,7 @@ package final class PostgresStore: DurableStore {
           WHERE o.destination = 'apns' AND o.activity = r.activity AND o.token = r.token
             AND o.timestamp = r.timestamp AND o.seq < seqs[r.i + 1];
         \(upsert("countdown_budget", named(BudgetColumn.all) + shard, key: "activity, token", from: "budget_rows"));
+        \(upsert("countdown_unsettled", shard + [("incarnation", .int), ("events", .text)], key: "shard", from: "unsettled_rows"));
         RETURN seqs;
       END
       $f$

@@ -50,6 +50,8 @@ final class ClusterNode: @unchecked Sendable {
   /// The other nodes' lifecycle events, relayed to this node's subscribers (with the cluster
   /// token; docs/cluster.md, "Subscriptions across nodes").
   let relayLinks: RelayLinks?
+  /// What this node committed and has perhaps not relayed yet (with the cluster token).
+  private let unsettled: UnsettledEvents?
 
   private struct State {
     /// The shards the driver said to serve, with their epochs (set at once; a stop clears).
@@ -80,9 +82,16 @@ final class ClusterNode: @unchecked Sendable {
     let timeout = TimeAmount.milliseconds(max(2_000, 2 * options.leaseMs))
     links = options.token.map { PeerLinks(group: group, token: $0, answerTimeout: timeout) }
     relayLinks = options.token.map { RelayLinks(hub: hub, token: $0, logger: logger) }
-    if let relayLinks {
+    // The events this node commits, kept beside their rows until its hub has relayed them:
+    // the node that takes a shard after this one died passes on what it never did.
+    unsettled =
+      relayLinks == nil ? nil : UnsettledEvents(incarnation: incarnation, formatter: hub.formatter)
+    if let relayLinks, let unsettled {
       let incarnation = self.incarnation
+      let stall = options.stallAfterCommitOf
       hub.eventLoop.execute {
+        hub.unsettled = unsettled
+        hub.stallAfterCommitOf = stall
         hub.enableRelays(incarnation: incarnation)
         hub.onTicksWanted = { relayLinks.setTicks($0) }
       }
@@ -92,6 +101,9 @@ final class ClusterNode: @unchecked Sendable {
     self.loop = loop
     self.journal = journal
     self.logger = logger
+    if let unsettled {
+      writer.perform { [self] in self.store.unsettled = unsettled }
+    }
   }
 
   /// The shard of `id` in this cluster.
@@ -367,8 +379,10 @@ final class ClusterNode: @unchecked Sendable {
     let rows: EngineSnapshot?
     var pushes: (pending: [(seq: Int64, item: PushItem)], budget: [PushBudgetRow])?
     var deliveries: [(seq: Int64, item: WebhookItem)] = []
+    var unsettledRow: (incarnation: UInt64, lines: [(sequence: UInt64, json: ArraySlice<UInt8>)])?
     do {
       rows = try store.load(shard: shard)
+      if relayLinks != nil { unsettledRow = try store.loadUnsettled(shard: shard) }
       if delivery != nil { pushes = try store.loadPushes(shard: shard) }
       if webhooks != nil { deliveries = try store.loadWebhooks(shard: shard) }
     } catch {
@@ -385,6 +399,12 @@ final class ClusterNode: @unchecked Sendable {
       delivery?.restore(pushes.pending)
     }
     if !deliveries.isEmpty { webhooks?.restore(deliveries) }
+    // What the shard's last writer committed and perhaps never relayed (it died between the
+    // two): passed on before anything the step fires (docs/cluster.md, "A node killed between
+    // a commit and its relay").
+    if let u = unsettledRow, u.incarnation != incarnation, !u.lines.isEmpty {
+      relayLinks?.recover(from: u.incarnation, u.lines)
+    }
     guard let loop = loop.withLockedValue({ $0 }) else { return }
     let taken = rows.map { [$0] } ?? []
     loop.rebuildEngine(

@@ -266,7 +266,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
       }
       let journal = Journal(
         storedOptions: StoredOptions(snapshot?.options ?? options.engine), pushes: apns != nil,
-        webhooks: options.webhooks != nil)
+        webhooks: options.webhooks != nil, unsettled: options.cluster?.token != nil)
       let logger = self.logger
       let options = self.options
       let loopBox = NIOLockedValueBox<CountdownLoop?>(nil)

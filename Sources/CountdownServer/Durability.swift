@@ -23,11 +23,18 @@ final class Journal: @unchecked Sendable {
   let pushes: Bool
   /// Whether the wakes' lifecycle events go to webhooks (`--webhook`).
   let webhooks: Bool
+  /// Whether the wakes' lifecycle events are written beside their rows until the hub has
+  /// relayed them (a cluster node with the cluster token; docs/cluster.md).
+  let unsettled: Bool
 
-  init(storedOptions: StoredOptions, pushes: Bool = false, webhooks: Bool = false) {
+  init(
+    storedOptions: StoredOptions, pushes: Bool = false, webhooks: Bool = false,
+    unsettled: Bool = false
+  ) {
     self.storedOptions = storedOptions
     self.pushes = pushes
     self.webhooks = webhooks
+    self.unsettled = unsettled
   }
   /// Numbers the wakes sent to the writer, for the hub's held events.
   var nextToken: UInt64 = 0
@@ -58,6 +65,13 @@ final class Journal: @unchecked Sendable {
       for e in events where e.kind != .tick {
         changes!.pushEvents.append(PushPlanner.Event(kind: e.kind, at: e.at.milliseconds, id: e.id))
       }
+    }
+    if unsettled, changes != nil {
+      var lifecycle: [(sequence: UInt64, event: ActivityEvent)] = []
+      for (k, e) in events.enumerated() where e.kind != .tick {
+        lifecycle.append((first + UInt64(k), e))
+      }
+      if !lifecycle.isEmpty { changes!.unsettled = (token, lifecycle) }
     }
     if webhooks, changes != nil {
       // The activity as the wake left it (no JSON here: the writer encodes the bodies); read

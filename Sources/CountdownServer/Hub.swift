@@ -1,5 +1,6 @@
 import Countdown
 import CountdownLoop
+import CountdownPostgres
 import CountdownProtocol
 import NIOCore
 
@@ -98,6 +99,12 @@ final class Hub: @unchecked Sendable {
   /// cluster node then asks the other nodes for theirs, or stops (``RelayLinks``).
   var onTicksWanted: ((Bool) -> Void)?
   private var ticksWanted = false
+  /// A cluster node's events committed and not yet relayed, kept by its writer: told how far
+  /// this hub has come at each commit's end.
+  var unsettled: UnsettledEvents?
+  /// The tests' fault (``ClusterOptions/stallAfterCommitOf``), and whether it has struck.
+  var stallAfterCommitOf: String?
+  private var stalled = false
 
   init(
     eventLoop: EventLoop, formatter: TimerFormatter, bound: Int, slowConsumerAfter: TimeAmount,
@@ -223,14 +230,21 @@ final class Hub: @unchecked Sendable {
   /// A lifecycle event of another node (`source`, its incarnation), numbered `sequence` by it,
   /// its JSON line `line` (with its newline): to each subscriber of this node that takes it,
   /// as an event of its own (docs/cluster.md, "Subscriptions across nodes").
+  ///
+  /// A `recovered` event (one the node that made it never relayed: found beside a shard's
+  /// rows by the node that took it) goes only to subscribers whose snapshot stands somewhere
+  /// in `source`'s events: a later snapshot was taken from the shard's new owner, with the
+  /// event's change in it.
   func relayed(
     from source: UInt64, sequence: UInt64, id: String, kind: ActivityEvent.Kind,
-    line: ByteBuffer
+    line: ByteBuffer, recovered: Bool = false
   ) {
     eventLoop.assertInEventLoop()
     var sse: ByteBuffer?
     for sub in subscribers.values
-    where sub.wantsRelayed(id, kind, sequence: sequence, from: source) {
+    where sub.wantsRelayed(id, kind, sequence: sequence, from: source)
+      && (!recovered || sub.output.isPending || sub.cuts[source] != nil)
+    {
       // Another node's tick is not kept for a subscriber that is behind: the next supersedes it.
       if kind == .tick && !sub.output.isPending && (!sub.output.isEmpty || !sub.sink.isWritable) {
         continue
@@ -242,7 +256,7 @@ final class Hub: @unchecked Sendable {
         framed = made
       } else {
         var b = sub.sink.allocator.buffer(
-          capacity: line.readableBytes + EventFraming.lines.overhead + 32)
+          capacity: line.readableBytes + EventFraming.serverSentEvents.overhead + 32)
         line.withUnsafeReadableBytes { raw in
           EventFraming.serverSentEvents.frame(raw.bindMemory(to: UInt8.self), kind: kind) {
             b.writeBytes(UnsafeRawBufferPointer($0))
@@ -314,6 +328,12 @@ final class Hub: @unchecked Sendable {
       }
     }
     guard lifecycle != nil || ticks != nil, !relays.isEmpty else { return }
+    writeToRelays(lifecycle, ticks: ticks)
+  }
+
+  /// Writes `lifecycle` (numbered lines) and `ticks` to every relaying node, the ticks only to
+  /// those that take them and keep up; cuts off one stalled as long as a slow subscriber may.
+  private func writeToRelays(_ lifecycle: ByteBuffer?, ticks: ByteBuffer?) {
     let now = now()
     for relay in relays.values {
       if relay.sink.isWritable {
@@ -331,6 +351,46 @@ final class Hub: @unchecked Sendable {
     }
     relaysTakeTicks = relays.values.contains { $0.ticks }
     metrics.relays.record(relays.count)
+  }
+
+  /// Lifecycle events that another node (`source`, by incarnation) committed and may never have
+  /// relayed, found beside a shard's rows when this node took it (docs/cluster.md, "A node
+  /// killed between a commit and its relay"), each with its JSON line (and newline): to this
+  /// node's subscribers that take them (``relayed(from:sequence:id:kind:line:recovered:)``),
+  /// then kept in the ring and written to every relaying node as `~SOURCE SEQUENCE DELIVERY
+  /// JSON` lines.
+  func relayRecovered(
+    from source: UInt64,
+    _ events: [(sequence: UInt64, id: String, kind: ActivityEvent.Kind, line: ByteBuffer)]
+  ) {
+    eventLoop.assertInEventLoop()
+    guard ring != nil, !events.isEmpty else { return }
+    for e in events {
+      relayed(
+        from: source, sequence: e.sequence, id: e.id, kind: e.kind, line: e.line, recovered: true)
+    }
+    let hex = String(source, radix: 16)
+    var lifecycle = ByteBufferAllocator().buffer(
+      capacity: events.reduce(0) { $0 + $1.line.readableBytes + hex.count + 44 })
+    var lineStarts: [Int] = []
+    for e in events {
+      lineStarts.append(lifecycle.writerIndex)
+      lifecycle.writeStaticString("~")
+      lifecycle.writeString(hex)
+      lifecycle.writeStaticString(" ")
+      Self.writeDecimal(e.sequence, into: &lifecycle)
+      lifecycle.writeStaticString(" ")
+      Self.writeDecimal(ring!.next + UInt64(lineStarts.count - 1), into: &lifecycle)
+      lifecycle.writeStaticString(" ")
+      lifecycle.writeImmutableBuffer(e.line)
+    }
+    lineStarts.append(lifecycle.writerIndex)
+    for i in 0..<(lineStarts.count - 1) {
+      _ = ring!.append(
+        lifecycle.getSlice(at: lineStarts[i], length: lineStarts[i + 1] - lineStarts[i])!)
+    }
+    if !relays.isEmpty { writeToRelays(lifecycle, ticks: nil) }
+    checkInvariants()
   }
 
   /// `value` in decimal, without making a string.
@@ -389,10 +449,21 @@ final class Hub: @unchecked Sendable {
   /// out, or are dropped with it (the engine goes back to the stored state).
   func finish(token: UInt64, committed: Bool) {
     eventLoop.assertInEventLoop()
+    if let prefix = stallAfterCommitOf, committed,
+      stalled
+        || gate.held.contains(where: {
+          $0.token <= token && $0.events.contains { $0.event.id.hasPrefix(prefix) }
+        })
+    {
+      stalled = true
+      return
+    }
     gate.finish(token: token, committed: committed) { released in
       guard !subscribers.isEmpty || ring != nil else { return }
       deliver(released.map(\.event)) { released[$0].sequence }
     }
+    // Every wake to `token` went out (or was dropped): the writer need keep none of them.
+    unsettled?.settled(through: token)
     checkInvariants()
   }
 

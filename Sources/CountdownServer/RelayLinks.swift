@@ -26,6 +26,8 @@ final class RelayLinks: @unchecked Sendable {
   private var stopped = false
   /// Whether this node's subscribers want ticks: the peers then relay theirs too.
   private var wantsTicks = false
+  /// The lifecycle events passed on, by the incarnation that made them.
+  private var sources = RelayedSources()
 
   init(hub: Hub, token: String, logger: Logger) {
     self.hub = hub
@@ -144,6 +146,30 @@ final class RelayLinks: @unchecked Sendable {
       }
   }
 
+  /// Events `source` (an incarnation of another node) committed and perhaps never relayed,
+  /// found beside a shard's rows by this node when it took the shard (`lines`: sequence and
+  /// JSON with its newline): those not passed on yet go to this node's subscribers and to
+  /// every node relaying this one's events. From any thread.
+  func recover(from source: UInt64, _ lines: [(sequence: UInt64, json: ArraySlice<UInt8>)]) {
+    hub.eventLoop.execute { [self] in
+      guard source != hub.incarnation else { return }
+      var events: [(sequence: UInt64, id: String, kind: ActivityEvent.Kind, line: ByteBuffer)] = []
+      for (sequence, json) in lines {
+        let parsed = json.withUnsafeBytes { Self.kindAndID($0) }
+        guard let (kind, id) = parsed, kind != .tick,
+          sources.recovered(sequence, from: source)
+        else { continue }
+        events.append((sequence, id, kind, ByteBuffer(bytes: json)))
+      }
+      guard !events.isEmpty else { return }
+      logger.notice(
+        "passing on \(events.count) event(s) that node incarnation \(String(source, radix: 16)) committed and never relayed"
+      )
+      hub.metrics.relayedIn.increment(by: Int64(events.count))
+      hub.relayRecovered(from: source, events)
+    }
+  }
+
   /// One line from `link`'s peer, with its newline.
   fileprivate func line(_ bytes: UnsafeRawBufferPointer, from link: Link) {
     guard let first = bytes.first else { return }
@@ -151,9 +177,20 @@ final class RelayLinks: @unchecked Sendable {
       answer(Array(bytes.dropLast()), from: link)
       return
     }
+    // ~SOURCE SEQUENCE DELIVERY JSON: an event of another node's (SOURCE, in hex) that the
+    // peer recovered (``recover(from:_:)``).
+    var source: UInt64?
+    var start = 0
+    if first == UInt8(ascii: "~") {
+      guard let space = bytes.firstIndex(of: 0x20),
+        let hex = UInt64(String(decoding: bytes[1..<space], as: UTF8.self), radix: 16)
+      else { return }
+      source = hex
+      start = space + 1
+    }
     // SEQUENCE DELIVERY JSON
     guard let incarnation = link.incarnation,
-      let (sequence, afterSequence) = Self.number(bytes, from: 0),
+      let (sequence, afterSequence) = Self.number(bytes, from: start),
       let (delivery, jsonStart) = Self.number(bytes, from: afterSequence)
     else { return }
     // Delivery number 0: a tick (not numbered, not replayed).
@@ -164,13 +201,23 @@ final class RelayLinks: @unchecked Sendable {
         return  // passed on already (a replay after a reconnection)
       }
       seen[link.name] = (incarnation, delivery)
+      // Once, whichever way it came (its node's relay, or another's recovery).
+      let new =
+        if let source {
+          source != hub.incarnation && sources.recovered(sequence, from: source)
+        } else {
+          sources.streamed(sequence, from: incarnation)
+        }
+      guard new else { return }
     }
     let json = UnsafeRawBufferPointer(rebasing: bytes[jsonStart...])
     guard let (kind, id) = Self.kindAndID(json) else { return }
     var line = ByteBufferAllocator().buffer(capacity: json.count)
     line.writeBytes(json)
     if kind != .tick { hub.metrics.relayedIn.increment() }
-    hub.relayed(from: incarnation, sequence: sequence, id: id, kind: kind, line: line)
+    hub.relayed(
+      from: source ?? incarnation, sequence: sequence, id: id, kind: kind, line: line,
+      recovered: source != nil)
   }
 
   /// The peer's answer to the token (ignored when it agrees) or to `relay`.

@@ -203,6 +203,10 @@ public struct ClusterOptions: Sendable, Equatable {
   /// `--cluster-token`: what the nodes authenticate to each other with over `--listen`; a
   /// command for another node's shard is forwarded to it only with one.
   public var token: String?
+  /// Debug builds, for the tests: once the hub has an event of an activity whose id begins
+  /// with this committed, it delivers and relays nothing committed from then on, as a node
+  /// killed between a commit and its relay (`COUNTDOWN_FAULT_STALL_AFTER_COMMIT_OF`).
+  package var stallAfterCommitOf: String?
 
   public init(
     node: String, advertise: String? = nil, shards: Int = 64, leaseMs: Int64 = 5000,

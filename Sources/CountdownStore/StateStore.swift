@@ -61,6 +61,11 @@ package struct StoreChanges: Sendable {
   /// gone), for webhooks (docs/webhooks.md): their deliveries are written by the writer in
   /// the same transaction. Empty when the server has no webhook.
   package var webhookEvents: [(event: ActivityEvent, state: ActivityState?)] = []
+  /// A cluster node's wake: its commit token and its lifecycle events with their sequence
+  /// numbers, which the writer keeps beside the shards' rows until the hub has passed them on
+  /// to the other nodes (docs/cluster.md, "A node killed between a commit and its relay").
+  /// Nil for a single server.
+  package var unsettled: (token: UInt64, events: [(sequence: UInt64, event: ActivityEvent)])?
 
   package init(engine: EngineSnapshot, removed: [String]) {
     self.engine = engine

@@ -288,8 +288,38 @@ struct LeaseDriverOnPostgresTests {
     return s
   }
 
+  /// A lifecycle event of `id` for a store's unsettled lines (its handle is not read).
+  static func event(_ kind: ActivityEvent.Kind, _ id: String, at ms: Int64) -> ActivityEvent {
+    ActivityEvent(
+      at: at(ms), kind: kind, id: id, handle: ActivityHandle(slot: 0, generation: 0),
+      activityKind: .countdown, value: 0)
+  }
+
+  /// `changes` carrying wake `token`'s lifecycle events, numbered.
+  static func carrying(
+    _ changes: StoreChanges, token: UInt64, _ events: [(UInt64, ActivityEvent)]
+  ) -> StoreChanges {
+    var c = changes
+    c.unsettled = (token, events.map { (sequence: $0.0, event: $0.1) })
+    return c
+  }
+
+  /// A shard's unsettled row as `store` reads it: the incarnation, and `SEQUENCE EVENT ID` per
+  /// line.
+  static func unsettledRow(_ store: PostgresStore, _ shard: Int) throws -> (UInt64, [String])? {
+    try store.loadUnsettled(shard: shard).map { row in
+      (
+        row.incarnation,
+        row.lines.map { line in
+          let o = try? JSONSerialization.jsonObject(with: Data(line.json)) as? [String: Any]
+          return "\(line.sequence) \(o?["event"] ?? "") \(o?["id"] ?? "")"
+        }
+      )
+    }
+  }
+
   @Test(
-    "A node's store writes each activity in its shard, fenced by its leases' epochs: the old owner's write after a takeover is refused and changes nothing, the new owner loads what was committed"
+    "A node's store writes each activity in its shard, fenced by its leases' epochs: the old owner's write after a takeover is refused and changes nothing, the new owner loads what was committed, and the events the old owner committed unsettled"
   )
   func fencedStores() throws {
     let location = try PostgresTestServer.freshDatabase()
@@ -300,13 +330,29 @@ struct LeaseDriverOnPostgresTests {
     let storeA = try PostgresStore(location, nodeOf: 2)
     defer { storeA.close() }
     for (shard, epoch) in held { storeA.serve(shard, epoch: epoch) }
+    // a's events are kept beside its rows until its hub has relayed them.
+    let unsettledA = UnsettledEvents(incarnation: 0xA1, formatter: TimerFormatter(style: .timer))
+    storeA.unsettled = unsettledA
     // One commit with an activity of each shard, and a push of the one in shard 1.
     let (x, y) = (Self.id("x", inShard: 1, of: 2), Self.id("y", inShard: 0, of: 2))
     var engine = ActivityEngine(now: t0)
     try engine.start(.countdown(id: x, to: at(60_000), title: "X"), at: t0)
     try engine.start(.countdown(id: y, to: at(30_000), title: "Y"), at: t0)
     try storeA.write(
-      [StoreChanges(engine: engine, ids: [x, y])], pushes: [.add(pushItem(x, "ab", ts: 1, "{}"))])
+      [
+        Self.carrying(
+          StoreChanges(engine: engine, ids: [x, y]), token: 0,
+          [(1, Self.event(.started, x, at: 0)), (2, Self.event(.started, y, at: 0))])
+      ], pushes: [.add(pushItem(x, "ab", ts: 1, "{}"))])
+    #expect(try Self.unsettledRow(storeA, 1)?.1 == ["1 started \(x)"])
+    #expect(try Self.unsettledRow(storeA, 0)?.1 == ["2 started \(y)"])
+    // A second commit before the hub relayed the first: shard 1's row holds both.
+    try storeA.write([
+      Self.carrying(
+        StoreChanges(engine: engine, ids: [x]), token: 1, [(5, Self.event(.updated, x, at: 9))])
+    ])
+    #expect(try Self.unsettledRow(storeA, 1)?.1 == ["1 started \(x)", "5 updated \(x)"])
+    #expect(try Self.unsettledRow(storeA, 1)?.0 == 0xA1)
     let committed = engine.snapshot()
     #expect(
       try PostgresTestServer.psql(
@@ -343,8 +389,14 @@ struct LeaseDriverOnPostgresTests {
     let z = Self.id("z", inShard: 1, of: 2)
     try engine.start(.countdown(id: z, to: at(60_000), title: "Z"), at: t0)
     let refused = #expect(throws: StoreError.self) {
-      try storeA.write([StoreChanges(engine: engine, ids: [z])])
+      try storeA.write([
+        Self.carrying(
+          StoreChanges(engine: engine, ids: [z]), token: 2, [(7, Self.event(.started, z, at: 9))])
+      ])
     }
+    // What b reads when it takes shard 1: a's two commits' events, not the refused one's.
+    #expect(try Self.unsettledRow(storeB, 1)?.1 == ["1 started \(x)", "5 updated \(x)"])
+    #expect(unsettledA.backlog.lines[1]?.count == 2, "the refused write kept its events")
     #expect(
       refused?.message.contains("shard 1 is no longer this node's") == true,
       "\(refused?.message ?? "")")
@@ -360,10 +412,26 @@ struct LeaseDriverOnPostgresTests {
     #expect(
       sameStoredState(try #require(try storeB.load(shard: 0)), Self.only(0, of: 2, committed)))
     // b's writes go on; one touching a shard b no longer serves is refused before it is sent.
+    let unsettledB = UnsettledEvents(incarnation: 0xB2, formatter: TimerFormatter(style: .timer))
+    storeB.unsettled = unsettledB
     var fromB = try ActivityEngine(restoring: loaded)
     try fromB.pause(x, at: at(1_000))
-    try storeB.write([StoreChanges(engine: fromB, ids: [x])])
+    try storeB.write([
+      Self.carrying(
+        StoreChanges(engine: fromB, ids: [x]), token: 0, [(3, Self.event(.paused, x, at: 1_000))])
+    ])
     #expect(sameStoredState(try #require(try storeB.load(shard: 1)), fromB.snapshot()))
+    #expect(try Self.unsettledRow(storeB, 1)?.0 == 0xB2)
+    #expect(try Self.unsettledRow(storeB, 1)?.1 == ["3 paused \(x)"])
+    // Once b's hub has relayed wake 0, the next commit of the shard holds only its own.
+    unsettledB.settled(through: 0)
+    try storeB.write([
+      Self.carrying(
+        StoreChanges(engine: fromB, ids: [x]), token: 1, [(4, Self.event(.updated, x, at: 1_100))])
+    ])
+    #expect(try Self.unsettledRow(storeB, 1)?.1 == ["4 updated \(x)"])
+    // Shard 0 was written by no commit of b's: a's row stays, for whoever takes it.
+    #expect(try Self.unsettledRow(storeB, 0)?.0 == 0xA1)
     storeB.stop(1)
     try fromB.resume(x, at: at(2_000))
     let notServed = #expect(throws: StoreError.self) {

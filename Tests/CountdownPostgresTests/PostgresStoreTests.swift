@@ -298,14 +298,16 @@ struct PostgresStoreTests {
       "\(e?.message ?? "")")
   }
 
-  @Test("A database of schema 1 (one server) is migrated to 2 on open, its rows shard 0's")
+  @Test("A database of schema 1 (one server) is migrated to 3 on open, its rows shard 0's")
   func fromSchemaOne() throws {
     var (location, store, engine) = try Self.storeHoldingA()
     try store.write([], pushes: [.add(pushItem("a", "ab", ts: 1, "{}"))])
     store.close()
-    // Back to schema 1's shape: no shard columns or indexes, the engine's row `id` 1.
+    // Back to schema 1's shape: no shard columns or indexes, the engine's row `id` 1, no
+    // countdown_unsettled.
     try PostgresTestServer.psql(
       """
+      DROP TABLE countdown_unsettled;
       DROP INDEX countdown_activity_shard, countdown_outbox_shard, countdown_budget_shard;
       ALTER TABLE countdown_activity DROP COLUMN shard;
       ALTER TABLE countdown_outbox DROP COLUMN shard;
@@ -319,12 +321,31 @@ struct PostgresStoreTests {
     defer { reopened.close() }
     #expect(
       try PostgresTestServer.psql("SELECT version FROM countdown_schema", in: location.database)
-        == "2\n")
+        == "3\n")
+    #expect(try reopened.loadUnsettled(shard: 0) == nil)
     #expect(sameStoredState(try #require(try reopened.load()), engine.snapshot()))
     #expect(try reopened.loadPushes().pending.map(\.item.activity) == ["a"])
     // Writes go on (the engine's old CHECK (id = 1) is gone with the rename to shard 0).
     try engine.start(.countdown(id: "b", to: at(90_000), title: "B"), at: t0)
     try reopened.write([StoreChanges(engine: engine, ids: ["b"])])
+    #expect(sameStoredState(try #require(try reopened.load()), engine.snapshot()))
+  }
+
+  @Test("A database of schema 2 is migrated to 3 on open: countdown_unsettled, empty; rows kept")
+  func fromSchemaTwo() throws {
+    let (location, store, engine) = try Self.storeHoldingA()
+    store.close()
+    try PostgresTestServer.psql(
+      "DROP TABLE countdown_unsettled; UPDATE countdown_schema SET version = 2;",
+      in: location.database)
+    let reopened = try PostgresStore(location)
+    defer { reopened.close() }
+    #expect(
+      try PostgresTestServer.psql("SELECT version FROM countdown_schema", in: location.database)
+        == "3\n")
+    #expect(
+      try PostgresTestServer.psql(
+        "SELECT count(*) FROM countdown_unsettled", in: location.database) == "0\n")
     #expect(sameStoredState(try #require(try reopened.load()), engine.snapshot()))
   }
 
