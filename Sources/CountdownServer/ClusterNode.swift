@@ -224,6 +224,17 @@ final class ClusterNode: @unchecked Sendable {
     var from: UInt64
     /// Its reply line: the activities under `activities`.
     var reply: [UInt8]
+
+    /// `local` (this node's reply, its activities under `key`) with every part's activities
+    /// spliced in, and where the snapshot stands in each part's node's events, by incarnation.
+    static func merge(_ local: [UInt8], key: String = "activities", _ parts: [PeerSnapshot])
+      -> (merged: [UInt8], cuts: [UInt64: UInt64])
+    {
+      (
+        GatheredList.merge(local, key: key, peers: parts.map(\.reply), soonest: nil),
+        Dictionary(parts.map { ($0.incarnation, $0.from) }) { a, _ in a }
+      )
+    }
   }
 
   /// Every other live node's part of a subscription's snapshot, in node order, or

@@ -481,9 +481,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
       for (k, result) in zip(subscribed, peerSnapshots) {
         switch result {
         case .success(let parts):
-          out.replies[k] = .success(
-            GatheredList.merge(local(k), key: "snapshot", peers: parts.map(\.reply), soonest: nil))
-          out.cuts[k] = Dictionary(parts.map { ($0.incarnation, $0.from) }) { a, _ in a }
+          let (merged, cuts) = ClusterNode.PeerSnapshot.merge(local(k), key: "snapshot", parts)
+          out.replies[k] = .success(merged)
+          out.cuts[k] = cuts
         case .failure(let e): out.replies[k] = .failure(e)
         }
       }

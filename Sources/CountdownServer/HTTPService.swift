@@ -448,8 +448,7 @@ struct HTTPRoutes: HTTPResponder {
       }
       switch gathered {
       case .success(let parts):
-        listing = GatheredList.merge(listing, peers: parts.map(\.reply), soonest: nil)
-        cuts = Dictionary(parts.map { ($0.incarnation, $0.from) }) { a, _ in a }
+        (listing, cuts) = ClusterNode.PeerSnapshot.merge(listing, parts)
       case .failure(let e):
         hub.eventLoop.execute { hub.unsubscribe(sink.key) }
         return failure(e)

@@ -173,9 +173,7 @@ final class Hub: @unchecked Sendable {
 
   func unsubscribe(_ key: ObjectIdentifier) {
     eventLoop.assertInEventLoop()
-    if relays.removeValue(forKey: key) != nil {
-      relaysTakeTicks = relays.values.contains { $0.ticks }
-    }
+    if relays.removeValue(forKey: key) != nil { relaysChanged() }
     guard subscribers.removeValue(forKey: key) != nil else { return }
     metrics.subscribers.record(subscribers.count)
     noteTicks()
@@ -223,8 +221,7 @@ final class Hub: @unchecked Sendable {
     for line in lines { buffer.writeImmutableBuffer(line) }
     sink.write(buffer)
     relays[sink.key] = Relay(sink: sink, ticks: ticks)
-    relaysTakeTicks = relays.values.contains { $0.ticks }
-    metrics.relays.record(relays.count)
+    relaysChanged()
   }
 
   /// A lifecycle event of another node (`source`, its incarnation), numbered `sequence` by it,
@@ -335,12 +332,14 @@ final class Hub: @unchecked Sendable {
   /// those that take them and keep up; cuts off one stalled as long as a slow subscriber may.
   private func writeToRelays(_ lifecycle: ByteBuffer?, ticks: ByteBuffer?) {
     let now = now()
+    var cutOff = false
     for relay in relays.values {
       if relay.sink.isWritable {
         relay.stalledSince = nil
       } else if let since = relay.stalledSince, now - since > slowConsumerAfter {
         relays[relay.sink.key] = nil
         relay.sink.close(after: nil)
+        cutOff = true
         continue
       } else if relay.stalledSince == nil {
         relay.stalledSince = now
@@ -349,6 +348,11 @@ final class Hub: @unchecked Sendable {
       // Ticks only while it keeps up: the next one supersedes a tick not written.
       if let ticks, relay.ticks, relay.stalledSince == nil { relay.sink.write(ticks) }
     }
+    if cutOff { relaysChanged() }
+  }
+
+  /// After a relay came or went: whether any takes ticks, and the gauge.
+  private func relaysChanged() {
     relaysTakeTicks = relays.values.contains { $0.ticks }
     metrics.relays.record(relays.count)
   }

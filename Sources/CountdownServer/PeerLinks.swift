@@ -12,6 +12,20 @@ import NIOPosix
 /// request unanswered for `answerTimeout` (it is taken for dead and closed); the next request
 /// opens another.
 final class PeerLinks: Sendable {
+  /// Another node's `--advertise` as host and port (a bracketed IPv6 host unwrapped); nil
+  /// when it is not `HOST:PORT`.
+  static func hostAndPort(_ address: String) -> (host: String, port: Int)? {
+    try? CountdownServer.parseHostPort(address, option: "--advertise")
+  }
+
+  /// What a node sends first on another's `--listen`: the cluster token, without the newline.
+  static func authLine(_ token: String) -> [UInt8] {
+    var auth = JSONWriter()
+    auth.raw("{\"op\":\"auth\",\"token\":")
+    auth.write(string: token)
+    auth.raw("}")
+    return auth.bytes
+  }
 
   private let group: any EventLoopGroup
   private let token: String
@@ -68,20 +82,12 @@ final class PeerLinks: Sendable {
     }
 
     func connect(token: String) {
-      guard let colon = address.lastIndex(of: ":"),
-        let port = Int(address[address.index(after: colon)...])
-      else {
+      guard let (host, port) = PeerLinks.hostAndPort(address) else {
         eventLoop.execute { self.fail("--advertise \(self.address) is not HOST:PORT") }
         return
       }
-      var host = String(address[..<colon])
-      if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-      var auth = JSONWriter()
-      auth.raw("{\"op\":\"auth\",\"token\":")
-      auth.write(string: token)
-      auth.raw("}")
       // The token's reply is the first to come back: it answers nothing forwarded.
-      let authLine = auth.bytes
+      let authLine = PeerLinks.authLine(token)
       eventLoop.execute {
         let first = self.eventLoop.makePromise(of: [UInt8].self)
         self.pending.insert(first, at: 0)

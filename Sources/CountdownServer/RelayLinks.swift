@@ -105,20 +105,13 @@ final class RelayLinks: @unchecked Sendable {
   }
 
   private func connect(_ link: Link) {
-    guard let colon = link.address.lastIndex(of: ":"),
-      let port = Int(link.address[link.address.index(after: colon)...])
-    else {
+    guard let (host, port) = PeerLinks.hostAndPort(link.address) else {
       link.closed = true
       return
     }
-    var host = String(link.address[..<colon])
-    if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
     var request = JSONWriter()
-    request.raw("{\"op\":\"auth\",\"token\":")
-    request.write(string: token)
-    request.raw("}\n")
     relayRequest(for: link.name, into: &request)
-    let bytes = request.bytes
+    let bytes = PeerLinks.authLine(token) + [0x0A] + request.bytes
     let eventLoop = hub.eventLoop
     ClientBootstrap(group: eventLoop)
       .connectTimeout(.seconds(2))
