@@ -159,6 +159,7 @@ final class RelayLinks: @unchecked Sendable {
         "passing on \(events.count) event(s) that node incarnation \(String(source, radix: 16)) committed and never relayed"
       )
       hub.metrics.relayedIn.increment(by: Int64(events.count))
+      hub.metrics.recovered.increment(by: Int64(events.count))
       hub.relayRecovered(from: source, events)
     }
   }

@@ -22,10 +22,13 @@ final class ServerMetrics: Sendable {
   let subscribers: CoreMetrics.Gauge
   /// A cluster node's (docs/cluster.md, "Subscriptions across nodes"): other nodes relaying
   /// this one's events now; lifecycle events relayed in from other nodes; relays that asked
-  /// for events no longer kept (a gap).
+  /// for events no longer kept (a gap); lifecycle events another node committed and never
+  /// relayed, passed on by this node from a shard it took ("A node killed between a commit
+  /// and its relay").
   let relays: CoreMetrics.Gauge
   let relayedIn: CoreMetrics.Counter
   let relayGaps: CoreMetrics.Counter
+  let recovered: CoreMetrics.Counter
   /// Ticks replaced in a slow subscriber's waiting output (docs/protocol.md, "Backpressure").
   let coalescedTicks: CoreMetrics.Counter
   let commands: CoreMetrics.Counter
@@ -73,6 +76,8 @@ final class ServerMetrics: Sendable {
     relayedIn = CoreMetrics.Counter(
       label: "countdown_cluster_events_relayed_in_total", factory: factory)
     relayGaps = CoreMetrics.Counter(label: "countdown_cluster_relay_gaps_total", factory: factory)
+    recovered = CoreMetrics.Counter(
+      label: "countdown_cluster_events_recovered_total", factory: factory)
     coalescedTicks = CoreMetrics.Counter(label: "countdown_ticks_coalesced_total", factory: factory)
     commands = CoreMetrics.Counter(label: "countdown_commands_total", factory: factory)
     wakeups = CoreMetrics.Counter(label: "countdown_wakeups_total", factory: factory)

@@ -88,6 +88,11 @@ extension ClusterOnPostgresTests {
       let sequences = recovered.map(\.sequence)
       #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count)
 
+      // b counts what it passed on.
+      let metrics = try http("GET", "/metrics", port: try #require(b.httpPort)).body
+      #expect(
+        metrics.split(separator: "\n").contains("countdown_cluster_events_recovered_total 4"),
+        "\(metrics.split(separator: "\n").filter { $0.contains("recovered") })")
       // Nothing twice, and what a had relayed before is not passed on again.
       usleep(1_000_000)
       #expect(socket.of(before) == ["started"], "\(socket.of(before))")

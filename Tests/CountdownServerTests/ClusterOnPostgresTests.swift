@@ -460,7 +460,7 @@ struct ClusterOnPostgresTests {
     .enabled(if: (chaosRounds ?? 0) > 0, "the chaos test has its own target: make chaos"))
   func killedUnderStream() async throws {
     let rounds = Self.chaosRounds ?? 0
-    let counts = NIOLockedValueBox((acked: 0, refused: 0, dueUnowned: 0))
+    let counts = NIOLockedValueBox((acked: 0, refused: 0, dueUnowned: 0, recovered: 0))
     let takeovers = NSLock()
     nonisolated(unsafe) var took: [Int64] = []
     for round in 1...rounds {
@@ -558,6 +558,14 @@ struct ClusterOnPostgresTests {
             counts.withLockedValue { $0.dueUnowned += 1 }
           }
         }
+        // How many of a's events b passed on from the rows (committed, never relayed by a).
+        let metrics = try http("GET", "/metrics", port: try #require(p.b.httpPort)).body
+        let recovered = metrics.split(separator: "\n").first {
+          $0.hasPrefix("countdown_cluster_events_recovered_total ")
+        }
+        counts.withLockedValue {
+          $0.recovered += Int(Double(recovered?.split(separator: " ").last ?? "0") ?? 0)
+        }
         kill(p.b.pid, SIGTERM)
         #expect(p.b.exitStatus(within: 10) == 0)
       }
@@ -565,7 +573,7 @@ struct ClusterOnPostgresTests {
     let sorted = takeovers.withLock { took.sorted() }
     let c = counts.withLockedValue { $0 }
     print(
-      "takeover after kill -9 over \(rounds) rounds: median \(sorted[sorted.count / 2]) ms, max \(sorted.last!) ms (lease \(Self.leaseMs) ms); \(c.acked) starts acknowledged, none lost; \(c.refused) refused; \(c.dueUnowned) expiries due while nobody served their shard, each delivered once at its instant"
+      "takeover after kill -9 over \(rounds) rounds: median \(sorted[sorted.count / 2]) ms, max \(sorted.last!) ms (lease \(Self.leaseMs) ms); \(c.acked) starts acknowledged, none lost; \(c.refused) refused; \(c.dueUnowned) expiries due while nobody served their shard, each delivered once at its instant; \(c.recovered) events committed by a and never relayed, passed on by b"
     )
   }
 
