@@ -5,30 +5,28 @@
 /// (the events its node committed and perhaps never relayed).
 ///
 /// A pure structure. Per incarnation: the last sequence its own relay brought (every event
-/// of it before that came then, or never will), and the recovered ones after that.
+/// of it before that came then, or never will; nil before the first), and the recovered ones
+/// after that. A node's first event is numbered 0.
 struct RelayedSources {
-  private var sources: [UInt64: (streamed: UInt64, recovered: Set<UInt64>)] = [:]
+  private var sources: [UInt64: (streamed: UInt64?, recovered: Set<UInt64>)] = [:]
 
   /// An event on `source`'s own relay (they come in order): whether it is new.
   mutating func streamed(_ sequence: UInt64, from source: UInt64) -> Bool {
-    guard var s = sources[source] else {
-      sources[source] = (sequence, [])
-      return true
-    }
-    let new = sequence > s.streamed && !s.recovered.contains(sequence)
-    if sequence > s.streamed {
-      s.streamed = sequence
-      if !s.recovered.isEmpty { s.recovered = s.recovered.filter { $0 > sequence } }
-      sources[source] = s
-    }
+    var s = sources[source] ?? (nil, [])
+    guard s.streamed.map({ sequence > $0 }) ?? true else { return false }
+    let new = !s.recovered.contains(sequence)
+    s.streamed = sequence
+    if !s.recovered.isEmpty { s.recovered = s.recovered.filter { $0 > sequence } }
+    sources[source] = s
     return new
   }
 
   /// An event of `source`'s found beside a shard's rows after it lost the shard: whether it
   /// is new (not relayed by it, not recovered already).
   mutating func recovered(_ sequence: UInt64, from source: UInt64) -> Bool {
-    var s = sources[source] ?? (0, [])
-    guard sequence > s.streamed, s.recovered.insert(sequence).inserted else { return false }
+    var s = sources[source] ?? (nil, [])
+    guard s.streamed.map({ sequence > $0 }) ?? true, s.recovered.insert(sequence).inserted
+    else { return false }
     sources[source] = s
     return true
   }

@@ -21,7 +21,7 @@ struct RelayedSourcesTests {
   )
   func recovered() {
     var s = RelayedSources()
-    func relayed(_ q: UInt64) -> Bool { s.streamed(q, from: 1) }
+    func relayed(_ q: UInt64, _ source: UInt64 = 1) -> Bool { s.streamed(q, from: source) }
     func recovered(_ q: UInt64, _ source: UInt64 = 1) -> Bool { s.recovered(q, from: source) }
     #expect(relayed(10))
     #expect(!recovered(8), "relayed before")
@@ -36,9 +36,15 @@ struct RelayedSourcesTests {
     #expect(!relayed(14))
     #expect(!recovered(14))
     #expect(relayed(15))
-    // Recovered from an incarnation never relayed here.
+    // Recovered from an incarnation never relayed here, its first event (numbered 0)
+    // included; then its relay brings them late.
+    #expect(recovered(0, 7))
+    #expect(!recovered(0, 7))
     #expect(recovered(3, 7))
     #expect(!recovered(3, 7))
+    #expect(!relayed(0, 7))
+    #expect(relayed(1, 7))
+    #expect(!relayed(3, 7))
   }
 
   @Test("Random interleavings of a relay and shards' recoveries: every event passed on once")
@@ -48,10 +54,11 @@ struct RelayedSourcesTests {
       // The events a node committed, in order (sequences with gaps: ticks between them), each
       // of one of three shards.
       var events: [(sequence: UInt64, shard: Int)] = []
-      var next: UInt64 = 0
+      // The first is 0 as often as not (a node's first event is numbered 0).
+      var next = UInt64.random(in: 0...1)
       for _ in 0..<n {
-        next += UInt64.random(in: 1...3)
         events.append((next, Int.random(in: 0..<3)))
+        next += UInt64.random(in: 1...3)
       }
       // Its relay brings a prefix before the fault, and perhaps the rest later (a node that
       // was stopped, not killed). Each shard's row holds its events from some point at or
