@@ -565,8 +565,8 @@ package final class PostgresStore: DurableStore {
         }
       }
       // A shard without new events keeps its row: what it holds of the backlog is there.
-      for shard in fences where fresh[shard] != nil {
-        unsettledRows.append((shard, unsettled.backlog.text(of: shard, adding: fresh[shard] ?? [])))
+      for (shard, new) in fresh {
+        unsettledRows.append((shard, unsettled.backlog.text(of: shard, adding: new)))
       }
     }
     // The whole commit is one call of countdown_commit (``commitFunction``): one statement,

@@ -315,15 +315,7 @@ final class Hub: @unchecked Sendable {
       lifecycle!.writeStaticString(" ")
       lifecycle!.writeBytes(json)
     }
-    // Sliced once every line is written: a slice shares the buffer, and a write to a shared
-    // buffer copies it whole (once per line, each copy kept by the ring).
-    if let lifecycle {
-      lineStarts.append(lifecycle.writerIndex)
-      for i in 0..<(lineStarts.count - 1) {
-        let line = lifecycle.getSlice(at: lineStarts[i], length: lineStarts[i + 1] - lineStarts[i])!
-        _ = ring!.append(line)
-      }
-    }
+    if let lifecycle { keep(lifecycle, lineStarts: lineStarts) }
     guard lifecycle != nil || ticks != nil, !relays.isEmpty else { return }
     writeToRelays(lifecycle, ticks: ticks)
   }
@@ -349,6 +341,17 @@ final class Hub: @unchecked Sendable {
       if let ticks, relay.ticks, relay.stalledSince == nil { relay.sink.write(ticks) }
     }
     if cutOff { relaysChanged() }
+  }
+
+  /// Keeps each line of `lines` (starting at `lineStarts`, in order, the last running to the
+  /// writer index) in the ring, numbered on from `ring.next`. Sliced once every line is
+  /// written: a slice shares the buffer, and a write to a shared buffer copies it whole (once
+  /// per line, each copy kept by the ring).
+  private func keep(_ lines: ByteBuffer, lineStarts: [Int]) {
+    for (i, start) in lineStarts.enumerated() {
+      let end = i + 1 < lineStarts.count ? lineStarts[i + 1] : lines.writerIndex
+      _ = ring!.append(lines.getSlice(at: start, length: end - start)!)
+    }
   }
 
   /// After a relay came or went: whether any takes ticks, and the gauge.
@@ -388,11 +391,7 @@ final class Hub: @unchecked Sendable {
       lifecycle.writeStaticString(" ")
       lifecycle.writeImmutableBuffer(e.line)
     }
-    lineStarts.append(lifecycle.writerIndex)
-    for i in 0..<(lineStarts.count - 1) {
-      _ = ring!.append(
-        lifecycle.getSlice(at: lineStarts[i], length: lineStarts[i + 1] - lineStarts[i])!)
-    }
+    keep(lifecycle, lineStarts: lineStarts)
     if !relays.isEmpty { writeToRelays(lifecycle, ticks: nil) }
     checkInvariants()
   }
