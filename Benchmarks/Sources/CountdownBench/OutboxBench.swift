@@ -20,6 +20,12 @@ struct OutboxBenchOptions: ParsableArguments {
 
   @Option(help: "Only one part: throughput, latency or ticks.")
   var only: String?
+
+  @Flag(
+    help:
+      "The tick comparison with nothing sent on either side (both children alike): how far two like sides differ on this machine."
+  )
+  var noiseFloor = false
 }
 
 /// A pipelined burst of `burst` updates to `p0`… on `child`, one send each to `peer`:
