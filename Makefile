@@ -190,8 +190,12 @@ tsan: deps pgdeps
 
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
-asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests'
+asan: deps pgdeps
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests|RelayedSourcesTests|UnsettledEventsTests'
+	# The cluster's store and shard leases in process (two nodes, each on an event loop of
+	# its own), against a scratch PostgreSQL. Not yet the cluster nodes as children: built
+	# with the sanitizer, a node did not exit within 10 s of SIGTERM (not investigated).
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp Tests/postgres/with-postgres.sh $(SWIFT) test --scratch-path .build-asan --sanitize=address --no-parallel --filter 'LeaseDriverOnPostgresTests|PostgresStoreTests'
 
 
 # A package that depends on Countdown as a service would, one executable per library product,
