@@ -213,6 +213,34 @@ final class ServerProcess {
     String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
   }
 
+  /// Sends SIGSTOP and waits (up to 5 s) until every thread of the process has stopped.
+  ///
+  /// `kill` only queues the signal: the group stop begins when the thread chosen to take it
+  /// next runs, and until then another thread (woken by a socket) can still answer; on two busy
+  /// cores that window was long enough for a forwarded request to be answered (CI, stop 52).
+  /// True once every thread's state in `/proc/PID/task/*/stat` is `T` or `t`.
+  @discardableResult
+  func stop() -> Bool {
+    kill(pid, SIGSTOP)
+    let deadline = Date().addingTimeInterval(5)
+    while deadline.timeIntervalSinceNow > 0 {
+      let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+      let stopped =
+        !tasks.isEmpty
+        && tasks.allSatisfy { task in
+          let stat =
+            (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8)) ?? ""
+          // The state is the field after the command's closing parenthesis.
+          guard let close = stat.lastIndex(of: ")") else { return false }
+          let state = stat[close...].dropFirst().drop { $0 == " " }.first
+          return state == "T" || state == "t"
+        }
+      if stopped { return true }
+      usleep(1_000)
+    }
+    return false
+  }
+
   /// Waits for the process to exit, up to `timeout` seconds; its status or nil.
   func exitStatus(within timeout: Double) -> Int32? {
     let deadline = Date().addingTimeInterval(timeout)
