@@ -63,14 +63,18 @@ func burstOfUpdates(_ child: Child, _ peer: LocalPeer, burst: Int, noun: String,
 /// updates, nothing sent), in alternating rounds; the median p99 of each side. The updates'
 /// own `updated` events are timed apart: they wait for their commit (SPEC §6), which the
 /// outbox's rows lengthen, and at 1,000 a second among 100,000 ticks they would otherwise be
-/// the slowest 1% of the ticks' histogram.
+/// the slowest 1% of the ticks' histogram. With `noiseFloor` (`--noise-floor`), neither side
+/// sends: the comparison's own spread.
 enum TicksBeside {
   /// `prepare` starts the 5,000 updated activities `p0`… on the child once the ticking ones
-  /// have started (and waits for what the starts send, when it must).
+  /// have started (and waits for what the starts send, when `sends` says the child sends).
   static func run(
-    what: String, answered: String, peer: LocalPeer, extra: [String], activities: Int,
-    seconds: Double, rounds: Int, prepare: (Child, _ on: Bool) throws -> Void
+    what sent: String, noiseFloor: Bool, answered: String, peer: LocalPeer, extra sending: [String],
+    activities: Int, seconds: Double, rounds: Int,
+    prepare: (Child, _ sends: Bool) throws -> Void
   ) throws {
+    let what = noiseFloor ? "nothing sent (noise floor)" : sent
+    let extra = noiseFloor ? [] : sending
     print(
       "\n| \(activities / 1000)k ticking, 1,000 updates/s | round | tick p50 | p99 | max | server CPU | ticks/s | `updated` p50 | p99 | max | \(answered) |"
     )
@@ -84,7 +88,7 @@ enum TicksBeside {
         defer { child.stop() }
         peer.reset()
         try ServeBench.startCountdowns(child, activities)
-        try prepare(child, on)
+        try prepare(child, on && !noiseFloor)
         let reader = try Client(child.socket)
         reader.send(Array(#"{"op":"subscribe","ticks":true}"#.utf8) + [0x0A])
         reader.awaitReplies(1)

@@ -223,8 +223,8 @@ struct PushBench: ParsableCommand {
   /// updates, nothing sent), alternating.
   func ticks(_ gateway: Gateway, _ apns: [String]) throws {
     try TicksBeside.run(
-      what: options.noiseFloor ? "nothing sent (noise floor)" : "pushes",
-      answered: "pushes answered", peer: gateway, extra: options.noiseFloor ? [] : apns,
+      what: "pushes", noiseFloor: options.noiseFloor, answered: "pushes answered",
+      peer: gateway, extra: apns,
       activities: activities, seconds: seconds, rounds: rounds
     ) { child, _ in Self.startWithTokens(child, 5000) }
   }

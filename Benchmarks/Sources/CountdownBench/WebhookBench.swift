@@ -140,15 +140,13 @@ struct WebhookBench: ParsableCommand {
   /// alternating. With webhooks, the starts' deliveries are drained before the measurement.
   func ticks(_ receiver: Receiver, _ hook: [String]) throws {
     let activities = self.activities
-    let noiseFloor = options.noiseFloor
     try TicksBeside.run(
-      what: noiseFloor ? "nothing sent (noise floor)" : "webhooks",
-      answered: "deliveries answered", peer: receiver, extra: noiseFloor ? [] : hook,
-      activities: activities, seconds: seconds, rounds: rounds
-    ) { child, on in
+      what: "webhooks", noiseFloor: options.noiseFloor, answered: "deliveries answered",
+      peer: receiver, extra: hook, activities: activities, seconds: seconds, rounds: rounds
+    ) { child, sends in
       Self.startPlain(child, 5000)
       // Every start is delivered too: the measurement begins once they all are.
-      if on && !noiseFloor { Self.settle(receiver, 5000 + activities) }
+      if sends { Self.settle(receiver, 5000 + activities) }
     }
   }
 
