@@ -85,7 +85,8 @@ final class ClusterNode: @unchecked Sendable {
     // The events this node commits, kept beside their rows until its hub has relayed them:
     // the node that takes a shard after this one died passes on what it never did.
     unsettled =
-      relayLinks == nil ? nil : UnsettledEvents(incarnation: incarnation, formatter: hub.formatter)
+      options.relaysEvents
+      ? UnsettledEvents(incarnation: incarnation, formatter: hub.formatter) : nil
     if let relayLinks, let unsettled {
       let incarnation = self.incarnation
       let stall = options.stallAfterCommitOf
@@ -93,7 +94,8 @@ final class ClusterNode: @unchecked Sendable {
         hub.unsettled = unsettled
         hub.stallAfterCommitOf = stall
         hub.enableRelays(incarnation: incarnation)
-        hub.onTicksWanted = { relayLinks.setTicks($0) }
+        // Weak: the links hold the hub (they would keep each other past the server).
+        hub.onTicksWanted = { [weak relayLinks] in relayLinks?.setTicks($0) }
       }
     }
     self.store = store
@@ -171,6 +173,19 @@ final class ClusterNode: @unchecked Sendable {
       .unavailable,
       "the activity is in shard \(shard), which this node (\(node)) does not serve: \(holder); nothing changed, try again"
     )
+  }
+
+  /// The node stops: it hands its shards over (the others take them at their next look),
+  /// closes its connections to the other nodes and lets go of its lease driver, which holds
+  /// this node's callbacks (kept, the two would keep each other alive past the server).
+  func leave() {
+    let driver = self.driver.withLockedValue { d in
+      defer { d = nil }
+      return d
+    }
+    driver?.leave()
+    links?.close()
+    relayLinks?.close()
   }
 
   // MARK: - The driver's decisions (on its thread, in order)

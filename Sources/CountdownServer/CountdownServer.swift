@@ -266,7 +266,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
       }
       let journal = Journal(
         storedOptions: StoredOptions(snapshot?.options ?? options.engine), pushes: apns != nil,
-        webhooks: options.webhooks != nil, unsettled: options.cluster?.token != nil)
+        webhooks: options.webhooks != nil, unsettled: options.cluster?.relaysEvents ?? false)
       let logger = self.logger
       let options = self.options
       let loopBox = NIOLockedValueBox<CountdownLoop?>(nil)
@@ -536,9 +536,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
       // With a state file, those replies go out once their wakes are committed.
       core.durable?.writer.flush()
       // A cluster node hands its shards over: the others take them at their next look.
-      core.cluster?.driver.withLockedValue { $0 }?.leave()
-      core.cluster?.links?.close()
-      core.cluster?.relayLinks?.close()
+      core.cluster?.leave()
       core.durable?.writer.flush()
       let channels = core.connections.withLockedValue { Array($0.values) }
       for c in channels {

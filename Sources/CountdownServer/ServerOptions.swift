@@ -203,6 +203,10 @@ public struct ClusterOptions: Sendable, Equatable {
   /// `--cluster-token`: what the nodes authenticate to each other with over `--listen`; a
   /// command for another node's shard is forwarded to it only with one.
   public var token: String?
+  /// Whether the node relays its events to the other nodes (it has a cluster token to reach
+  /// them with), and so keeps each committed event beside its row until its hub has relayed it
+  /// (docs/cluster.md): the journal writes them, the node settles them.
+  var relaysEvents: Bool { token != nil }
   /// Debug builds, for the tests: once the hub has an event of an activity whose id begins
   /// with this committed, it delivers and relays nothing committed from then on, as a node
   /// killed between a commit and its relay (`COUNTDOWN_FAULT_STALL_AFTER_COMMIT_OF`).

@@ -20,8 +20,7 @@ struct ServerProcessTests {
 
       let second = try ServerProcess(["--socket", "c.sock"], in: dir)
       #expect(second.exitStatus(within: 10) == 1)
-      let message = String(
-        decoding: second.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      let message = second.errorText
       #expect(message.contains("another server is listening on c.sock"), "\(message)")
 
       // Clients connected, one subscribed, requests in flight: SIGTERM.

@@ -162,7 +162,11 @@ var countdownExecutable: URL {
 final class ServerProcess {
   let process = Process()
   let output = Pipe()
-  let errors = Pipe()
+  /// Where the process's standard error goes: a file, not a pipe, so that a process writing
+  /// more than a pipe holds (64 KiB: a sanitizer's report at exit, a chatty log) never blocks
+  /// on it while the test waits for it to exit.
+  let errorsPath =
+    NSTemporaryDirectory() + "countdown-serve-stderr-\(UUID().uuidString).log"
   let startLine: String
 
   /// `launcher`, when given, runs the server (`prlimit --fsize=N --`, `setpriv …`).
@@ -182,7 +186,11 @@ final class ServerProcess {
       process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     }
     process.standardOutput = output
+    guard FileManager.default.createFile(atPath: errorsPath, contents: nil),
+      let errors = FileHandle(forWritingAtPath: errorsPath)
+    else { throw CocoaError(.fileWriteUnknown) }
     process.standardError = errors
+    defer { try? errors.close() }
     try process.run()
     var line = [UInt8]()
     let handle = output.fileHandleForReading
@@ -208,9 +216,9 @@ final class ServerProcess {
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
   }
 
-  /// What the process wrote to standard error (read once it has exited).
+  /// What the process has written to standard error so far (all of it once it has exited).
   var errorText: String {
-    String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    String(decoding: FileManager.default.contents(atPath: errorsPath) ?? Data(), as: UTF8.self)
   }
 
   /// Sends SIGSTOP and waits (up to 5 s) until every thread of the process has stopped.
@@ -253,6 +261,7 @@ final class ServerProcess {
       process.terminate()
       _ = exitStatus(within: 5)
     }
+    unlink(errorsPath)
   }
 }
 
