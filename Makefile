@@ -193,9 +193,12 @@ tsan: deps pgdeps
 asan: deps pgdeps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests|RelayedSourcesTests|UnsettledEventsTests'
 	# The cluster's store and shard leases in process (two nodes, each on an event loop of
-	# its own), against a scratch PostgreSQL. Not yet the cluster nodes as children: built
-	# with the sanitizer, a node did not exit within 10 s of SIGTERM (not investigated).
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp Tests/postgres/with-postgres.sh $(SWIFT) test --scratch-path .build-asan --sanitize=address --no-parallel --filter 'LeaseDriverOnPostgresTests|PostgresStoreTests'
+	# its own), a whole cluster node in process started and stopped, and two cluster nodes
+	# as sanitized children (a takeover, events passed on for a node killed before relaying
+	# them): a child that leaks exits non-zero, which the tests expect to be 0. Against a
+	# scratch PostgreSQL. Not the subscription test: its steps before the kill outlast their
+	# deadline under the sanitizer.
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp Tests/postgres/with-postgres.sh $(SWIFT) test --scratch-path .build-asan --sanitize=address --no-parallel --filter 'LeaseDriverOnPostgresTests|PostgresStoreTests|ClusterNodeLifetimeOnPostgresTests|ClusterOnPostgresTests/(takeover|killedBetweenCommitAndRelay)'
 
 
 # A package that depends on Countdown as a service would, one executable per library product,

@@ -13,7 +13,6 @@ extension ClusterOnPostgresTests {
     private let lock = NSLock()
     private var events: [String: [(String, Int64)]] = [:]
     private var running = true
-    private var thread: Thread?
 
     /// Reads `next` (an event's kind, id and at, or nil when nothing came) until stopped.
     init(_ next: @escaping () -> (String, String, Int64)?) {
@@ -26,7 +25,8 @@ extension ClusterOnPostgresTests {
           lock.withLock { events[id, default: []].append((kind, at)) }
         }
       }
-      thread = t
+      // Not kept: the thread holds this recorder until it ends (after `stop()`); kept, the
+      // two would hold each other past the test.
       t.start()
     }
 
