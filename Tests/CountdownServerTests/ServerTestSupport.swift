@@ -1,4 +1,5 @@
 import CountdownClient
+import CountdownTestSupport
 import Foundation
 import Testing
 
@@ -211,14 +212,14 @@ final class ServerProcess {
 
   /// Resident memory of the server, in KiB.
   var rssKiB: Int {
-    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let status = readTextFile("/proc/\(pid)/status")
     let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
   }
 
   /// What the process has written to standard error so far (all of it once it has exited).
   var errorText: String {
-    String(decoding: FileManager.default.contents(atPath: errorsPath) ?? Data(), as: UTF8.self)
+    readTextFile(errorsPath)
   }
 
   /// Sends SIGSTOP and waits (up to 5 s) until every thread of the process has stopped.
@@ -236,11 +237,7 @@ final class ServerProcess {
       let stopped =
         !tasks.isEmpty
         && tasks.allSatisfy { task in
-          let stat =
-            (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8)) ?? ""
-          // The state is the field after the command's closing parenthesis.
-          guard let close = stat.lastIndex(of: ")") else { return false }
-          let state = stat[close...].dropFirst().drop { $0 == " " }.first
+          let state = procStatFields("/proc/\(pid)/task/\(task)/stat").first
           return state == "T" || state == "t"
         }
       if stopped { return true }

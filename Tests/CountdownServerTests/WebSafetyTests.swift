@@ -416,8 +416,7 @@ struct WebSafetyProcessTests {
 
   /// CPU seconds the process has used (user + system), from /proc.
   static func cpuSeconds(_ pid: Int32) -> Double {
-    let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-    let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+    let fields = procStatFields("/proc/\(pid)/stat")
     guard fields.count > 13, let u = Double(fields[11]), let s = Double(fields[12]) else {
       return 0
     }

@@ -74,27 +74,10 @@ package enum PostgresTestServer {
     }
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    let text = readText(output)
+    let text = readTextFile(output)
     guard status == 0 else {
       throw Failure(description: "\(arguments.joined(separator: " ")) failed (\(status)): \(text)")
     }
     return text
-  }
-
-  /// The text of the file at `path` (empty if it cannot be read), read with POSIX calls:
-  /// Foundation's `String(contentsOfFile:)` leaks its buffer here (LeakSanitizer, `make asan`).
-  static func readText(_ path: String) -> String {
-    let fd = open(path, O_RDONLY)
-    guard fd >= 0 else { return "" }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 && errno == EINTR { continue }
-      guard n > 0 else { break }
-      bytes += chunk[0..<n]
-    }
-    return String(decoding: bytes, as: UTF8.self)
   }
 }
