@@ -109,6 +109,7 @@ package final class LeaseDriver: @unchecked Sendable {
     leases = ShardLeases(node: node, shardCount: shardCount, timing: timing)
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     eventLoop = group.next()
+    eventLoop.nameThread("countdown-lease")
     deadline = DeadlineTimer(on: eventLoop)
     var logger = Logger(label: "countdown.leases")
     logger.logLevel = .critical

@@ -1,5 +1,6 @@
 import Countdown
 import CountdownCluster
+import CountdownNIO
 import CountdownPush
 import CountdownStore
 import Foundation
@@ -132,6 +133,7 @@ package final class PostgresStore: DurableStore {
     self.location = location
     self.shardCount = shardCount.map { max(1, $0) }
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    group.next().nameThread("countdown-pg")
     var logger = Logger(label: "countdown.postgres")
     logger.logLevel = .critical
     self.logger = logger

@@ -1,6 +1,7 @@
 import Countdown
 import CountdownClient
 import CountdownLoop
+import CountdownNIO
 import CountdownPostgres
 import CountdownProtocol
 import CountdownPush
@@ -234,7 +235,10 @@ public final class CountdownServer: Service, @unchecked Sendable {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.networkThreads))
     // The network threads carry ticks to subscribers: they take the CPU as soon as they wake,
     // as the loop thread does (`PromptWakeups`).
-    for eventLoop in group.makeIterator() { eventLoop.execute { PromptWakeups.request() } }
+    for eventLoop in group.makeIterator() {
+      eventLoop.nameThread("countdown-net")
+      eventLoop.execute { PromptWakeups.request() }
+    }
     let metrics = ServerMetrics()
     let hub = Hub(
       eventLoop: group.next(), formatter: TimerFormatter(style: options.style),

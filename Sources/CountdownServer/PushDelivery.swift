@@ -83,6 +83,7 @@ final class PushDelivery: @unchecked Sendable {
     tokens = ProviderTokens(token)
     // The sender's thread gives way to the loop thread (ticks are due at their instants; a push
     // a millisecond later is not late).
+    eventLoop.nameThread("countdown-push")
     eventLoop.execute { System.yieldToOtherThreads(niceness: 5) }
     answered = AnsweredBatch(writer: writer, eventLoop: eventLoop)
     self.loop = loop

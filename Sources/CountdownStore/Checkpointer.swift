@@ -38,8 +38,10 @@ final class Checkpointer: @unchecked Sendable {
     var config = Configuration()
     config.label = "countdown.checkpoint"
     connection = try DatabaseQueue(path: path, configuration: config)
-    let thread = Thread { [self] in run() }
-    thread.name = "countdown.checkpoint"
+    let thread = Thread { [self] in
+      System.nameCurrentThread("countdown-ckpt")
+      run()
+    }
     thread.start()
   }
 

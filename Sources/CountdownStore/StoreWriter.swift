@@ -128,8 +128,10 @@ package final class StoreWriter: @unchecked Sendable {
     self.planner = pushes?.planner
     self.onPushes = pushes?.committed
     self.clock = pushes?.now
-    let thread = Thread { [self] in run() }
-    thread.name = "countdown.store"
+    let thread = Thread { [self] in
+      System.nameCurrentThread("countdown-store")
+      run()
+    }
     thread.start()
   }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -21,6 +23,13 @@ enum System {
     case S_IFDIR: return .directory
     default: return .other
     }
+  }
+
+  /// Names the calling thread `name` (at most 15 bytes, the kernel's limit), as `top -H` and
+  /// /proc/PID/task/TID/comm show it (docs/driver.md, "Threads"). Best effort.
+  static func nameCurrentThread(_ name: String) {
+    // Foundation names the thread it runs on (pthread_setname_np), with 15 bytes at most.
+    Thread.current.name = String(decoding: name.utf8.prefix(15), as: UTF8.self)
   }
 
   /// Whether this user may write to `path`.

@@ -150,6 +150,12 @@ struct ClusterOnPostgresTests {
     try await Self.withTwoNodes { p in
       let (a, b, owners, ca, cb) = (p.a, p.b, p.owners, p.ca, p.cb)
       let dirB = p.dirB
+      // A node's threads say what they are (docs/driver.md, "Threads").
+      let names = Set(a.threadNames)
+      #expect(
+        names.isSuperset(of: ["countdown-loop", "countdown-net", "countdown-pg", "countdown-lease"]
+        ),
+        "\(a.threadNames)")
 
       // On a, in its shards: one countdown that ends 300 ms after a is killed, with nobody
       // serving its shard then, and one that goes on.

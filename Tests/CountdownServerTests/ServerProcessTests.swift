@@ -46,6 +46,31 @@ struct ServerProcessTests {
     }
   }
 
+  @Test("Each of the server's threads says what it is (top -H, ps -L): docs/driver.md, Threads")
+  func threadNames() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      // A webhook to a port nobody listens on: the sender starts and retries.
+      let server = try ServerProcess(
+        ["--socket", "c.sock", "--webhook", "http://127.0.0.1:9/hook"],
+        in: dir)
+      let wanted = [
+        "countdown-ckpt", "countdown-hook", "countdown-loop", "countdown-net", "countdown-store",
+      ]
+      var names: [String] = []
+      let deadline = Date().addingTimeInterval(5)
+      repeat {
+        names = server.threadNames.filter { $0.hasPrefix("countdown-") }
+        if names == wanted { break }
+        usleep(20_000)
+      } while deadline.timeIntervalSinceNow > 0
+      #expect(names == wanted, "\(server.threadNames)")
+      kill(server.pid, SIGTERM)
+      #expect(server.exitStatus(within: 10) == 0)
+    }
+  }
+
   @Test("--board-controls takes all or none; another value is a usage error (64) before listening")
   func boardControlsFlag() async throws {
     try await onThread {

@@ -217,6 +217,14 @@ final class ServerProcess {
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
   }
 
+  /// The names of the process's threads (`/proc/PID/task/*/comm`), sorted.
+  var threadNames: [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    return tasks.map {
+      readTextFile("/proc/\(pid)/task/\($0)/comm").trimmingCharacters(in: .whitespacesAndNewlines)
+    }.sorted()
+  }
+
   /// What the process has written to standard error so far (all of it once it has exited).
   var errorText: String {
     readTextFile(errorsPath)

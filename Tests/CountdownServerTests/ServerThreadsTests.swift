@@ -1,4 +1,5 @@
 import CountdownLoop
+import CountdownTestSupport
 import Foundation
 import Testing
 
@@ -9,6 +10,15 @@ import Testing
 /// scheduling slice (`PromptWakeups`, docs/driver.md).
 @Suite("Server threads")
 struct ServerThreadsTests {
+  @Test("The loop thread and every network thread say what they are")
+  func names() async throws {
+    let seen = try await onTickThreads {
+      readTextFile("/proc/thread-self/comm").trimmingCharacters(in: .newlines)
+    }
+    #expect(seen.network == ["countdown-net", "countdown-net", "countdown-net"])
+    #expect(seen.loop == "countdown-loop")
+  }
+
   @Test(
     "The loop thread and every network thread run with the short slice",
     .enabled(
@@ -17,6 +27,16 @@ struct ServerThreadsTests {
         return v.majorVersion > 6 || (v.majorVersion == 6 && v.minorVersion >= 12)
       }(), "custom slices need Linux 6.12 or later"))
   func shortSlices() async throws {
+    let seen = try await onTickThreads { PromptWakeups.currentSliceNanoseconds }
+    #expect(seen.network == Array(repeating: PromptWakeups.sliceNanoseconds, count: 3))
+    #expect(seen.loop == PromptWakeups.sliceNanoseconds)
+  }
+
+  /// What `body` returns on each of a started server's three network threads and on its loop
+  /// thread.
+  private func onTickThreads<T: Sendable>(_ body: @escaping @Sendable () -> T) async throws -> (
+    network: [T], loop: T
+  ) {
     let dir = temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: dir) }
     let options = ServerOptions(
@@ -25,14 +45,10 @@ struct ServerThreadsTests {
     try server.start()
     defer { server.stop() }
     let core = try #require(server.core)
-    var seen = 0
+    var network: [T] = []
     for eventLoop in core.group.makeIterator() {
-      let slice = try await eventLoop.submit { PromptWakeups.currentSliceNanoseconds }.get()
-      #expect(slice == PromptWakeups.sliceNanoseconds)
-      seen += 1
+      network.append(try await eventLoop.submit { body() }.get())
     }
-    #expect(seen == 3)
-    let loopSlice = try await core.loop.submit { _ in PromptWakeups.currentSliceNanoseconds }
-    #expect(loopSlice == PromptWakeups.sliceNanoseconds)
+    return (network, try await core.loop.submit { _ in body() })
   }
 }

@@ -104,6 +104,10 @@ class PushTests(unittest.TestCase):
         """Push-to-start, an update, a pause, a resume and an end with a dismissal date, each
         checked on the wire: headers, JWT, payload and content-state (reference dates)."""
         s = self.serve()
+        # The sender's thread says what it is (docs/driver.md, "Threads").
+        names = [open("/proc/%d/task/%s/comm" % (s.proc.pid, t)).read().strip()
+                 for t in os.listdir("/proc/%d/task" % s.proc.pid)]
+        self.assertIn("countdown-push", names)
         end_ms = int(time.time() * 1000) + 600_000
         obj = self.start({
             "id": "gate", "kind": "countdown", "endDate": end_ms, "title": "Gate B12",
