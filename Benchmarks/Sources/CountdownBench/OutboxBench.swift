@@ -26,6 +26,12 @@ struct OutboxBenchOptions: ParsableArguments {
       "The tick comparison with nothing sent on either side (both children alike): how far two like sides differ on this machine."
   )
   var noiseFloor = false
+
+  @Flag(
+    help:
+      "In the tick comparison, the tick path (the child's loop and network threads, the subscriber) on the last CPU and every other thread of the child and the bench on the others, on both sides."
+  )
+  var pin = false
 }
 
 /// A pipelined burst of `burst` updates to `p0`… on `child`, one send each to `peer`:
@@ -69,11 +75,12 @@ enum TicksBeside {
   /// `prepare` starts the 5,000 updated activities `p0`… on the child once the ticking ones
   /// have started (and waits for what the starts send, when `sends` says the child sends).
   static func run(
-    what sent: String, noiseFloor: Bool, answered: String, peer: LocalPeer, extra sending: [String],
+    what sent: String, noiseFloor: Bool, pin: Bool, answered: String, peer: LocalPeer,
+    extra sending: [String],
     activities: Int, seconds: Double, rounds: Int,
     prepare: (Child, _ sends: Bool) throws -> Void
   ) throws {
-    let what = noiseFloor ? "nothing sent (noise floor)" : sent
+    let what = (noiseFloor ? "nothing sent (noise floor)" : sent) + (pin ? ", pinned" : "")
     let extra = noiseFloor ? [] : sending
     print(
       "\n| \(activities / 1000)k ticking, 1,000 updates/s | round | tick p50 | p99 | max | server CPU | ticks/s | `updated` p50 | p99 | max | \(answered) |"
@@ -86,6 +93,8 @@ enum TicksBeside {
         defer { PushBench.removeState(state) }
         let child = try Child(state: state, extra: on ? extra : [])
         defer { child.stop() }
+        let pinner = pin ? TickThreadPinner(child.process.processIdentifier) : nil
+        defer { pinner?.stop() }
         peer.reset()
         try ServeBench.startCountdowns(child, activities)
         try prepare(child, on && !noiseFloor)
@@ -123,5 +132,43 @@ enum TicksBeside {
     print(
       "\n\(what) move the median tick p99 by \(String(format: "%+.1f", (on / off - 1) * 100))% (\(fmt(off)) → \(fmt(on)), \(p99[true]!.count) rounds each)"
     )
+  }
+}
+
+/// `--pin`: every 0.2 s, the threads of the bench and of `child` that asked for the short
+/// scheduling slice (the tick path: the loop thread, the network threads, the subscriber) on
+/// the last CPU, all their other threads (the writer, the senders, the gateway or receiver,
+/// the update streams) on the others: how the ticks fare when the sending has its own CPUs.
+final class TickThreadPinner: @unchecked Sendable {
+  // @unchecked Sendable: `stopped` is a StopFlag; the thread is touched only in init and stop.
+  private let stopped = StopFlag()
+  private let done = DispatchSemaphore(value: 0)
+  private let allMask: UInt64
+
+  init(_ child: Int32) {
+    let cpus = max(2, min(64, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+    allMask = cpus == 64 ? ~0 : (UInt64(1) << UInt64(cpus)) - 1
+    let tickMask = UInt64(1) << UInt64(cpus - 1)
+    let otherMask = tickMask - 1
+    let pids = [getpid(), child]
+    let stopped = self.stopped
+    let done = self.done
+    Thread {
+      while !stopped.isSet {
+        for pid in pids {
+          _ = cbench_pin_threads_by_slice(pid, 100_000, tickMask, otherMask)
+        }
+        usleep(200_000)
+      }
+      done.signal()
+    }.start()
+  }
+
+  /// Stops placing threads and gives the bench's own back all the CPUs (the child's keep
+  /// theirs until it ends).
+  func stop() {
+    stopped.set()
+    done.wait()
+    _ = cbench_pin_threads_by_slice(getpid(), 100_000, allMask, allMask)
   }
 }

@@ -223,7 +223,7 @@ struct PushBench: ParsableCommand {
   /// updates, nothing sent), alternating.
   func ticks(_ gateway: Gateway, _ apns: [String]) throws {
     try TicksBeside.run(
-      what: "pushes", noiseFloor: options.noiseFloor, answered: "pushes answered",
+      what: "pushes", noiseFloor: options.noiseFloor, pin: options.pin, answered: "pushes answered",
       peer: gateway, extra: apns,
       activities: activities, seconds: seconds, rounds: rounds
     ) { child, _ in Self.startWithTokens(child, 5000) }

@@ -141,7 +141,8 @@ struct WebhookBench: ParsableCommand {
   func ticks(_ receiver: Receiver, _ hook: [String]) throws {
     let activities = self.activities
     try TicksBeside.run(
-      what: "webhooks", noiseFloor: options.noiseFloor, answered: "deliveries answered",
+      what: "webhooks", noiseFloor: options.noiseFloor, pin: options.pin,
+      answered: "deliveries answered",
       peer: receiver, extra: hook, activities: activities, seconds: seconds, rounds: rounds
     ) { child, sends in
       Self.startPlain(child, 5000)
