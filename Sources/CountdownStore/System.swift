@@ -1,5 +1,3 @@
-import Foundation
-
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -28,8 +26,15 @@ enum System {
   /// Names the calling thread `name` (at most 15 bytes, the kernel's limit), as `top -H` and
   /// /proc/PID/task/TID/comm show it (docs/driver.md, "Threads"). Best effort.
   static func nameCurrentThread(_ name: String) {
-    // Foundation names the thread it runs on (pthread_setname_np), with 15 bytes at most.
-    Thread.current.name = String(decoding: name.utf8.prefix(15), as: UTF8.self)
+    #if os(Linux)
+      // The calling thread's own comm file: what prctl(PR_SET_NAME) sets. (Foundation's
+      // `Thread.current.name`, set first thing in a new Thread, is lost when the creating
+      // thread has not yet recorded the new one's pthread: seen once in six runs.)
+      let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+      guard fd >= 0 else { return }
+      _ = Array(name.utf8.prefix(15)).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+      close(fd)
+    #endif
   }
 
   /// Whether this user may write to `path`.

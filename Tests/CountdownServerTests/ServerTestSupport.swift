@@ -149,6 +149,27 @@ final class RunningServer {
   }
 }
 
+/// A TCP socket bound to a free port of 127.0.0.1; with `listening`, it listens and never
+/// accepts: the kernel completes connections into its backlog and nothing ever answers (a
+/// peer that hangs).
+func loopbackSocket(listening: Bool) throws -> (fd: Int32, port: Int) {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  let bound = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+    }
+  }
+  guard bound, !listening || listen(fd, 64) == 0 else {
+    close(fd)
+    throw TestFailure("no free port")
+  }
+  return (fd, Int(UInt16(bigEndian: address.sin_port)))
+}
+
 /// Milliseconds since 1970 by the wall clock.
 func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
