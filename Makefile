@@ -191,7 +191,7 @@ tsan: deps pgdeps
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
 asan: deps pgdeps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests|RelayedSourcesTests|UnsettledEventsTests'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests|RelayedSourcesTests|UnsettledEventsTests|ServerLifetimeTests'
 	# The cluster's store and shard leases in process (two nodes, each on an event loop of
 	# its own), a whole cluster node in process started and stopped, and two cluster nodes
 	# as sanitized children (a takeover, events passed on for a node killed before relaying
