@@ -74,6 +74,7 @@ final class PushDelivery: @unchecked Sendable {
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     eventLoop = group.next()
     timer = DeadlineTimer(on: eventLoop)
+    eventLoop.nameThread("countdown-push")
     do {
       client = try APNsClient(endpoint: endpoint, eventLoop: eventLoop)
     } catch {
@@ -83,7 +84,6 @@ final class PushDelivery: @unchecked Sendable {
     tokens = ProviderTokens(token)
     // The sender's thread gives way to the loop thread (ticks are due at their instants; a push
     // a millisecond later is not late).
-    eventLoop.nameThread("countdown-push")
     eventLoop.execute { System.yieldToOtherThreads(niceness: 5) }
     answered = AnsweredBatch(writer: writer, eventLoop: eventLoop)
     self.loop = loop

@@ -59,6 +59,7 @@ final class WebhookDelivery: @unchecked Sendable {
   ) throws(ServerStartError) {
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     eventLoop = group.next()
+    eventLoop.nameThread("countdown-hook")
     var tls: NIOSSLContext?
     if options.caPath != nil
       || options.urls.contains(where: { $0.lowercased().hasPrefix("https://") })
@@ -88,7 +89,6 @@ final class WebhookDelivery: @unchecked Sendable {
     secret = options.secret.map { SymmetricKey(data: $0) }
     // The sender's thread gives way to the loop thread, as the push sender's does (nice 19
     // was measured too: half the deliveries a second, and ticks no steadier; BENCHMARKS.md).
-    eventLoop.nameThread("countdown-hook")
     eventLoop.execute { System.yieldToOtherThreads(niceness: 5) }
     answered = AnsweredBatch(writer: writer, eventLoop: eventLoop)
     self.metrics = metrics
