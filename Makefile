@@ -82,8 +82,9 @@ postgres: deps pgdeps
 # commands through another, on a PostgreSQL of its own (about 2.5 minutes).
 chaos: deps pgdeps
 	$(SWIFT) build --build-tests
-	COUNTDOWN_CHAOS_ROUNDS=20 Tests/postgres/with-postgres.sh $(SWIFT) test --skip-build \
-	  --no-parallel --filter "ClusterOnPostgresTests/killedUnderStream"
+	COUNTDOWN_CHAOS_ROUNDS=20 COUNTDOWN_HANDBACK_ROUNDS=10 Tests/postgres/with-postgres.sh \
+	  $(SWIFT) test --skip-build --no-parallel \
+	  --filter "ClusterOnPostgresTests/(killedUnderStream|handBack)"
 
 # Live Activity pushes end to end: `countdown serve --apns-*` (the debug build) against the
 # APNs stand-in, real TLS and HTTP/2 on loopback (Tests/pushes; scratch in .build-pushes).

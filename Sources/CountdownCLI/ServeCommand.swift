@@ -59,6 +59,14 @@ struct ServeCommand: AsyncParsableCommand {
 
   @Option(
     help: """
+      How long a commit to --postgres may go unanswered, in ms: then its connection is dropped \
+      and its commands are answered storageFailed, saying they may or may not have been \
+      carried out (default: --lease-ms for a node, 10000 otherwise).
+      """)
+  var commitTimeoutMs: Int64?
+
+  @Option(
+    help: """
       The token the nodes of a cluster authenticate to each other with over --listen: with it, \
       a command for another node's shard is forwarded there (with --node; or the \
       COUNTDOWN_CLUSTER_TOKEN environment variable).
@@ -235,6 +243,14 @@ struct ServeCommand: AsyncParsableCommand {
       }
     }
     _ = try apns.options()
+    if let commitTimeoutMs {
+      guard postgres != nil else {
+        throw ValidationError("--commit-timeout-ms bounds a commit to --postgres: give --postgres")
+      }
+      guard commitTimeoutMs >= 100, commitTimeoutMs <= 600_000 else {
+        throw ValidationError("--commit-timeout-ms must be 100 to 600000, not \(commitTimeoutMs)")
+      }
+    }
     if let node {
       guard postgres != nil else {
         throw ValidationError("--node runs a cluster node on PostgreSQL: give --postgres too")
@@ -284,6 +300,7 @@ struct ServeCommand: AsyncParsableCommand {
       slowConsumerMilliseconds: slowConsumerMs, statePath: state ?? "countdown.db",
       sync: StoreSync(rawValue: sync)!)
     options.postgres = postgres
+    options.commitTimeoutMs = commitTimeoutMs
     options.cluster = node.map {
       ClusterOptions(
         node: $0, advertise: advertise ?? listen, shards: shards, leaseMs: leaseMs,

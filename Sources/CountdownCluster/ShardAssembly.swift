@@ -14,6 +14,11 @@ package enum ShardAssembly {
     /// The events of the taken shards' steps, each shard's in its order; their handles are
     /// the stepping engines', not the rebuilt engine's (the loop gives each its own).
     package var events: [ActivityEvent]
+    /// The taken parts left out, by their index in `taking`, with why: a row that cannot be
+    /// restored (a damaged row: `invalidPayload` naming the activity and the field, as a
+    /// restore says it), or an id already in another part (two shards, or a shard and the
+    /// node, cannot share an activity). The other parts are assembled as if it were not there.
+    package var refused: [Int: CountdownError]
   }
 
   /// - Parameters:
@@ -21,23 +26,34 @@ package enum ShardAssembly {
   ///     to, its options and id generator carry on.
   ///   - keeping: which of `current`'s activities stay (false: its shard is no longer served).
   ///   - taking: the rows of each shard taken, with its own engine row (`now`: its last
-  ///     commit's instant; `options`: as that commit left them).
-  /// - Throws: `invalidPayload` for a bad stored row (as a restore does) or an id in two
-  ///   parts (two shards, or a shard and the node, cannot share an activity); nothing is made.
+  ///     commit's instant; `options`: as that commit left them), their numbers in any state
+  ///     (``inStartOrder(_:)``).
   /// - Complexity: O(n log n) for n activities, plus the deadlines the steps pass.
   package static func assemble(
     _ current: EngineSnapshot, keeping: (StoredActivity) -> Bool, taking: [EngineSnapshot]
-  ) throws(CountdownError) -> Assembled {
+  ) -> Assembled {
     var parts = [current.activities.filter(keeping)]
     var events: [ActivityEvent] = []
-    for rows in taking {
+    var refused: [Int: CountdownError] = [:]
+    var seen = Set(parts[0].lazy.map(\.id))
+    for (k, rows) in taking.enumerated() {
       let fired = Fired()
-      var engine = try ActivityEngine(restoring: rows, onEvent: { fired.events.append($0) })
-      try engine.stepClock(to: current.now)
-      events += fired.events
-      parts.append(engine.snapshot().activities)
+      do throws(CountdownError) {
+        if let twice = rows.activities.first(where: { seen.contains($0.id) }) {
+          throw .payload(
+            "activity \(JSONValue.string(twice.id).canonicalText) is in two shards' rows")
+        }
+        var engine = try ActivityEngine(
+          restoring: inStartOrder(rows), onEvent: { fired.events.append($0) })
+        try engine.stepClock(to: current.now)
+        events += fired.events
+        let stepped = engine.snapshot().activities
+        for a in rows.activities { seen.insert(a.id) }
+        parts.append(stepped)
+      } catch {
+        refused[k] = error
+      }
     }
-    var seen = Set<String>()
     var merged: [StoredActivity] = []
     merged.reserveCapacity(parts.reduce(0) { $0 + $1.count })
     // One start order: the parts merged by start instant, each part keeping its own order
@@ -52,11 +68,6 @@ package enum ShardAssembly {
       guard let p = pick else { break }
       var a = parts[p][next[p]]
       next[p] += 1
-      guard seen.insert(a.id).inserted else {
-        throw .payload(
-          "activity \(JSONValue.string(a.id).canonicalText) is in two shards' rows; nothing was taken"
-        )
-      }
       a.order = UInt64(merged.count)
       merged.append(a)
     }
@@ -64,7 +75,30 @@ package enum ShardAssembly {
       snapshot: EngineSnapshot(
         now: current.now, options: current.options, nextOrder: UInt64(merged.count),
         idGeneratorState: current.idGeneratorState, activities: merged),
-      events: events)
+      events: events, refused: refused)
+  }
+
+  /// A shard's rows as they stand in PostgreSQL, numbered `0..<n` in the shard's start order:
+  /// by start instant, then by the number each row carries, then by id.
+  ///
+  /// A row's `order` is only a tie-break between activities started in the same millisecond:
+  /// a node numbers the activities of all its shards in one sequence and writes the numbers
+  /// of the rows it changes, so a shard's rows can carry numbers from several nodes'
+  /// sequences, duplicates among them, and some at or above the engine row's `nextOrder`
+  /// (rows written so before 2026-11-28 are read the same way: nothing to migrate). Within
+  /// one node's sequence, numbers rise with start instants, so ordering by the instant first
+  /// gives every shard one order however its rows were written, and the same order on every
+  /// node that reads them.
+  /// - Complexity: O(n log n).
+  package static func inStartOrder(_ rows: EngineSnapshot) -> EngineSnapshot {
+    var out = rows
+    out.activities.sort {
+      ($0.startedAt, $0.order) != ($1.startedAt, $1.order)
+        ? ($0.startedAt, $0.order) < ($1.startedAt, $1.order) : $0.id < $1.id
+    }
+    for k in out.activities.indices { out.activities[k].order = UInt64(k) }
+    out.nextOrder = UInt64(out.activities.count)
+    return out
   }
 
   /// The events a stepping engine gives.

@@ -123,14 +123,23 @@ package final class PostgresStore: DurableStore {
   private let logger: Logger
   private var connection: PostgresConnection?
   private var closed = false
+  /// How long a connection, a query or a commit may go unanswered (`--commit-timeout-ms`;
+  /// docs/cluster.md, "A commit cut off from PostgreSQL"): then the connection is dropped and
+  /// what waited on it fails, a commit saying it may or may not have been made. PostgreSQL
+  /// cut off without a reset (a partition) otherwise keeps a commit waiting for as long as
+  /// the cut lasts.
+  package let answerTimeout: TimeAmount
 
   /// Connects, takes the database (one server at a time; a node's store, `nodeOf` the
   /// cluster's shard count, leaves that to the leases) and makes, migrates or checks the
   /// tables. A node's store serves no shard until ``serve(_:epoch:)``.
   /// - Throws: ``StoreError`` naming the database: unreachable, refused, in use by another
   ///   server, written by a newer countdown.
-  package init(_ location: Location, nodeOf shardCount: Int? = nil) throws(StoreError) {
+  package init(
+    _ location: Location, nodeOf shardCount: Int? = nil, answerTimeout: TimeAmount = .seconds(10)
+  ) throws(StoreError) {
     self.location = location
+    self.answerTimeout = answerTimeout
     self.shardCount = shardCount.map { max(1, $0) }
     group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     group.next().nameThread("countdown-pg")
@@ -154,7 +163,7 @@ package final class PostgresStore: DurableStore {
     connection = nil
     let c: PostgresConnection
     do {
-      c = try location.connect(on: group.next(), logger: logger).wait()
+      c = try location.connect(on: group.next(), logger: logger, within: answerTimeout)
     } catch {
       throw StoreError("cannot reach \(location.place): \(Self.describe(error))")
     }
@@ -163,9 +172,10 @@ package final class PostgresStore: DurableStore {
       return c
     }
     do {
-      let rows = try c.query(
-        "SELECT pg_try_advisory_lock(\(Self.lockKey))", logger: logger
-      ).wait().rows
+      let rows = try c.answer(
+        to: c.query("SELECT pg_try_advisory_lock(\(Self.lockKey))", logger: logger),
+        within: answerTimeout
+      ).rows
       guard let got = try rows.first?.decode(Bool.self), got else {
         _ = try? c.close().wait()
         throw StoreError(
@@ -187,7 +197,10 @@ package final class PostgresStore: DurableStore {
   private func run(_ c: PostgresConnection, _ sql: String, _ binds: PostgresBindings = .init())
     throws -> [PostgresRow]
   {
-    try c.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait().rows
+    try c.answer(
+      to: c.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger),
+      within: answerTimeout
+    ).rows
   }
 
   /// `body` in one transaction on the connection: committed when it returns, rolled back
@@ -203,7 +216,7 @@ package final class PostgresStore: DurableStore {
       try run(c, "COMMIT")
       return result
     } catch {
-      if (try? run(c, "ROLLBACK")) == nil {
+      if error is NoAnswer || (try? run(c, "ROLLBACK")) == nil {
         _ = try? c.close().wait()
         connection = nil
       }
@@ -224,7 +237,8 @@ package final class PostgresStore: DurableStore {
     do {
       return try body(c)
     } catch {
-      let lost = c.isClosed
+      // Unanswered past the bound: the connection is being closed (perhaps not yet).
+      let lost = c.isClosed || error is NoAnswer
       if lost { connection = nil }
       let server = (error as? PSQLError)?.serverInfo
       if server?[.sqlState] == Self.fenceErrorCode {

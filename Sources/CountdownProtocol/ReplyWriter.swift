@@ -7,6 +7,12 @@ package struct ReplyWriter {
   package var out = JSONWriter()
   /// A cluster node's (SPEC §9): the shard of an activity, written in its object as `shard`.
   package var shardOf: (@Sendable (String) -> Int)?
+  /// A cluster node's list or snapshot holds only these shards' activities (those the engine
+  /// held in full when it ran: ``BatchResult/served``); nil, every activity.
+  package var onlyShards: Set<Int>?
+  /// Set when writing for another node: a list's or snapshot's reply says which shards it
+  /// holds (``servedShards(_:)``), right after its head.
+  package var announcedShards: [Int]?
 
   package init(formatter: TimerFormatter, shardOf: (@Sendable (String) -> Int)? = nil) {
     self.formatter = formatter
@@ -42,10 +48,12 @@ package struct ReplyWriter {
       activity(s)
     case .activities(let list):
       head(rid, ok: true, at: at)
+      if let only = announcedShards { servedShards(only) }
       out.raw(",\"activities\":")
       activities(list.states())
     case .subscribed(let snapshot, _, _, _):
       head(rid, ok: true, at: at)
+      if let only = announcedShards { servedShards(only) }
       out.raw(",\"snapshot\":")
       activities(snapshot.states())
     case .cluster(let view):
@@ -78,6 +86,7 @@ package struct ReplyWriter {
   package mutating func listing(_ list: [ActivityState], at: Instant) {
     out.raw("{\"at\":")
     out.write(int: at.milliseconds)
+    if let only = announcedShards { servedShards(only) }
     out.raw(",\"activities\":")
     activities(list)
     out.raw("}")
@@ -85,9 +94,23 @@ package struct ReplyWriter {
 
   package mutating func activities(_ list: [ActivityState]) {
     out.raw("[")
-    for (k, s) in list.enumerated() {
-      if k > 0 { out.raw(",") }
+    var first = true
+    for s in list {
+      if let only = onlyShards, let shardOf, !only.contains(shardOf(s.id)) { continue }
+      if !first { out.raw(",") }
+      first = false
       activity(s)
+    }
+    out.raw("]")
+  }
+
+  /// `,"servedShards":[…]`: in a node's part of a list or snapshot for another node, which
+  /// shards it holds (the gathering node checks that every shard is someone's part).
+  package mutating func servedShards(_ shards: [Int]) {
+    out.raw(",\"servedShards\":[")
+    for (k, s) in shards.enumerated() {
+      if k > 0 { out.raw(",") }
+      out.write(int: Int64(s))
     }
     out.raw("]")
   }
@@ -167,6 +190,10 @@ package struct ReplyWriter {
       if let o = s.owner { out.write(string: o) } else { out.raw("null") }
       out.raw(",\"epoch\":")
       out.write(int: s.epoch)
+      if let why = s.unrestorable {
+        out.raw(",\"unrestorable\":")
+        out.write(string: why)
+      }
       out.raw("}")
     }
     out.raw("]")

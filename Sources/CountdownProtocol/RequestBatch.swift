@@ -19,6 +19,16 @@ package enum Outcome: Sendable {
   case forward(node: String, otherwise: CountdownError)
 }
 
+extension Outcome {
+  /// A list or a subscription's snapshot: what a cluster node gathers from every node.
+  package var lists: Bool {
+    switch self {
+    case .activities, .subscribed: true
+    default: false
+    }
+  }
+}
+
 /// A list of activities as the engine held them when the request ran. A listing over every
 /// activity is taken on the loop thread as an ``ActivitiesView`` (O(1)) and its states are
 /// built by ``states()`` where the reply is written, on a network thread: a listing or a
@@ -51,10 +61,17 @@ package typealias BatchItem = ServerRequest.Decoded
 package struct BatchResult: Sendable {
   package var at: Instant
   package var items: [(rid: RequestID?, outcome: Outcome)]
+  /// A cluster node's, when the batch listed or subscribed: the shards whose activities the
+  /// engine held in full as it ran (read on the loop thread, with the listing). A list is
+  /// whole only when every shard is some node's part of it (docs/cluster.md).
+  package var served: [Int]?
 
-  package init(at: Instant, items: [(rid: RequestID?, outcome: Outcome)]) {
+  package init(
+    at: Instant, items: [(rid: RequestID?, outcome: Outcome)], served: [Int]? = nil
+  ) {
     self.at = at
     self.items = items
+    self.served = served
   }
 }
 
@@ -77,10 +94,13 @@ package struct ClusterView: Sendable, Equatable {
     /// Nil while nobody holds a live lease on it.
     package var owner: String?
     package var epoch: Int64
-    package init(shard: Int, owner: String?, epoch: Int64) {
+    /// Why its rows cannot be restored, when this node holds it and cannot serve it.
+    package var unrestorable: String?
+    package init(shard: Int, owner: String?, epoch: Int64, unrestorable: String? = nil) {
       self.shard = shard
       self.owner = owner
       self.epoch = epoch
+      self.unrestorable = unrestorable
     }
   }
   package var node: String?
@@ -115,15 +135,19 @@ package struct ShardGate: Sendable {
   package var makeID: @Sendable () -> String?
   /// The cluster as this node sees it now.
   package var view: @Sendable () -> ClusterView
+  /// The shards whose activities the engine holds in full now (read on the loop thread).
+  package var served: @Sendable () -> [Int]
 
   package init(
     admission: @escaping @Sendable (String) throws(CountdownError) -> Admission,
     makeID: @escaping @Sendable () -> String?,
-    view: @escaping @Sendable () -> ClusterView
+    view: @escaping @Sendable () -> ClusterView,
+    served: @escaping @Sendable () -> [Int] = { [] }
   ) {
     self.admission = admission
     self.makeID = makeID
     self.view = view
+    self.served = served
   }
 
   /// What a command becomes once the gate has seen it: run here on the id (given, or made for a
@@ -170,7 +194,9 @@ extension LoopEngine {
       }
       items.append((item.rid, outcome))
     }
-    return BatchResult(at: now, items: items)
+    var result = BatchResult(at: now, items: items)
+    if let gate, items.contains(where: \.outcome.lists) { result.served = gate.served() }
+    return result
   }
 
   private func run(_ request: ServerRequest, gate: ShardGate?, forwarding: Bool)

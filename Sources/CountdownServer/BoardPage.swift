@@ -323,7 +323,11 @@ enum BoardPage {
         if (body !== undefined) { init.body = JSON.stringify(body); init.headers["Content-Type"] = "application/json"; }
         const r = await fetch(path, init);
         const j = await r.json().catch(() => ({}));
-        if (!r.ok) throw new Error((j.code ? j.code + ": " : "") + (j.message || r.status + " " + r.statusText));
+        if (!r.ok) {
+          const e = new Error((j.code ? j.code + ": " : "") + (j.message || r.status + " " + r.statusText));
+          e.status = r.status;
+          throw e;
+        }
         return j;
       }
 
@@ -369,7 +373,9 @@ enum BoardPage {
           const a = await api("GET", "/v1/activities/" + encodeURIComponent(id));
           remember(a, serverNow());
         } catch (e) {
-          acts.delete(id);
+          // Gone (404): off the board. Anything else (503 while a cluster's shard changes
+          // hands, a dropped connection) keeps the tile as it was, ticking on the page's clock.
+          if (e.status === 404) acts.delete(id);
         }
         layout();
       }

@@ -27,13 +27,13 @@ final class ClusterNode: @unchecked Sendable {
   // @unchecked Sendable: `state` is locked; `store` is used on the writer's thread only;
   // the rest is immutable or a locked box.
   let options: ClusterOptions
-  private let store: PostgresStore
-  private let writer: StoreWriter
-  private let loop: NIOLockedValueBox<CountdownLoop?>
-  private let journal: Journal
-  private let logger: Logger
+  let store: PostgresStore
+  let writer: StoreWriter
+  let loop: NIOLockedValueBox<CountdownLoop?>
+  let journal: Journal
+  let logger: Logger
   /// NIO's lock, as everywhere in the server (ThreadSanitizer sees a pthread mutex).
-  private let state = NIOLockedValueBox(State())
+  let state = NIOLockedValueBox(State())
   /// The lease driver, once it has joined (it calls back into this node from its start).
   let driver = NIOLockedValueBox<LeaseDriver?>(nil)
   /// The connections to the other nodes, with `--cluster-token`; nil: nothing is forwarded.
@@ -42,8 +42,8 @@ final class ClusterNode: @unchecked Sendable {
   private let group: any EventLoopGroup
   /// The senders of the outbox (`--apns-*`, `--webhook`): a shard's pending pushes and
   /// deliveries go to them when the node takes it, and leave them when it stops serving it.
-  private let delivery: PushDelivery?
-  private let webhooks: WebhookDelivery?
+  let delivery: PushDelivery?
+  let webhooks: WebhookDelivery?
   /// This process's incarnation as a node: the space its events' sequence and delivery
   /// numbers belong to (another node relaying them tells a restart by it).
   let incarnation = UInt64.random(in: 1 ... .max)
@@ -53,7 +53,7 @@ final class ClusterNode: @unchecked Sendable {
   /// What this node committed and has perhaps not relayed yet (with the cluster token).
   private let unsettled: UnsettledEvents?
 
-  private struct State {
+  struct State {
     /// The shards the driver said to serve, with their epochs (set at once; a stop clears).
     var wanted: [Int: Int64] = [:]
     /// The shards whose commands are let in: loaded into the engine with the epoch wanted.
@@ -66,7 +66,15 @@ final class ClusterNode: @unchecked Sendable {
     var counts = LeaseDriver.Counts()
     /// Made ids for starts without one.
     var ids = SplitMix64(state: UInt64.random(in: .min ... .max))
+    /// Shards held whose rows cannot be restored, with why: reported (`/v1/cluster`,
+    /// `countdown_cluster_shards_unrestorable`) and tried again while held.
+    var unrestorable: [Int: String] = [:]
+    /// The epoch of the last engine reload asked for (a retry of an older one gives way).
+    var reloading: UInt64 = 0
   }
+
+  /// How long an unrestorable shard waits before its rows are read and tried again.
+  static let restoreRetry: Double = 5
 
   init(
     options: ClusterOptions, store: PostgresStore, writer: StoreWriter,
@@ -118,11 +126,14 @@ final class ClusterNode: @unchecked Sendable {
     ShardGate(
       admission: { [self] id throws(CountdownError) in
         let shard = shard(of: id)
-        let (open, lease, peer) = state.withLockedValue { s in
-          (s.open[shard] != nil, s.leases[shard], s.leases[shard]?.owner.flatMap { s.nodes[$0] })
+        let (open, lease, peer, broken) = state.withLockedValue { s in
+          (
+            s.open[shard] != nil, s.leases[shard],
+            s.leases[shard]?.owner.flatMap { s.nodes[$0] }, s.unrestorable[shard]
+          )
         }
         if open { return .local }
-        let refusal = Self.unavailable(shard, lease, self: options.node)
+        let refusal = Self.unavailable(shard, lease, self: options.node, unrestorable: broken)
         if links != nil, let lease, !lease.expired, let peer, peer.name != options.node,
           peer.alive, peer.advertise != nil
         {
@@ -139,7 +150,68 @@ final class ClusterNode: @unchecked Sendable {
           }
         }
       },
-      view: { [self] in view })
+      view: { [self] in view },
+      served: { [self] in openShards })
+  }
+
+  /// The shards whose commands are let in, in order: their activities are all in the engine.
+  var openShards: [Int] { state.withLockedValue { $0.open.keys.sorted() } }
+
+  /// Whether a list or snapshot made of this node's part (`served`: its shards when it ran)
+  /// and the other nodes' `replies` (each saying its shards in `servedShards`) is whole: nil
+  /// when every shard wanted (those of `ids`, or all) is exactly one node's part; otherwise
+  /// `unavailable` naming the shards nobody served, or that two nodes gave (a shard that
+  /// changed hands while it was gathered). A list is never silently short (docs/cluster.md,
+  /// "A list while a shard has no owner").
+  func wholeness(served: [Int]?, replies: [[UInt8]], ids: [String]?, what: String)
+    -> CountdownError?
+  {
+    var claims = [Int](repeating: 0, count: options.shards)
+    for s in served ?? [] where s >= 0 && s < claims.count { claims[s] += 1 }
+    for reply in replies {
+      for s in Self.servedShards(in: reply) where s >= 0 && s < claims.count { claims[s] += 1 }
+    }
+    let wanted = ids.map { Set($0.map(shard(of:))).sorted() } ?? Array(claims.indices)
+    let missing = wanted.filter { claims[$0] == 0 }
+    let twice = wanted.filter { claims[$0] > 1 }
+    if missing.isEmpty && twice.isEmpty { return nil }
+    func named(_ shards: [Int]) -> String {
+      (shards.count == 1 ? "shard " : "shards ") + shards.map(String.init).joined(separator: ", ")
+    }
+    let why: String
+    if !missing.isEmpty {
+      let broken = state.withLockedValue { s in missing.filter { s.unrestorable[$0] != nil } }
+      why =
+        "no node serves \(named(missing)) now"
+        + (broken.isEmpty
+          ? " (a node is taking \(missing.count == 1 ? "it" : "them") over)"
+          : " (\(named(broken)): held, but \(broken.count == 1 ? "its" : "their") rows cannot be restored: GET /v1/cluster says why)")
+    } else {
+      why = "\(named(twice)) changed hands while it was gathered"
+    }
+    return CountdownError(
+      .unavailable, "the \(what) spans every shard, and \(why); nothing is lost, try again")
+  }
+
+  /// The shards a node's part of a list or snapshot holds: its `servedShards` member (the
+  /// first, written right after the reply's head, before any activity).
+  static func servedShards(in reply: [UInt8]) -> [Int] {
+    guard let r = reply.firstRange(of: Array(#""servedShards":["#.utf8)) else { return [] }
+    var out: [Int] = []
+    var v = 0
+    var digits = 0
+    for b in reply[r.upperBound...] {
+      if b >= 0x30 && b <= 0x39 {
+        v = v &* 10 &+ Int(b - 0x30)
+        digits += 1
+        continue
+      }
+      if digits > 0 { out.append(v) }
+      v = 0
+      digits = 0
+      if b == UInt8(ascii: "]") { break }
+    }
+    return out
   }
 
   /// The cluster as this node last read it: the nodes by name, each shard with its owner
@@ -152,17 +224,22 @@ final class ClusterNode: @unchecked Sendable {
           .init(name: $0.name, advertise: $0.advertise, alive: $0.alive)
         },
         shards: s.leases.values.sorted { $0.shard < $1.shard }.map {
-          .init(shard: $0.shard, owner: $0.expired ? nil : $0.owner, epoch: $0.epoch)
+          .init(
+            shard: $0.shard, owner: $0.expired ? nil : $0.owner, epoch: $0.epoch,
+            unrestorable: s.unrestorable[$0.shard])
         })
     }
   }
 
   /// `unavailable` for `shard`, naming the node that serves it as last seen.
-  static func unavailable(_ shard: Int, _ lease: LeaseDriver.Lease?, self node: String)
-    -> CountdownError
-  {
+  static func unavailable(
+    _ shard: Int, _ lease: LeaseDriver.Lease?, self node: String, unrestorable: String? = nil
+  ) -> CountdownError {
     let holder: String
-    if let lease, let owner = lease.owner, !lease.expired, owner != node {
+    if let unrestorable {
+      holder =
+        "this node holds it, and its rows in PostgreSQL cannot be restored (\(unrestorable)); it tries again every \(Int(restoreRetry)) s"
+    } else if let lease, let owner = lease.owner, !lease.expired, owner != node {
       holder = "node \(owner) serves it"
     } else if let lease, lease.owner == node, !lease.expired {
       holder = "this node is taking it over or giving it up"
@@ -200,6 +277,7 @@ final class ClusterNode: @unchecked Sendable {
       state.withLockedValue {
         $0.wanted[shard] = nil
         $0.open[shard] = nil
+        $0.unrestorable[shard] = nil
       }
       logger.notice("stopped serving shard \(shard) (\(reason))")
       writer.perform { [self] in drop(shard) }
@@ -220,11 +298,12 @@ final class ClusterNode: @unchecked Sendable {
   }
 
   /// Sends a `list` line to every other live node; each one's reply line, in node order, or
-  /// `unavailable` naming the first that did not answer.
-  func gatherList(_ line: [UInt8], on eventLoop: any EventLoop)
+  /// `unavailable` naming the first that did not answer, or the shards no node's part holds
+  /// (`served`: this node's, when its own part was made).
+  func gatherList(_ line: [UInt8], served: [Int]?, on eventLoop: any EventLoop)
     -> EventLoopFuture<Result<[[UInt8]], CountdownError>>
   {
-    gather(line, "list", on: eventLoop)
+    gather(line, "list", served: served, ids: nil, on: eventLoop)
   }
 
   /// The op a node sends another for its part of a subscription's snapshot (docs/cluster.md,
@@ -254,7 +333,7 @@ final class ClusterNode: @unchecked Sendable {
 
   /// Every other live node's part of a subscription's snapshot, in node order, or
   /// `unavailable` naming the first that did not answer.
-  func gatherSnapshots(ids: [String]?, on eventLoop: any EventLoop)
+  func gatherSnapshots(ids: [String]?, served: [Int]?, on eventLoop: any EventLoop)
     -> EventLoopFuture<Result<[PeerSnapshot], CountdownError>>
   {
     var line = JSONWriter()
@@ -269,7 +348,8 @@ final class ClusterNode: @unchecked Sendable {
       line.raw("]")
     }
     line.raw("}")
-    return gather(line.bytes, "subscription", on: eventLoop).map { result in
+    return gather(line.bytes, "subscription", served: served, ids: ids, on: eventLoop).map {
+      result in
       result.flatMap { replies in
         var parts: [PeerSnapshot] = []
         for reply in replies {
@@ -286,10 +366,11 @@ final class ClusterNode: @unchecked Sendable {
   }
 
   /// Sends `line` to every other live node; each one's reply line, in node order, or
-  /// `unavailable` naming the first that did not answer (`what` spans every node).
-  private func gather(_ line: [UInt8], _ what: String, on eventLoop: any EventLoop)
-    -> EventLoopFuture<Result<[[UInt8]], CountdownError>>
-  {
+  /// `unavailable` naming the first that did not answer (`what` spans every node), or the
+  /// shards (of `ids`, or all) that no node's part holds (``wholeness(served:replies:ids:what:)``).
+  private func gather(
+    _ line: [UInt8], _ what: String, served: [Int]?, ids: [String]?, on eventLoop: any EventLoop
+  ) -> EventLoopFuture<Result<[[UInt8]], CountdownError>> {
     let peers = livePeers
     let sent = peers.map { forward(line, to: $0, on: eventLoop) }
     return EventLoopFuture.whenAllComplete(sent, on: eventLoop).map { results in
@@ -304,6 +385,9 @@ final class ClusterNode: @unchecked Sendable {
               "the \(what) spans every node, and node \(node) did not answer: \(error); try again"
             ))
         }
+      }
+      if let e = self.wholeness(served: served, replies: replies, ids: ids, what: what) {
+        return .failure(e)
       }
       return .success(replies)
     }
@@ -393,136 +477,6 @@ final class ClusterNode: @unchecked Sendable {
       return eventLoop.makeFailedFuture(PeerError("where it is reached is not known"))
     }
     return links.send(line, to: node, at: address).hop(to: eventLoop)
-  }
-
-  // MARK: - On the writer's thread
-
-  /// Starts writing `shard` and assembles its rows into the engine; lets its commands in once
-  /// they are there. A load that fails is tried again a second later while the shard is wanted.
-  private func take(_ shard: Int, epoch: Int64) {
-    guard state.withLockedValue({ $0.wanted[shard] == epoch }) else { return }
-    store.serve(shard, epoch: epoch)
-    let rows: EngineSnapshot?
-    var pushes: (pending: [(seq: Int64, item: PushItem)], budget: [PushBudgetRow])?
-    var deliveries: [(seq: Int64, item: WebhookItem)] = []
-    var unsettledRow: (incarnation: UInt64, lines: [(sequence: UInt64, json: ArraySlice<UInt8>)])?
-    do {
-      rows = try store.load(shard: shard)
-      if relayLinks != nil { unsettledRow = try store.loadUnsettled(shard: shard) }
-      if delivery != nil { pushes = try store.loadPushes(shard: shard) }
-      if webhooks != nil { deliveries = try store.loadWebhooks(shard: shard) }
-    } catch {
-      logger.error("cannot load shard \(shard): \(error.message); trying again in a second")
-      DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [self] in
-        writer.perform { [self] in take(shard, epoch: epoch) }
-      }
-      return
-    }
-    // The shard's outbox goes to the senders before anything the step fires is committed
-    // (docs/cluster.md, "Pushes and webhooks from a node").
-    if let pushes {
-      writer.plannerTakes(rows: rows?.activities ?? [], budget: pushes.budget)
-      delivery?.restore(pushes.pending)
-    }
-    if !deliveries.isEmpty { webhooks?.restore(deliveries) }
-    // What the shard's last writer committed and perhaps never relayed (it died between the
-    // two): passed on before anything the step fires (docs/cluster.md, "A node killed between
-    // a commit and its relay").
-    if let u = unsettledRow, u.incarnation != incarnation, !u.lines.isEmpty {
-      relayLinks?.recover(from: u.incarnation, u.lines)
-    }
-    guard let loop = loop.withLockedValue({ $0 }) else { return }
-    let taken = rows.map { [$0] } ?? []
-    loop.rebuildEngine(
-      { current throws(CountdownError) in
-        let a = try ShardAssembly.assemble(current, keeping: { _ in true }, taking: taken)
-        return (a.snapshot, a.events)
-      },
-      completion: { [self] result in
-        switch result {
-        case .success:
-          let opened = state.withLockedValue { s in
-            guard s.wanted[shard] == epoch else { return false }
-            s.open[shard] = epoch
-            return true
-          }
-          if opened {
-            logger.notice(
-              "serving shard \(shard) (epoch \(epoch), \(taken.first?.activities.count ?? 0) activities taken)"
-            )
-          }
-        case .failure(let e):
-          logger.critical("cannot serve shard \(shard): its rows cannot be restored: \(e)")
-        }
-      })
-  }
-
-  /// Stops writing `shard` and drops its activities from the engine.
-  private func drop(_ shard: Int) {
-    store.stop(shard)
-    let shards = options.shards
-    let inShard: @Sendable (String) -> Bool = {
-      ShardOfID.shard(of: $0, shards: shards) == shard
-    }
-    writer.plannerForgets(where: inShard)
-    delivery?.drop(where: inShard)
-    webhooks?.drop(where: inShard)
-    guard let loop = loop.withLockedValue({ $0 }) else { return }
-    loop.rebuildEngine(
-      { [self] current throws(CountdownError) in
-        let a = try ShardAssembly.assemble(
-          current, keeping: { self.shard(of: $0.id) != shard }, taking: [])
-        return (a.snapshot, a.events)
-      },
-      completion: { [self] result in
-        if case .failure(let e) = result {
-          logger.critical("cannot drop shard \(shard) from the engine: \(e)")
-        }
-      })
-  }
-
-  /// After a failed commit: rebuilds the engine from the last commit of every shard still
-  /// served, each stepped to now; its wakes then carry `epoch`. Tries the reads again every
-  /// second until they work (no commit can be made meanwhile: the wakes are of an old epoch).
-  func reload(epoch: UInt64) {
-    var shards: [EngineSnapshot] = []
-    while true {
-      do {
-        shards = []
-        for shard in store.served.keys.sorted() {
-          let rows = try store.load(shard: shard)
-          if let rows { shards.append(rows) }
-          // The writer's push planner was made afresh: it learns each shard again.
-          if delivery != nil {
-            writer.plannerTakes(
-              rows: rows?.activities ?? [], budget: try store.loadPushes(shard: shard).budget)
-          }
-        }
-        break
-      } catch {
-        logger.error("cannot read the shards back: \(error.message); trying again in a second")
-        Thread.sleep(forTimeInterval: 1)
-      }
-    }
-    guard let loop = loop.withLockedValue({ $0 }) else { return }
-    let journal = self.journal
-    let logger = self.logger
-    loop.rebuildEngine(
-      { [shards] current throws(CountdownError) in
-        let a = try ShardAssembly.assemble(current, keeping: { _ in false }, taking: shards)
-        return (a.snapshot, a.events)
-      },
-      completion: { result in
-        switch result {
-        case .success:
-          journal.epoch = epoch
-          logger.notice("the engine was rebuilt from the shards' last commits; writing again")
-        case .failure(let e):
-          logger.critical(
-            "the shards' last commits cannot be restored (\(e)); changes keep failing with storageFailed"
-          )
-        }
-      })
   }
 }
 

@@ -288,6 +288,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
               ? engine.runForHTTP(item.request, gate: core.gate)
               : engine.run([item], gate: core.gate, forwarding: forwarding)
             result.items.append((item.rid, one.items[0].outcome))
+            if let served = one.served { result.served = served }
           }
           result.at = engine.now
         }
@@ -439,7 +440,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     for (k, item) in r.items.enumerated() {
       if case .subscribed(_, _, let ids, _) = item.outcome, peerItems.gathers.contains(k) {
         // A subscription spans every node: the others' snapshots, and where each stands.
-        subscriptions.append((k, cluster.gatherSnapshots(ids: ids, on: eventLoop)))
+        subscriptions.append(
+          (k, cluster.gatherSnapshots(ids: ids, served: r.served, on: eventLoop)))
         continue
       }
       guard k < raw.count, let line = raw[k] else { continue }
@@ -450,7 +452,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         // A list spans every node: the others' own activities, gathered (docs/cluster.md).
         var soonest: Int?
         if case .soonest(let n) = query { soonest = n }
-        lists.append((k, cluster.gatherList(line, on: eventLoop), soonest))
+        lists.append((k, cluster.gatherList(line, served: r.served, on: eventLoop), soonest))
       default: continue
       }
     }
@@ -465,6 +467,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// This node's own reply to request `k`, without its newline.
     let local = { @Sendable (k: Int) -> [UInt8] in
       var w = ReplyWriter(formatter: formatter, shardOf: shardOf)
+      w.onlyShards = r.served.map(Set.init)
       w.reply(r.items[k].rid, r.items[k].outcome, at: r.at)
       var line = w.take()
       if line.last == 0x0A { line.removeLast() }
@@ -519,6 +522,15 @@ final class ConnectionHandler: ChannelDuplexHandler {
     var activations: [(from: UInt64, cuts: [UInt64: UInt64])?] = []
     switch result {
     case .success(let r):
+      // A cluster node's lists and snapshots hold the shards it held in full as they ran;
+      // for another node, or from a node that gathers nothing (no cluster token), they say
+      // which.
+      writer.onlyShards = r.served.map(Set.init)
+      writer.announcedShards = fromPeer || core.cluster?.links == nil ? r.served : nil
+      defer {
+        writer.onlyShards = nil
+        writer.announcedShards = nil
+      }
       for (k, item) in r.items.enumerated() {
         if peerItems.gathers.contains(k) {
           if case .subscribed(_, let from, _, _) = item.outcome,
@@ -585,6 +597,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     writer.out.bytes.append(contentsOf: String(core.cluster?.incarnation ?? 0, radix: 16).utf8)
     writer.out.raw("\",\"from\":")
     writer.out.write(int: Int64(from))
+    if let shards = writer.announcedShards { writer.servedShards(shards) }
     writer.out.raw(",\"activities\":")
     writer.activities(snapshot.states())
     writer.out.raw("}\n")

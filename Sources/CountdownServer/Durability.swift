@@ -120,7 +120,9 @@ extension CountdownServer {
       let store: any DurableStore =
         if let url = options.postgres {
           // A cluster node's store loads nothing now: it loads each shard as it takes it.
-          try PostgresStore(PostgresStore.Location.parse(url), nodeOf: options.cluster?.shards)
+          try PostgresStore(
+            PostgresStore.Location.parse(url), nodeOf: options.cluster?.shards,
+            answerTimeout: .milliseconds(options.commitTimeout))
         } else {
           try StateStore(path: options.statePath, sync: options.sync)
         }

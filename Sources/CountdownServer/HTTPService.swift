@@ -319,18 +319,19 @@ struct HTTPRoutes: HTTPResponder {
 
   /// Runs one request on the loop and returns its outcome once it is committed (a loop that
   /// is shutting down gives `shutdown`); counted for `/metrics`.
+  /// `served`: a cluster node's shards held in full when a list or subscription ran.
   private func outcome(of request: Result<ServerRequest, CountdownError>, forwarding: Bool = false)
-    async -> (at: Instant, outcome: Outcome)
+    async -> (at: Instant, outcome: Outcome, served: [Int]?)
   {
     switch await core.perform({ [core] engine in
       engine.runForHTTP(request, gate: core.gate, forwarding: forwarding)
     }) {
     case .success(let batch):
       core.metrics.answered(batch.items[0].outcome)
-      return (batch.at, batch.items[0].outcome)
+      return (batch.at, batch.items[0].outcome, batch.served)
     case .failure(let e):
       core.metrics.refused(e.code)
-      return (SystemWallClock.now(), .failed(e))
+      return (SystemWallClock.now(), .failed(e), nil)
     }
   }
 
@@ -340,8 +341,10 @@ struct HTTPRoutes: HTTPResponder {
     _ request: Result<ServerRequest, CountdownError>, created: Bool,
     forward: (op: String, id: String?, body: [UInt8])? = nil
   ) async -> Response {
-    let (at, outcome) = await outcome(of: request, forwarding: forward != nil)
+    let (at, outcome, served) = await outcome(of: request, forwarding: forward != nil)
     var w = ReplyWriter(formatter: core.formatter, shardOf: core.shardOf)
+    w.onlyShards = served.map(Set.init)
+    if core.cluster?.links == nil { w.announcedShards = served }
     switch outcome {
     case .failed(let e): return failure(e)
     case .forward(let node, let otherwise):
@@ -383,7 +386,9 @@ struct HTTPRoutes: HTTPResponder {
       line.raw("}")
       let gathered: Result<[[UInt8]], CountdownError>
       do {
-        gathered = try await cluster.gatherList(line.bytes, on: core.group.next()).get()
+        gathered = try await cluster.gatherList(
+          line.bytes, served: served, on: core.group.next()
+        ).get()
       } catch {
         gathered = .failure(
           CountdownError(.unavailable, "the list could not be gathered: \(error)"))
@@ -426,13 +431,15 @@ struct HTTPRoutes: HTTPResponder {
         CountdownError(
           .shutdown, "the server is stopping; connect again once it is back"))
     }
-    let (at, outcome) = await outcome(of: .success(.subscribe(ids: ids, ticks: ticks)))
+    let (at, outcome, served) = await outcome(of: .success(.subscribe(ids: ids, ticks: ticks)))
     guard case .subscribed(let snapshot, let from, _, _) = outcome else {
       hub.eventLoop.execute { hub.unsubscribe(sink.key) }
       if case .failed(let e) = outcome { return failure(e) }
       return failure(CountdownError(.systemError, "the subscription did not start"))
     }
     var w = ReplyWriter(formatter: formatter, shardOf: core.shardOf)
+    w.onlyShards = served.map(Set.init)
+    if core.cluster?.links == nil { w.announcedShards = served }
     w.listing(snapshot.states(), at: at)
     var listing = w.take()
     var cuts: [UInt64: UInt64] = [:]
@@ -441,7 +448,9 @@ struct HTTPRoutes: HTTPResponder {
       // that node's events (docs/cluster.md, "Subscriptions across nodes").
       let gathered: Result<[ClusterNode.PeerSnapshot], CountdownError>
       do {
-        gathered = try await cluster.gatherSnapshots(ids: ids, on: core.group.next()).get()
+        gathered = try await cluster.gatherSnapshots(
+          ids: ids, served: served, on: core.group.next()
+        ).get()
       } catch {
         gathered = .failure(
           CountdownError(.unavailable, "the subscription could not be gathered: \(error)"))

@@ -95,98 +95,101 @@ enum OpenAPIDocument {
   "name","advertise","alive"],"properties":{"name":{"type":"string"},"advertise":{"type":["string"\####
   ,"null"]},"alive":{"type":"boolean"}}}},"shards":{"type":"array","items":{"type":"object","requi\####
   red":["shard","owner","epoch"],"properties":{"shard":{"type":"integer","minimum":0},"owner":{"ty\####
-  pe":["string","null"]},"epoch":{"type":"integer"}}}}}}}}},"default":{"$ref":"#/components/respon\####
-  ses/Error"}}}},"/metrics":{"get":{"tags":["service"],"operationId":"metrics","summary":"Promethe\####
-  us text (docs/http.md, \"Metrics\").","responses":{"200":{"description":"The metrics.","content"\####
-  :{"text/plain":{"schema":{"type":"string"}}}},"default":{"$ref":"#/components/responses/Error"}}\####
-  }},"/openapi.json":{"get":{"tags":["service"],"operationId":"openapi","summary":"This document, \####
-  as JSON.","responses":{"200":{"description":"The OpenAPI document.","content":{"application/json\####
-  ":{"schema":{"type":"object"}}}},"default":{"$ref":"#/components/responses/Error"}}}}},"componen\####
-  ts":{"securitySchemes":{"bearer":{"type":"http","scheme":"bearer","description":"The server's `-\####
-  -token` (or `--token-file`, `COUNTDOWN_TOKEN`)."}},"parameters":{"ActivityID":{"name":"id","in":\####
-  "path","required":true,"description":"The activity's id (percent-encoded in the path).","schema"\####
-  :{"type":"string","minLength":1,"maxLength":128}},"QueryToken":{"name":"token","in":"query","des\####
-  cription":"The token, for a browser that cannot send a header (the board and its event stream)."\####
-  ,"schema":{"type":"string"}}},"responses":{"BadRequest":{"description":"`invalidPayload`, `inval\####
-  idDate` or `outOfOrder`: the message names the field.","content":{"application/json":{"schema":{\####
-  "$ref":"#/components/schemas/Error"}}}},"NotFound":{"description":"`notFound`: no activity has t\####
-  hat id (never, or dismissed).","content":{"application/json":{"schema":{"$ref":"#/components/sch\####
-  emas/Error"}}}},"Conflict":{"description":"`duplicateID` or `activityEnded`.","content":{"applic\####
-  ation/json":{"schema":{"$ref":"#/components/schemas/Error"}}}},"TooLarge":{"description":"`attri\####
-  butesTooLarge`: content over 4096 bytes, or a body over 64 KiB.","content":{"application/json":{\####
-  "schema":{"$ref":"#/components/schemas/Error"}}}},"LimitReached":{"description":"`limitReached`:\####
-   `maxActivities` activities exist.","content":{"application/json":{"schema":{"$ref":"#/component\####
-  s/schemas/Error"}}}},"Unavailable":{"description":"`disabled`, `storageFailed` (try again), `shu\####
-  tdown`, or `unavailable` (a cluster node that does not serve the activity's shard now).","conten\####
-  t":{"application/json":{"schema":{"$ref":"#/components/schemas/Error"}}}},"Error":{"description"\####
-  :"Any other error: 401 `unauthorized`, 403 `forbidden`, 404 (no such route), 405 (another method\####
-  ; with `Allow`), 413, 421 `misdirected`, 429, 503.","content":{"application/json":{"schema":{"$r\####
-  ef":"#/components/schemas/Error"}}}}},"schemas":{"Instant":{"type":"integer","description":"Mill\####
-  iseconds since 1970 (UTC), from 100000000000 to the end of the year 9999.","minimum":10000000000\####
-  0,"maximum":253402300799999},"Error":{"type":"object","required":["code","message"],"properties"\####
-  :{"code":{"type":"string","enum":["invalidPayload","invalidDate","outOfOrder","timeWentBackwards\####
-  ","lineTooLong","unauthorized","forbidden","notFound","misdirected","duplicateID","activityEnded\####
-  ","attributesTooLarge","limitReached","disabled","storageFailed","shutdown","unavailable","slowC\####
-  onsumer","systemError"]},"message":{"type":"string"}}},"Listing":{"type":"object","required":["a\####
-  t","activities"],"properties":{"at":{"$ref":"#/components/schemas/Instant"},"activities":{"type"\####
-  :"array","items":{"$ref":"#/components/schemas/Activity"}}}},"Content":{"type":"object","descrip\####
-  tion":"What an activity shows (docs/activities.md); its canonical JSON is at most 4096 bytes.","\####
-  properties":{"title":{"type":"string"},"subtitle":{"type":"string"},"alertMessage":{"type":"stri\####
-  ng"},"color":{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},"fields":{"type":"\####
-  object"},"relevance":{"type":"number"}}},"Milestone":{"type":"object","additionalProperties":fal\####
-  se,"required":["name","atMs"],"properties":{"name":{"type":"string"},"atMs":{"type":"integer","d\####
-  escription":"For a countdown, milliseconds before its end (negative with overtime, after it); fo\####
-  r an elapsed timer, elapsed milliseconds."},"content":{"type":"object","description":"A merge pa\####
-  tch of the content, applied at the milestone's instant."}}},"LiveActivity":{"type":"object","add\####
-  itionalProperties":false,"description":"The iPhone Live Activity it drives (docs/pushes.md).","p\####
-  roperties":{"pushTokens":{"type":"object","additionalProperties":{"type":["boolean","null"]}},"s\####
-  tartTokens":{"type":"object","additionalProperties":{"type":["boolean","null"]}},"attributesType\####
-  ":{"type":"string"},"attributes":{"type":"object"},"keys":{"type":"object","additionalProperties\####
-  ":{"type":"string"}},"dateEncoding":{"type":"string","enum":["reference","unix","unixMs","iso860\####
-  1"]},"priority":{"type":"integer","enum":[5,10]}}},"Dismissal":{"description":"`immediate`, `def\####
-  ault` (four hours after the end) or `{\"after\": instant}`.","oneOf":[{"type":"string","enum":["\####
-  immediate","default"]},{"type":"object","required":["after"],"additionalProperties":false,"prope\####
-  rties":{"after":{"$ref":"#/components/schemas/Instant"}}}]},"StartRequest":{"type":"object","add\####
-  itionalProperties":false,"required":["kind","title"],"properties":{"id":{"type":"string","minLen\####
-  gth":1,"maxLength":128},"kind":{"type":"string","enum":["countdown","elapsed"]},"endDate":{"$ref\####
-  ":"#/components/schemas/Instant"},"startDate":{"$ref":"#/components/schemas/Instant"},"goalMs":{\####
-  "type":"integer","minimum":0},"title":{"type":"string"},"subtitle":{"type":"string"},"alertMessa\####
-  ge":{"type":"string"},"color":{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},"\####
-  fields":{"type":"object"},"relevance":{"type":"number"},"staleDate":{"$ref":"#/components/schema\####
-  s/Instant"},"milestones":{"type":"array","items":{"$ref":"#/components/schemas/Milestone"}},"end\####
-  OnExpiry":{"$ref":"#/components/schemas/Dismissal"},"overtime":{"type":"boolean"},"liveActivity"\####
-  :{"$ref":"#/components/schemas/LiveActivity"}}},"UpdateRequest":{"type":"object","additionalProp\####
-  erties":false,"description":"A merge patch; `null` removes a member where the member may be abse\####
-  nt.","properties":{"title":{"type":"string"},"subtitle":{"type":["string","null"]},"alertMessage\####
-  ":{"type":["string","null"]},"color":{"oneOf":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-\####
-  9A-Fa-f]{8})$"},{"type":"null"}]},"fields":{"type":["object","null"]},"relevance":{"type":["numb\####
-  er","null"]},"endDate":{"$ref":"#/components/schemas/Instant"},"startDate":{"$ref":"#/components\####
-  /schemas/Instant"},"staleDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}\####
-  ]},"milestones":{"type":"array","items":{"$ref":"#/components/schemas/Milestone"}},"endOnExpiry"\####
-  :{"oneOf":[{"$ref":"#/components/schemas/Dismissal"},{"type":"null"}]},"overtime":{"type":"boole\####
-  an"},"timestamp":{"$ref":"#/components/schemas/Instant"},"liveActivity":{"oneOf":[{"$ref":"#/com\####
-  ponents/schemas/LiveActivity"},{"type":"null"}]}}},"PauseRequest":{"type":"object","additionalPr\####
-  operties":false,"properties":{"timestamp":{"$ref":"#/components/schemas/Instant"}}},"EndRequest"\####
-  :{"type":"object","additionalProperties":false,"properties":{"dismissal":{"$ref":"#/components/s\####
-  chemas/Dismissal"},"timestamp":{"$ref":"#/components/schemas/Instant"},"title":{"type":"string"}\####
-  ,"subtitle":{"type":["string","null"]},"alertMessage":{"type":["string","null"]},"color":{"oneOf\####
-  ":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},{"type":"null"}]},"fields":{\####
-  "type":["object","null"]},"relevance":{"type":["number","null"]}}},"Activity":{"type":"object","\####
-  description":"An activity object (docs/protocol.md, \"Activity objects\").","required":["id","ki\####
-  nd","phase","value","text","progress","stale","overtime","content","endDate","startDate","paused\####
-  At","goalMs","milestone","nextMilestone","liveActivity"],"properties":{"id":{"type":"string"},"k\####
-  ind":{"type":"string","enum":["countdown","elapsed"]},"phase":{"type":"string","enum":["active",\####
-  "paused","ended"]},"value":{"type":"integer","description":"The whole seconds shown (negative pa\####
-  st the end of a countdown in overtime)."},"text":{"type":"string","description":"The value in th\####
-  e server's `--style`."},"progress":{"type":["number","null"],"minimum":0,"maximum":1},"stale":{"\####
-  type":"boolean"},"overtime":{"type":"boolean"},"content":{"$ref":"#/components/schemas/Content"}\####
-  ,"endDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"startDate":{"one\####
-  Of":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"pausedAt":{"oneOf":[{"$ref":"#/c\####
-  omponents/schemas/Instant"},{"type":"null"}]},"goalMs":{"type":["integer","null"]},"milestone":{\####
-  "type":["string","null"]},"nextMilestone":{"oneOf":[{"type":"object","required":["name","at"],"p\####
-  roperties":{"name":{"type":"string"},"at":{"type":"integer"}}},{"type":"null"}]},"liveActivity":\####
-  {"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"type":"null"}]},"shard":{"type":"intege\####
-  r","minimum":0,"description":"The activity's shard; only from a cluster node (docs/cluster.md)."\####
-  }}}}}}
+  pe":["string","null"]},"epoch":{"type":"integer"},"unrestorable":{"type":"string","description":\####
+  "Present when this node holds the shard and its rows cannot be restored; why."}}}}}}}}},"default\####
+  ":{"$ref":"#/components/responses/Error"}}}},"/metrics":{"get":{"tags":["service"],"operationId"\####
+  :"metrics","summary":"Prometheus text (docs/http.md, \"Metrics\").","responses":{"200":{"descrip\####
+  tion":"The metrics.","content":{"text/plain":{"schema":{"type":"string"}}}},"default":{"$ref":"#\####
+  /components/responses/Error"}}}},"/openapi.json":{"get":{"tags":["service"],"operationId":"opena\####
+  pi","summary":"This document, as JSON.","responses":{"200":{"description":"The OpenAPI document.\####
+  ","content":{"application/json":{"schema":{"type":"object"}}}},"default":{"$ref":"#/components/r\####
+  esponses/Error"}}}}},"components":{"securitySchemes":{"bearer":{"type":"http","scheme":"bearer",\####
+  "description":"The server's `--token` (or `--token-file`, `COUNTDOWN_TOKEN`)."}},"parameters":{"\####
+  ActivityID":{"name":"id","in":"path","required":true,"description":"The activity's id (percent-e\####
+  ncoded in the path).","schema":{"type":"string","minLength":1,"maxLength":128}},"QueryToken":{"n\####
+  ame":"token","in":"query","description":"The token, for a browser that cannot send a header (the\####
+   board and its event stream).","schema":{"type":"string"}}},"responses":{"BadRequest":{"descript\####
+  ion":"`invalidPayload`, `invalidDate` or `outOfOrder`: the message names the field.","content":{\####
+  "application/json":{"schema":{"$ref":"#/components/schemas/Error"}}}},"NotFound":{"description":\####
+  "`notFound`: no activity has that id (never, or dismissed).","content":{"application/json":{"sch\####
+  ema":{"$ref":"#/components/schemas/Error"}}}},"Conflict":{"description":"`duplicateID` or `activ\####
+  ityEnded`.","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Error"}}}},"To\####
+  oLarge":{"description":"`attributesTooLarge`: content over 4096 bytes, or a body over 64 KiB.","\####
+  content":{"application/json":{"schema":{"$ref":"#/components/schemas/Error"}}}},"LimitReached":{\####
+  "description":"`limitReached`: `maxActivities` activities exist.","content":{"application/json":\####
+  {"schema":{"$ref":"#/components/schemas/Error"}}}},"Unavailable":{"description":"`disabled`, `st\####
+  orageFailed` (try again), `shutdown`, or `unavailable` (a cluster node that does not serve the a\####
+  ctivity's shard now).","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Err\####
+  or"}}}},"Error":{"description":"Any other error: 401 `unauthorized`, 403 `forbidden`, 404 (no su\####
+  ch route), 405 (another method; with `Allow`), 413, 421 `misdirected`, 429, 503.","content":{"ap\####
+  plication/json":{"schema":{"$ref":"#/components/schemas/Error"}}}}},"schemas":{"Instant":{"type"\####
+  :"integer","description":"Milliseconds since 1970 (UTC), from 100000000000 to the end of the yea\####
+  r 9999.","minimum":100000000000,"maximum":253402300799999},"Error":{"type":"object","required":[\####
+  "code","message"],"properties":{"code":{"type":"string","enum":["invalidPayload","invalidDate","\####
+  outOfOrder","timeWentBackwards","lineTooLong","unauthorized","forbidden","notFound","misdirected\####
+  ","duplicateID","activityEnded","attributesTooLarge","limitReached","disabled","storageFailed","\####
+  shutdown","unavailable","slowConsumer","systemError"]},"message":{"type":"string"}}},"Listing":{\####
+  "type":"object","required":["at","activities"],"properties":{"at":{"$ref":"#/components/schemas/\####
+  Instant"},"servedShards":{"type":"array","description":"A cluster node without --cluster-token l\####
+  ists only the shards it serves, and names them here (docs/cluster.md).","items":{"type":"integer\####
+  ","minimum":0}},"activities":{"type":"array","items":{"$ref":"#/components/schemas/Activity"}}}}\####
+  ,"Content":{"type":"object","description":"What an activity shows (docs/activities.md); its cano\####
+  nical JSON is at most 4096 bytes.","properties":{"title":{"type":"string"},"subtitle":{"type":"s\####
+  tring"},"alertMessage":{"type":"string"},"color":{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[\####
+  0-9A-Fa-f]{8})$"},"fields":{"type":"object"},"relevance":{"type":"number"}}},"Milestone":{"type"\####
+  :"object","additionalProperties":false,"required":["name","atMs"],"properties":{"name":{"type":"\####
+  string"},"atMs":{"type":"integer","description":"For a countdown, milliseconds before its end (n\####
+  egative with overtime, after it); for an elapsed timer, elapsed milliseconds."},"content":{"type\####
+  ":"object","description":"A merge patch of the content, applied at the milestone's instant."}}},\####
+  "LiveActivity":{"type":"object","additionalProperties":false,"description":"The iPhone Live Acti\####
+  vity it drives (docs/pushes.md).","properties":{"pushTokens":{"type":"object","additionalPropert\####
+  ies":{"type":["boolean","null"]}},"startTokens":{"type":"object","additionalProperties":{"type":\####
+  ["boolean","null"]}},"attributesType":{"type":"string"},"attributes":{"type":"object"},"keys":{"\####
+  type":"object","additionalProperties":{"type":"string"}},"dateEncoding":{"type":"string","enum":\####
+  ["reference","unix","unixMs","iso8601"]},"priority":{"type":"integer","enum":[5,10]}}},"Dismissa\####
+  l":{"description":"`immediate`, `default` (four hours after the end) or `{\"after\": instant}`."\####
+  ,"oneOf":[{"type":"string","enum":["immediate","default"]},{"type":"object","required":["after"]\####
+  ,"additionalProperties":false,"properties":{"after":{"$ref":"#/components/schemas/Instant"}}}]},\####
+  "StartRequest":{"type":"object","additionalProperties":false,"required":["kind","title"],"proper\####
+  ties":{"id":{"type":"string","minLength":1,"maxLength":128},"kind":{"type":"string","enum":["cou\####
+  ntdown","elapsed"]},"endDate":{"$ref":"#/components/schemas/Instant"},"startDate":{"$ref":"#/com\####
+  ponents/schemas/Instant"},"goalMs":{"type":"integer","minimum":0},"title":{"type":"string"},"sub\####
+  title":{"type":"string"},"alertMessage":{"type":"string"},"color":{"type":"string","pattern":"^#\####
+  ([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},"fields":{"type":"object"},"relevance":{"type":"number"},"sta\####
+  leDate":{"$ref":"#/components/schemas/Instant"},"milestones":{"type":"array","items":{"$ref":"#/\####
+  components/schemas/Milestone"}},"endOnExpiry":{"$ref":"#/components/schemas/Dismissal"},"overtim\####
+  e":{"type":"boolean"},"liveActivity":{"$ref":"#/components/schemas/LiveActivity"}}},"UpdateReque\####
+  st":{"type":"object","additionalProperties":false,"description":"A merge patch; `null` removes a\####
+   member where the member may be absent.","properties":{"title":{"type":"string"},"subtitle":{"ty\####
+  pe":["string","null"]},"alertMessage":{"type":["string","null"]},"color":{"oneOf":[{"type":"stri\####
+  ng","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},{"type":"null"}]},"fields":{"type":["object"\####
+  ,"null"]},"relevance":{"type":["number","null"]},"endDate":{"$ref":"#/components/schemas/Instant\####
+  "},"startDate":{"$ref":"#/components/schemas/Instant"},"staleDate":{"oneOf":[{"$ref":"#/componen\####
+  ts/schemas/Instant"},{"type":"null"}]},"milestones":{"type":"array","items":{"$ref":"#/component\####
+  s/schemas/Milestone"}},"endOnExpiry":{"oneOf":[{"$ref":"#/components/schemas/Dismissal"},{"type"\####
+  :"null"}]},"overtime":{"type":"boolean"},"timestamp":{"$ref":"#/components/schemas/Instant"},"li\####
+  veActivity":{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"type":"null"}]}}},"PauseReq\####
+  uest":{"type":"object","additionalProperties":false,"properties":{"timestamp":{"$ref":"#/compone\####
+  nts/schemas/Instant"}}},"EndRequest":{"type":"object","additionalProperties":false,"properties":\####
+  {"dismissal":{"$ref":"#/components/schemas/Dismissal"},"timestamp":{"$ref":"#/components/schemas\####
+  /Instant"},"title":{"type":"string"},"subtitle":{"type":["string","null"]},"alertMessage":{"type\####
+  ":["string","null"]},"color":{"oneOf":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]\####
+  {8})$"},{"type":"null"}]},"fields":{"type":["object","null"]},"relevance":{"type":["number","nul\####
+  l"]}}},"Activity":{"type":"object","description":"An activity object (docs/protocol.md, \"Activi\####
+  ty objects\").","required":["id","kind","phase","value","text","progress","stale","overtime","co\####
+  ntent","endDate","startDate","pausedAt","goalMs","milestone","nextMilestone","liveActivity"],"pr\####
+  operties":{"id":{"type":"string"},"kind":{"type":"string","enum":["countdown","elapsed"]},"phase\####
+  ":{"type":"string","enum":["active","paused","ended"]},"value":{"type":"integer","description":"\####
+  The whole seconds shown (negative past the end of a countdown in overtime)."},"text":{"type":"st\####
+  ring","description":"The value in the server's `--style`."},"progress":{"type":["number","null"]\####
+  ,"minimum":0,"maximum":1},"stale":{"type":"boolean"},"overtime":{"type":"boolean"},"content":{"$\####
+  ref":"#/components/schemas/Content"},"endDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"}\####
+  ,{"type":"null"}]},"startDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}\####
+  ]},"pausedAt":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"goalMs":{"typ\####
+  e":["integer","null"]},"milestone":{"type":["string","null"]},"nextMilestone":{"oneOf":[{"type":\####
+  "object","required":["name","at"],"properties":{"name":{"type":"string"},"at":{"type":"integer"}\####
+  }},{"type":"null"}]},"liveActivity":{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"typ\####
+  e":"null"}]},"shard":{"type":"integer","minimum":0,"description":"The activity's shard; only fro\####
+  m a cluster node (docs/cluster.md)."}}}}}}
   """####
 }

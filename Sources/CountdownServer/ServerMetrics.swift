@@ -39,6 +39,8 @@ final class ServerMetrics: Sendable {
   /// A cluster node's leases (docs/cluster.md): shards served now, acquisitions, and renewals
   /// by result (ok, failed: no answer or an error, lost: another node holds the shard).
   private let shardsServed: CoreMetrics.Gauge
+  /// Shards a node holds whose rows cannot be restored (docs/cluster.md, "Serving shards").
+  private let shardsUnrestorable: CoreMetrics.Gauge
   private let leaseCounters: [String: CoreMetrics.Counter]
   private let errors: [CountdownError.Code: CoreMetrics.Counter]
   private let phases: [CoreMetrics.Gauge]
@@ -85,6 +87,8 @@ final class ServerMetrics: Sendable {
       label: "countdown_connections_timed_out_total", factory: factory)
     forwards = CoreMetrics.Counter(label: "countdown_forwarded_total", factory: factory)
     shardsServed = CoreMetrics.Gauge(label: "countdown_cluster_shards_served", factory: factory)
+    shardsUnrestorable = CoreMetrics.Gauge(
+      label: "countdown_cluster_shards_unrestorable", factory: factory)
     var lease: [String: CoreMetrics.Counter] = [
       "acquired": CoreMetrics.Counter(
         label: "countdown_cluster_lease_acquisitions_total", factory: factory)
@@ -158,6 +162,7 @@ final class ServerMetrics: Sendable {
     if let cluster {
       let (served, counts) = cluster.leaseFigures
       shardsServed.record(served)
+      shardsUnrestorable.record(cluster.unrestorableShards.count)
       count([
         ("acquired", Int64(counts.acquired), leaseCounters["acquired"]),
         ("ok", Int64(counts.renewed), leaseCounters["ok"]),

@@ -73,6 +73,13 @@ public struct ServerOptions: Sendable {
   public var postgres: String?
   /// A node of a cluster on ``postgres`` (SPEC §9, docs/cluster.md), nil for a single server.
   public var cluster: ClusterOptions?
+  /// How long a commit (or a read, or connecting) may wait for ``postgres`` to answer, in
+  /// ms: then the connection is dropped and the commit's commands are answered
+  /// `storageFailed`, saying they may or may not have been carried out
+  /// (`--commit-timeout-ms`; nil: a node's lease, 10 s for a single server).
+  public var commitTimeoutMs: Int64?
+  /// ``commitTimeoutMs`` as it applies.
+  public var commitTimeout: Int64 { commitTimeoutMs ?? cluster?.leaseMs ?? 10_000 }
 
   /// Whether the state outlives the process (a state file or PostgreSQL).
   public var keepsState: Bool { postgres != nil || statePath != ":memory:" }

@@ -39,7 +39,7 @@ struct RebuildEngineTests {
     try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
       loop.rebuildEngine(
         { current throws(CountdownError) in
-          let a = try ShardAssembly.assemble(current, keeping: { _ in true }, taking: [rows])
+          let a = ShardAssembly.assemble(current, keeping: { _ in true }, taking: [rows])
           return (a.snapshot, a.events)
         },
         completion: { c.resume(with: $0.mapError { $0 as any Error }) })

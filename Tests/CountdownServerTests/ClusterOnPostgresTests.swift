@@ -112,12 +112,29 @@ struct ClusterOnPostgresTests {
       let owners = try Self.split(url, among: ["a", "b"])
       #expect(owners.values.filter { $0 == "a" }.count == Self.shards / 2, "\(owners)")
       #expect(owners.values.filter { $0 == "b" }.count == Self.shards / 2, "\(owners)")
+      let (ca, cb) = (
+        try TestClient(unix: dirA.appendingPathComponent("c.sock").path),
+        try TestClient(unix: dirB.appendingPathComponent("c.sock").path)
+      )
+      for c in [ca, cb] { try Self.waitServing(c, Self.shards / 2) }
       try body(
-        Pair(
-          url: url, dirA: dirA, dirB: dirB, a: a, b: b, owners: owners,
-          ca: try TestClient(unix: dirA.appendingPathComponent("c.sock").path),
-          cb: try TestClient(unix: dirB.appendingPathComponent("c.sock").path)))
+        Pair(url: url, dirA: dirA, dirB: dirB, a: a, b: b, owners: owners, ca: ca, cb: cb))
     }
+  }
+
+  /// Waits (up to 10 s) until the node `c` reaches serves `count` shards: its list, whole
+  /// through a forwarding node, or saying the shards it serves (`servedShards`) through one
+  /// without the cluster token.
+  static func waitServing(_ c: TestClient, _ count: Int) throws {
+    let until = Date().addingTimeInterval(10)
+    while Date() < until {
+      let r = try c.request(#"{"op":"list"}"#)
+      if r["ok"] as? Bool == true, (r["servedShards"] as? [Int])?.count ?? count == count {
+        return
+      }
+      usleep(50_000)
+    }
+    Issue.record("the node did not serve \(count) shards within 10 s")
   }
 
   /// Sends `request` until it is not refused with `unavailable` (a shard being taken), up to
