@@ -90,10 +90,28 @@ extension ClusterNode {
     logger.critical(
       "cannot serve shard \(shard): its rows cannot be restored: \(error); nobody serves it, trying again in \(Int(Self.restoreRetry)) s"
     )
+    // Nothing of it is written or sent meanwhile (a change of the engine alone writes the
+    // engine row of every shard served): its rows and outbox stay as its last owner left them.
+    writer.perform { [self] in
+      if state.withLockedValue({ $0.open[shard] == nil }) { letGo(shard) }
+    }
     DispatchQueue.global().asyncAfter(deadline: .now() + Self.restoreRetry) { [weak self] in
       guard let self else { return }
       writer.perform { [self] in take(shard, epoch: epoch) }
     }
+  }
+
+  /// The store stops writing `shard`; the push planner and the senders let go of it (on the
+  /// writer's thread).
+  private func letGo(_ shard: Int) {
+    store.stop(shard)
+    let shards = options.shards
+    let inShard: @Sendable (String) -> Bool = {
+      ShardOfID.shard(of: $0, shards: shards) == shard
+    }
+    writer.plannerForgets(where: inShard)
+    delivery?.drop(where: inShard)
+    webhooks?.drop(where: inShard)
   }
 
   /// Shards held whose rows cannot be restored, with why.
@@ -106,14 +124,7 @@ extension ClusterNode {
 
   /// Stops writing `shard` and drops its activities from the engine.
   func drop(_ shard: Int) {
-    store.stop(shard)
-    let shards = options.shards
-    let inShard: @Sendable (String) -> Bool = {
-      ShardOfID.shard(of: $0, shards: shards) == shard
-    }
-    writer.plannerForgets(where: inShard)
-    delivery?.drop(where: inShard)
-    webhooks?.drop(where: inShard)
+    letGo(shard)
     guard let loop = loop.withLockedValue({ $0 }) else { return }
     loop.rebuildEngine(
       { [self] current throws(CountdownError) in

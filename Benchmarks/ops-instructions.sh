@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Instructions per engine operation at each revision given, under callgrind (issue 62): counts,
+# not seconds, so the same for the same binary whatever else the machine is doing, and a
+# bisect on this noisy 2-core VM needs no rounds. Each revision's Sources/Countdown (and its
+# CPrefetch header) is built in release in a scratch package (.build-ops/REV) with the
+# harness in Benchmarks/ops-instructions/main.swift (the commands of `countdown-bench ops`).
+#
+#   Benchmarks/ops-instructions.sh [-n COUNT] REV [REV …]     (WORK: the working tree)
+#
+# Prints, per revision, instructions per operation for each of the seven rows of
+# `countdown-bench ops`' engine pass (COUNT activities, default 50000).
+set -euo pipefail
+count=50000
+if [ "${1:-}" = -n ]; then count=$2; shift 2; fi
+root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+cd "$root"
+names=("start" "update (endDate)" "end (immediate)" "start (reused slots)" "update (title)"
+  "update (random order)" "end (random order)")
+for rev in "$@"; do
+  if [ "$rev" = WORK ]; then sha=work; else sha=$(git rev-parse --short "$rev^{commit}"); fi
+  dir=$root/.build-ops/$sha
+  rm -rf "$dir/Sources" "$dir/CSupport"
+  mkdir -p "$dir/Sources/harness"
+  if [ "$sha" = work ]; then
+    cp -r Sources/Countdown "$dir/Sources/"
+    mkdir -p "$dir/CSupport" && cp -r CSupport/CPrefetch "$dir/CSupport/"
+  else
+    git archive "$rev" Sources/Countdown CSupport/CPrefetch | tar -x -C "$dir"
+  fi
+  rm -rf "$dir/Sources/Countdown/Countdown.docc"
+  cp Benchmarks/ops-instructions/main.swift "$dir/Sources/harness/main.swift"
+  cat >"$dir/Package.swift" <<'PKG'
+// swift-tools-version: 6.0
+import PackageDescription
+let package = Package(
+  name: "ops",
+  targets: [
+    .systemLibrary(name: "CPrefetch", path: "CSupport/CPrefetch"),
+    .target(name: "Countdown", dependencies: ["CPrefetch"],
+      linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+    .executableTarget(name: "harness", dependencies: ["Countdown"]),
+  ])
+PKG
+  (cd "$dir" && swift build -c release --product harness >build.log 2>&1) || {
+    tail -20 "$dir/build.log" >&2
+    exit 1
+  }
+  bin=$dir/.build/release/harness
+  total() { # instructions of `harness $1 $count`
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$count" 2>&1 |
+      sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+  }
+  prev=$(total 0)
+  line="$sha"
+  for p in 1 2 3 4 5 6 7; do
+    now=$(total $p)
+    per=$(( (now - prev) / count ))
+    line="$line|${names[$((p - 1))]}=$per"
+    prev=$now
+  done
+  echo "$line"
+done
