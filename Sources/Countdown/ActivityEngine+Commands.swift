@@ -40,12 +40,11 @@ extension ActivityEngine {
     if case .after(let d)? = r.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
     try Self.checkOvertime(r.overtime, kind: r.kind, endOnExpiry: r.endOnExpiry)
     try Self.validateMilestones(r.milestones, overtime: r.overtime)
-    let phases = try Self.milestoneContents(r.milestones, kind: r.kind, over: content, given: true)
-    if let live = r.liveActivity {
-      try Self.checkPushSize(
-        kind: r.kind, contents: [r.content] + phases, milestones: r.milestones,
-        staleDate: r.staleDate?.milliseconds, overtime: r.overtime, live)
-    }
+    // The contents the milestones' patches make, each checked to fit (none without milestones).
+    let phases =
+      r.milestones.isEmpty
+      ? [] : try Self.milestoneContents(r.milestones, kind: r.kind, over: content, given: true)
+    if r.liveActivity != nil { try Self.checkPushSize(of: r, phases: phases) }
 
     try moveClock(to: t)
     guard options.enabled else {
@@ -185,11 +184,7 @@ extension ActivityEngine {
       }
     }
     if let live {
-      let stale = u.staleDate.applied(to: cold[s].staleDate.map(Instant.init(milliseconds:)))
-      try Self.checkPushSize(
-        kind: kind, contents: [(content ?? cold[s].content).content] + phases,
-        milestones: u.milestones.applied(to: cold[s].milestones) ?? [],
-        staleDate: stale?.milliseconds, overtime: u.overtime ?? cold[s].overtime, live)
+      try checkPushSize(after: u, slot: s, kind: kind, content: content, phases: phases, live)
     }
 
     // Everything is checked: apply.
@@ -400,6 +395,34 @@ extension ActivityEngine {
 
   func content(ofSlot slot: UInt32) -> ActivityContent {
     cold[Int(slot)].content.content
+  }
+
+  /// ``checkPushSize(kind:contents:milestones:staleDate:overtime:_:)`` for a start with a Live
+  /// Activity and the contents its milestones' patches make. Out of line: inlined, its array of
+  /// contents cost every start a copy of the request's content, Live Activity or not.
+  @inline(never)
+  static func checkPushSize(of r: ActivityRequest, phases: [ActivityContent])
+    throws(CountdownError)
+  {
+    guard let live = r.liveActivity else { return }
+    try checkPushSize(
+      kind: r.kind, contents: [r.content] + phases, milestones: r.milestones,
+      staleDate: r.staleDate?.milliseconds, overtime: r.overtime, live)
+  }
+
+  /// ``checkPushSize(kind:contents:milestones:staleDate:overtime:_:)`` for the activity in
+  /// slot `s` as update `u` leaves it (`content`: the content after it, nil when unchanged).
+  /// Out of line, as for a start: an update without a Live Activity pays nothing for it.
+  @inline(never)
+  func checkPushSize(
+    after u: ActivityUpdate, slot s: Int, kind: ActivityKind, content: StoredContent?,
+    phases: [ActivityContent], _ live: LiveActivity
+  ) throws(CountdownError) {
+    let stale = u.staleDate.applied(to: cold[s].staleDate.map(Instant.init(milliseconds:)))
+    try Self.checkPushSize(
+      kind: kind, contents: [(content ?? cold[s].content).content] + phases,
+      milestones: u.milestones.applied(to: cold[s].milestones) ?? [],
+      staleDate: stale?.milliseconds, overtime: u.overtime ?? cold[s].overtime, live)
   }
 
   /// Refuses a command after which some Live Activity push of the activity would be over
