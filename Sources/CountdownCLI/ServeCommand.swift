@@ -449,7 +449,7 @@ struct Announce: Service {
   }
 }
 
-/// `--webhook*`: where to post lifecycle events (SPEC §10).
+/// `--webhook*`: where to post lifecycle events (docs/webhooks.md).
 struct WebhookFlags: ParsableArguments {
   @Option(
     name: .customLong("webhook"),
@@ -479,7 +479,7 @@ struct WebhookFlags: ParsableArguments {
   var timeoutMs: Int64 = 10_000
 
   /// The flags' own checks (before anything is read). Its errors end `countdown serve` with
-  /// status 1 and the message (SPEC §10), not a usage error.
+  /// status 1 and the message (docs/webhooks.md), not a usage error.
   func check() throws {
     for url in urls {
       if let problem = WebhookOptions.problem(with: url) {
@@ -520,7 +520,7 @@ struct WebhookFlags: ParsableArguments {
   }
 }
 
-/// `--apns-*`: where and as whom to send Live Activity pushes (SPEC §8).
+/// `--apns-*`: where and as whom to send Live Activity pushes (docs/pushes.md).
 struct APNsFlags: ParsableArguments {
   @Option(
     name: .customLong("apns-key"),

@@ -1,6 +1,6 @@
 import Countdown
 
-/// How a cluster node's one engine is made from the shards it serves (SPEC §9, docs/cluster.md,
+/// How a cluster node's one engine is made from the shards it serves (docs/cluster.md,
 /// "Serving shards"): a shard taken over is restored from its rows as its last commit left
 /// them and stepped from that commit's instant to the node's now, as a restart steps a state
 /// file (§6: each deadline that passed fires once, at its own instant); a shard no longer

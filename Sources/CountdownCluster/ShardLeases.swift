@@ -1,4 +1,4 @@
-/// One node's decisions about the shards of a cluster (SPEC §9, docs/cluster.md): which shards
+/// One node's decisions about the shards of a cluster (docs/cluster.md): which shards
 /// to acquire, when to renew each lease, when to stop serving a shard whose lease could lapse,
 /// and which to hand over when more nodes are alive.
 ///

@@ -1,5 +1,4 @@
-/// Which shard an activity belongs to (SPEC §9: "by a hash of their id"; docs/cluster.md,
-/// "Shards, leases and the fence"): the 64-bit FNV-1a hash of the id's UTF-8 bytes, modulo
+/// Which shard an activity belongs to (docs/cluster.md, "Shards, leases and the fence"): the 64-bit FNV-1a hash of the id's UTF-8 bytes, modulo
 /// the cluster's shard count.
 ///
 /// Fixed for good: every node, version and platform must put an id in the same shard, so it

@@ -5,7 +5,7 @@ import Countdown
 package struct ReplyWriter {
   package let formatter: TimerFormatter
   package var out = JSONWriter()
-  /// A cluster node's (SPEC §9): the shard of an activity, written in its object as `shard`.
+  /// A cluster node's (docs/cluster.md): the shard of an activity, written in its object as `shard`.
   package var shardOf: (@Sendable (String) -> Int)?
   /// A cluster node's list or snapshot holds only these shards' activities (those the engine
   /// held in full when it ran: ``BatchResult/served``); nil, every activity.

@@ -75,7 +75,7 @@ package struct BatchResult: Sendable {
   }
 }
 
-/// A cluster as one node sees it (SPEC §9: `GET /v1/cluster`, the op `cluster`): the nodes and
+/// A cluster as one node sees it (docs/cluster.md: `GET /v1/cluster`, the op `cluster`): the nodes and
 /// each shard's owner and epoch, as the node last read them from PostgreSQL. A single server
 /// has no node name, nodes or shards.
 package struct ClusterView: Sendable, Equatable {
@@ -117,7 +117,7 @@ package struct ClusterView: Sendable, Equatable {
   package static let single = ClusterView(node: nil, nodes: [], shards: [])
 }
 
-/// Which activities a server may act on: a cluster node (SPEC §9, docs/cluster.md) those of
+/// Which activities a server may act on: a cluster node (docs/cluster.md) those of
 /// the shards it serves now. Its closures run on the loop thread, in each command.
 package struct ShardGate: Sendable {
   /// What becomes of a command on one activity.

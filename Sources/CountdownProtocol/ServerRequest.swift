@@ -23,7 +23,7 @@ package enum ServerRequest: Sendable {
   case list(ListQuery)
   case ping
   case auth(token: String)
-  /// A cluster's nodes and shards as this node sees them (SPEC §9).
+  /// A cluster's nodes and shards as this node sees them (docs/cluster.md).
   case cluster
 
   /// A request line's `rid` (when it was readable) and what it asks, or why it cannot be run.

@@ -30,7 +30,7 @@ public struct WebhookItem: OutboxItem, Hashable {
 }
 
 extension DeliveryOutcome {
-  /// What a webhook receiver's answer means (SPEC §10): 2xx delivered; 408, 429 and 5xx sent
+  /// What a webhook receiver's answer means (docs/webhooks.md): 2xx delivered; 408, 429 and 5xx sent
   /// again after a backoff; any other status (3xx, the other 4xx, 1xx) dropped and counted.
   /// No answer at all (a timeout, a refused or lost connection, a reply that is not HTTP) is
   /// ``retry``, decided by the sender.

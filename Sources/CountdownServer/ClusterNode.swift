@@ -11,7 +11,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// A cluster node's side of SPEC §9 (docs/cluster.md, "Serving shards"): carries out what the
+/// A cluster node's side of the cluster (docs/cluster.md, "Serving shards"): carries out what the
 /// lease driver decides, and is the gate every command passes.
 ///
 /// - A shard to serve: on the writer's thread, between two commits, the store starts writing

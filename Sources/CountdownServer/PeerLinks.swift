@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
-/// A cluster node's connections to the other nodes (SPEC §9: "Nodes reach each other with
+/// A cluster node's connections to the other nodes (docs/cluster.md: "Nodes reach each other with
 /// `--cluster-token` over the `--listen` protocol"; docs/cluster.md, "Forwarding"): one TCP
 /// connection per peer, opened when first needed, that authenticates with the cluster token
 /// and then carries forwarded request lines, pipelined; each reply line comes back in order.

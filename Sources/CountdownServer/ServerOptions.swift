@@ -71,7 +71,7 @@ public struct ServerOptions: Sendable {
   /// (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require]`;
   /// docs/cluster.md): one server per database, unless ``cluster`` makes it a node.
   public var postgres: String?
-  /// A node of a cluster on ``postgres`` (SPEC §9, docs/cluster.md), nil for a single server.
+  /// A node of a cluster on ``postgres`` (docs/cluster.md), nil for a single server.
   public var cluster: ClusterOptions?
   /// How long a commit (or a read, or connecting) may wait for ``postgres`` to answer, in
   /// ms: then the connection is dropped and the commit's commands are answered
@@ -197,7 +197,7 @@ public struct APNsOptions: Sendable {
   }
 }
 
-/// What makes `countdown serve --postgres` a cluster node (SPEC §9, docs/cluster.md).
+/// What makes `countdown serve --postgres` a cluster node (docs/cluster.md).
 public struct ClusterOptions: Sendable, Equatable {
   /// `--node`: this node's name, unique among the live nodes.
   public var node: String
