@@ -156,6 +156,9 @@ public struct ActivityEngine {
       }
     }
 
+    /// Whether the record has its side box (for ``ActivityEngine/footprint``).
+    var hasExtras: Bool { box != nil }
+
     /// Mutates the side box, creating it or copying it first when shared.
     private mutating func extras(_ body: (ColdExtras) -> Void) {
       if box == nil {

@@ -281,3 +281,46 @@ func mappingFlags(containing address: UInt) throws -> [Substring] {
   }
   return []
 }
+
+@Suite("Engine footprint: where an activity's bytes go")
+struct EngineFootprintTests {
+  func part(_ f: EngineFootprint, _ name: String) -> EngineFootprint.Part {
+    f.parts.first { $0.name == name }!
+  }
+
+  @Test("Records count per slot, ids and content out of line only when longer than 15 bytes")
+  func partsFollowTheStorage() throws {
+    var (e, _) = makeEngine()
+    try e.start(.countdown(id: "short", to: at(60_000), title: "A"), at: t0)
+    let long = String(repeating: "x", count: 40)
+    try e.start(.countdown(id: long, to: at(60_000), title: long), at: t0)
+    let generated = try e.start(.countdown(to: at(60_000), title: "B"), at: t0)
+    #expect(generated.utf8.count > 15, "the engine's ids are UUID text")
+    var f = e.footprint
+    #expect(f.activities == 3)
+    let slot = MemoryLayout<ActivityEngine.Slot>.stride
+    #expect(part(f, "slot records").used == 3 * slot)
+    #expect(part(f, "slot records").allocated >= part(f, "slot records").used)
+    // "short" is inline; the 40-byte id and the generated one have chunks of their own.
+    let chunk40 = ActivityEngine.outOfLineBytes(long)
+    #expect(chunk40 == 96, "32 header + 40 + 1 + 8, rounded to 16")
+    #expect(
+      part(f, "ids (out of line)").used == chunk40 + ActivityEngine.outOfLineBytes(generated))
+    #expect(part(f, "content text (out of line)").used == chunk40)
+    #expect(part(f, "side boxes").used == 0)
+    #expect(part(f, "wheel entries").used > 3 * MemoryLayout<PhaseWheel.Entry>.stride)
+    #expect(f.used == f.parts.reduce(0) { $0 + $1.used } && f.allocated >= f.used)
+    // A dismissed activity's id and content no longer count; its slot is free for reuse.
+    try e.end(long, ActivityEnding(dismissal: .immediate), at: at(1_000))
+    f = e.footprint
+    #expect(f.activities == 2)
+    #expect(part(f, "ids (out of line)").used == ActivityEngine.outOfLineBytes(generated))
+    #expect(part(f, "content text (out of line)").used == 0)
+    #expect(part(f, "free slots").used == MemoryLayout<UInt32>.stride)
+    // Milestones put a side box in the cold record.
+    var r = ActivityRequest.countdown(id: "m", to: at(90_000), title: "M")
+    r.milestones = [Milestone(name: "half", atMs: 30_000)]
+    try e.start(r, at: at(1_000))
+    #expect(part(e.footprint, "side boxes").used > 0)
+  }
+}

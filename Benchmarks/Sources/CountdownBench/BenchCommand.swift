@@ -9,6 +9,7 @@ struct BenchCommand: AsyncParsableCommand {
       SuiteBench.self, TicksBench.self, WakeBench.self, FormatBench.self, OpsBench.self,
       ServeBench.self, ServeChild.self, CABIBench.self, StoreBench.self, SSEBench.self,
       FloorBench.self, AbuseBench.self, PushBench.self, WebhookBench.self, ClusterBench.self,
+      MemoryBench.self,
     ],
     defaultSubcommand: SuiteBench.self
   )
