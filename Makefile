@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres
+.PHONY: bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres bench-guard
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -142,8 +142,13 @@ screenshots: deps browserdeps
 	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-browser SCREENSHOTS=$(CURDIR)/docs python3 Tests/browser/test_board.py
 
+# swift format, then the house's rules that it cannot check (.ci/house-rules: citations of
+# documents not in the repository, files past 600 lines that do not say why, "session" in
+# README.md or BENCHMARKS.md), its self-test first.
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests Fuzz Examples/consumer Package.swift Benchmarks/Sources Benchmarks/Package.swift
+	python3 .ci/house-rules --self-test
+	python3 .ci/house-rules
 
 build: deps
 	$(SWIFT) build
@@ -154,6 +159,12 @@ release: deps
 # Formatting throughput beside Foundation (release build of the Benchmarks package).
 bench-format: deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/countdown-bench format
+
+# The engine side by side with the revision Benchmarks/baseline names, failing below its
+# bounds (Benchmarks/bench-guard.sh; two release builds and about 5 min of runs). A step of
+# .ci/run-long.
+bench-guard: deps
+	Benchmarks/bench-guard.sh
 
 # Acknowledged starts/s with the state in memory, in the file (sync normal, full) and in a
 # scratch PostgreSQL server on loopback, fsync on (countdown-bench store --postgres), side by
