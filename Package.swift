@@ -91,7 +91,7 @@ let package = Package(
     // Live Activity pushes' decisions (docs/pushes.md), pure and clock-free: the budget per
     // activity and token, what APNs's answers mean, the retry schedule.
     .target(name: "CountdownPush", dependencies: ["Countdown"]),
-    // The cluster's decisions (SPEC §9, docs/cluster.md), pure and clock-free: which shards a
+    // The cluster's decisions (docs/cluster.md), pure and clock-free: which shards a
     // node acquires, renews, stops serving and hands over; how its engine is made from them.
     .target(name: "CountdownCluster", dependencies: ["Countdown"]),
     // The APNs client (docs/pushes.md): one HTTP/2 connection over TLS, the provider JWT.

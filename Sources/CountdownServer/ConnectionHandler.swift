@@ -1,3 +1,6 @@
+// Over 600 lines: framing, authentication, backpressure, batching and forwarding order are
+// still one handler; its decisions become a state machine of their own, which splits it.
+
 import Countdown
 import CountdownLoop
 import CountdownProtocol

@@ -1,3 +1,6 @@
+// Over 600 lines: start-up is still one function wiring every part; it becomes ordered
+// stages, each owning its teardown, in a file of their own.
+
 import Countdown
 import CountdownClient
 import CountdownLoop

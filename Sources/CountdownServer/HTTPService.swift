@@ -1,3 +1,6 @@
+// Over 600 lines: the routes, the event streams and the listeners' set-up of the HTTP side;
+// the event streams are the part that moves to a file of its own next.
+
 import Countdown
 import CountdownLoop
 import CountdownProtocol

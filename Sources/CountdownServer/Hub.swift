@@ -1,3 +1,6 @@
+// Over 600 lines while the cluster's relays live in the hub; they move to a type of their
+// own reusing SubscriberOutput, and the hub goes back to registry and fan-out.
+
 import Countdown
 import CountdownLoop
 import CountdownPostgres

@@ -1,3 +1,6 @@
+// Over 600 lines: the writer thread, its group commit and the loading of a file share one
+// connection and its statements; the loading is the part that can move out.
+
 import Countdown
 import CountdownPush
 import GRDB

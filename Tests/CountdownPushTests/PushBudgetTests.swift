@@ -109,7 +109,7 @@ struct DeliveryOutcomeTests {
   }
 
   @Test(
-    "A webhook receiver's statuses (SPEC §10): 2xx delivered; 408, 429, 5xx retried; the rest dropped"
+    "A webhook receiver's statuses (docs/webhooks.md): 2xx delivered; 408, 429, 5xx retried; the rest dropped"
   )
   func webhookStatuses() {
     for status in [200, 201, 202, 204, 299] {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import CountdownServer
 
-/// Subscriptions and the board across nodes (SPEC §9; docs/cluster.md, "Subscriptions across
+/// Subscriptions and the board across nodes (docs/cluster.md, "Subscriptions across
 /// nodes"), with real processes and a real PostgreSQL.
 extension ClusterOnPostgresTests {
   /// A subscriber's lifecycle events (ticks left out), by activity, each as (event, at).

@@ -4,8 +4,8 @@ import Testing
 
 @testable import CountdownServer
 
-/// A node killed after a commit and before its hub relayed the events of it (SPEC §9;
-/// docs/cluster.md, "A node killed between a commit and its relay"), with real processes and
+/// A node killed after a commit and before its hub relayed the events of it
+/// (docs/cluster.md, "A node killed between a commit and its relay"), with real processes and
 /// a real PostgreSQL. The fault is made by a debug build's `COUNTDOWN_FAULT_STALL_AFTER_COMMIT_OF`:
 /// from the first commit of an activity of that prefix, the node's hub passes on nothing it
 /// commits (it still commits and acknowledges), as a node killed between the two would.

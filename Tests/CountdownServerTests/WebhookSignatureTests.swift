@@ -4,12 +4,12 @@ import Testing
 
 @testable import CountdownServer
 
-/// `Countdown-Signature` (docs/webhooks.md), checked by the README's Swift receiver code,
+/// `Countdown-Signature` (docs/webhooks.md), checked by docs/webhooks.md's Swift receiver code,
 /// copied below as it is written there (the test fails when the two differ).
 @Suite("Webhook signatures")
 struct WebhookSignatureTests {
-  // README.md, "Webhooks": from `func verify` to its closing brace.
-  // BEGIN README
+  // docs/webhooks.md, "Checking a delivery": from `func verify` to its closing brace.
+  // BEGIN DOC
   func verify(secret: Data, body: Data, header: String, tolerance: TimeInterval = 300) -> Bool {
     var fields: [Substring: Substring] = [:]
     for part in header.split(separator: ",") {
@@ -28,7 +28,7 @@ struct WebhookSignatureTests {
         mac, authenticating: Data(t.utf8) + Data(".".utf8) + body,
         using: SymmetricKey(data: secret))
   }
-  // END README
+  // END DOC
 
   let secret = Data("whsec-test".utf8)
   let body = Data(#"{"event":{"at":1,"event":"started","id":"a"},"activity":null}"#.utf8)
@@ -64,17 +64,18 @@ struct WebhookSignatureTests {
   }
   static let expected = "b61622af519f191c257cf4d76855c6f588e4a0799440900d6c0d16b671af84fa"
 
-  @Test("The README carries this receiver code, line for line")
+  @Test("docs/webhooks.md carries this receiver code, line for line")
   func readmeHasIt() throws {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
       .deletingLastPathComponent().deletingLastPathComponent()
-    let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    let doc = try String(
+      contentsOf: root.appendingPathComponent("docs/webhooks.md"), encoding: .utf8)
     let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
     let lines = source.components(separatedBy: "\n")
-    let start = lines.firstIndex { $0.contains("// BEGIN README") }! + 1
-    let end = lines.firstIndex { $0.contains("// END README") }!
+    let start = lines.firstIndex { $0.contains("// BEGIN DOC") }! + 1
+    let end = lines.firstIndex { $0.contains("// END DOC") }!
     // Indented by two here, inside the suite.
     let code = lines[start..<end].map { $0.hasPrefix("  ") ? String($0.dropFirst(2)) : $0 }
-    #expect(readme.contains(code.joined(separator: "\n")))
+    #expect(doc.contains(code.joined(separator: "\n")))
   }
 }

@@ -69,7 +69,7 @@ struct ReplayCLITests {
   }
 
   @Test(
-    "The README's examples replay as it shows them",
+    "docs/cli.md's examples replay as it shows them",
     arguments: [("stage-timer", ["--ticks"]), ("medication", [])])
   func readmeExample(_ name: String, _ flags: [String]) async throws {
     let root = CLI.fixtures.deletingLastPathComponent().deletingLastPathComponent()
@@ -79,9 +79,10 @@ struct ReplayCLITests {
     let expected = try String(
       contentsOf: CLI.fixtures.appendingPathComponent("\(name).expected.jsonl"), encoding: .utf8)
     #expect(r.status == 0 && r.stdout == expected)
-    let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    let doc = try String(
+      contentsOf: root.appendingPathComponent("docs/cli.md"), encoding: .utf8)
     for line in expected.split(separator: "\n") {
-      #expect(readme.contains(line), "README lacks \(line)")
+      #expect(doc.contains(line), "docs/cli.md lacks \(line)")
     }
   }
 

@@ -1,5 +1,5 @@
 """The kiosk board (GET /) of one cluster node in a real headless Chromium, showing the
-activities of every node live (SPEC §9, docs/cluster.md "Subscriptions across nodes"): two
+activities of every node live (docs/cluster.md "Subscriptions across nodes"): two
 `countdown serve --node` processes on a real PostgreSQL, forwarding to each other.
 
 Run by `make browser-cluster` (part of `make test`) under Tests/postgres/with-postgres.sh,

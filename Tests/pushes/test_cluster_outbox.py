@@ -1,4 +1,4 @@
-"""Live Activity pushes and webhooks from cluster nodes (SPEC §8, §10 with §9; docs/cluster.md
+"""Live Activity pushes and webhooks from cluster nodes (docs/pushes.md, docs/webhooks.md with docs/cluster.md
 "Pushes and webhooks from a node"): two `countdown serve --node` processes on a real
 PostgreSQL, each with --apns-* pointing at the APNs stand-in (real TLS and HTTP/2) and a
 --webhook to a real HTTP receiver. Each node sends its own shards' outbox; after `kill -9` of

@@ -1,4 +1,4 @@
-"""Live Activity pushes end to end (SPEC §8, docs/pushes.md): `countdown serve` (the debug
+"""Live Activity pushes end to end (docs/pushes.md): `countdown serve` (the debug
 build) with --apns-* against the APNs stand-in of apns_standin.py, real TLS and HTTP/2 on
 loopback. Commands go through the HTTP API; what the gateway received is checked against the
 protocol: headers, the provider JWT's signature, the payloads and their content-state, the

@@ -1,7 +1,7 @@
-"""Webhooks end to end (SPEC §10, docs/webhooks.md): `countdown serve` (the debug build) with
+"""Webhooks end to end (docs/webhooks.md): `countdown serve` (the debug build) with
 --webhook posting to real HTTP receivers on loopback (Python's http.server, HTTP/1.1
 keep-alive). Commands go through the HTTP API; what each receiver got is checked: the bodies
-against the events and activity objects, the headers, the signature (with the README's own
+against the events and activity objects, the headers, the signature (with docs/webhooks.md's own
 verification code), the order per activity under retries, a receiver that hangs beside one that
 answers, 4xx answers dropped and counted, and `kill -9` with deliveries pending.
 """
@@ -29,8 +29,8 @@ SECRET = "whsec-test-3f9a"
 
 
 def readme_verify():
-    """The README's Python verification of a delivery, run as it is written there."""
-    with open(os.path.join(ROOT, "README.md")) as f:
+    """docs/webhooks.md's Python verification of a delivery, run as it is written there."""
+    with open(os.path.join(ROOT, "docs", "webhooks.md")) as f:
         text = f.read()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     block = next(b for b in blocks if "def verify(" in b)
@@ -151,7 +151,7 @@ class WebhookTests(unittest.TestCase):
 
     def test_a_lifecycle_signed(self):
         """Every lifecycle event of a countdown (commands and deadlines), never a tick, each
-        with its event object and the activity after it, signed; the README's verification
+        with its event object and the activity after it, signed; docs/webhooks.md's verification
         accepts each signature and refuses a changed body or another secret."""
         r = self.receiver()
         s = self.serve("--webhook", r.url, "--webhook-secret", SECRET)

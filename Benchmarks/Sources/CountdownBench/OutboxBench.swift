@@ -67,7 +67,7 @@ func burstOfUpdates(_ child: Child, _ peer: LocalPeer, burst: Int, noun: String,
 /// one subscriber timing every tick, with 1,000 updates a second to 5,000 activities, the
 /// child with `extra` (`on`: each update sends to `peer`) and without (`off`: the same
 /// updates, nothing sent), in alternating rounds; the median p99 of each side. The updates'
-/// own `updated` events are timed apart: they wait for their commit (SPEC §6), which the
+/// own `updated` events are timed apart: they wait for their commit (docs/protocol.md), which the
 /// outbox's rows lengthen, and at 1,000 a second among 100,000 ticks they would otherwise be
 /// the slowest 1% of the ticks' histogram. With `noiseFloor` (`--noise-floor`), neither side
 /// sends: the comparison's own spread.
