@@ -1,5 +1,6 @@
-// Over 600 lines: the schema and its migration ladder are still written here beside the
-// store; freezing each migration's SQL at its version, in a file of its own, splits it.
+// Over 600 lines: the connection (its bounds and reconnection), loading a shard and the
+// group commit share the store's one connection and its state; the schema is apart
+// (PostgresStore+Schema.swift).
 
 import Countdown
 import CountdownCluster
@@ -105,9 +106,6 @@ package final class PostgresStore: DurableStore {
     }
   }
 
-  /// The tables' schema version this build writes (`countdown_schema`): 2 adds the `shard`
-  /// columns (a single server's rows are shard 0); 3 adds `countdown_unsettled`.
-  static let schemaVersion = 3
   /// `pg_advisory_lock`'s key: "CDWN", as the state file's application id.
   static let lockKey: Int64 = 0x4344_574E
 
@@ -271,78 +269,12 @@ package final class PostgresStore: DurableStore {
 
   // MARK: - The tables
 
-  /// A column declaration of the state file in PostgreSQL's types.
-  static func postgres(_ declaration: String) -> String {
-    var d = declaration
-    d = d.replacingFirst("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGINT PRIMARY KEY")
-    d = d.replacingFirst("INTEGER", "BIGINT")
-    d = d.replacingFirst("BLOB", "BYTEA")
-    return d
-  }
-
   /// The columns' names and kinds, for ``insert(_:_:from:computed:extra:)`` and
   /// ``upsert(_:_:key:from:)``.
   static func named<Column: StoredColumn>(_ columns: [Column]) -> [(name: String, kind: StoredKind)]
   {
     columns.map { ($0.name, $0.kind) }
   }
-
-  /// The tables of schema v1, made in one transaction.
-  /// The tables ``createTables`` makes, by name.
-  static var tableNames: [String] {
-    createTables.compactMap { sql in
-      guard sql.hasPrefix("CREATE TABLE ") else { return nil }
-      return sql.dropFirst("CREATE TABLE ".count).split(separator: " ").first.map(String.init)
-    }
-  }
-
-  static var createTables: [String] {
-    func columns(_ declared: [(name: String, declaration: String)]) -> String {
-      declared.map { "\($0.name) \(postgres($0.declaration))" }.joined(separator: ", ")
-    }
-    let engine = columns(EngineColumn.allCases.map { ($0.name, $0.declaration) })
-    let activity = columns(ActivityColumn.allCases.map { ($0.name, $0.declaration) })
-    let outbox = columns(OutboxColumn.allCases.map { ($0.name, $0.declaration) })
-    let budget = columns(BudgetColumn.allCases.map { ($0.name, $0.declaration) })
-    return [
-      "CREATE TABLE countdown_schema (version int NOT NULL)",
-      "INSERT INTO countdown_schema VALUES (\(schemaVersion))",
-      "CREATE TABLE countdown_engine (shard int PRIMARY KEY, \(engine))",
-      "CREATE TABLE countdown_activity (\(activity), shard int NOT NULL DEFAULT 0)",
-      "CREATE TABLE countdown_outbox (\(outbox), shard int NOT NULL DEFAULT 0)",
-      "CREATE SEQUENCE countdown_outbox_seq OWNED BY countdown_outbox.seq",
-      "CREATE TABLE countdown_budget (\(budget), shard int NOT NULL DEFAULT 0, PRIMARY KEY (activity, token))",
-      unsettledTable,
-    ] + shardIndexes
-  }
-
-  /// Per shard, the incarnation of the node whose commit wrote it last and the lifecycle
-  /// events of its commits that it had perhaps not relayed yet, as relay lines (`SEQUENCE
-  /// JSON`): the node that takes the shard passes them on (docs/cluster.md).
-  static let unsettledTable =
-    "CREATE TABLE countdown_unsettled (shard int PRIMARY KEY, incarnation bigint NOT NULL, events text NOT NULL)"
-
-  /// Schema 2 to 3: `countdown_unsettled`, empty.
-  static let migrateToV3 = [unsettledTable, "UPDATE countdown_schema SET version = 3"]
-
-  /// What a shard's load reads by.
-  static let shardIndexes = [
-    "CREATE INDEX countdown_activity_shard ON countdown_activity (shard, ord)",
-    "CREATE INDEX countdown_outbox_shard ON countdown_outbox (shard, seq)",
-    "CREATE INDEX countdown_budget_shard ON countdown_budget (shard)",
-  ]
-
-  /// Schema 1 (one server per database, `countdown_engine`'s one row with `id` 1) to 2: the
-  /// rows there are shard 0's.
-  static let migrateToV2 =
-    [
-      "ALTER TABLE countdown_engine DROP CONSTRAINT IF EXISTS countdown_engine_id_check",
-      "ALTER TABLE countdown_engine RENAME COLUMN id TO shard",
-      "UPDATE countdown_engine SET shard = 0",
-      "ALTER TABLE countdown_activity ADD COLUMN shard int NOT NULL DEFAULT 0",
-      "ALTER TABLE countdown_outbox ADD COLUMN shard int NOT NULL DEFAULT 0",
-      "ALTER TABLE countdown_budget ADD COLUMN shard int NOT NULL DEFAULT 0",
-    ] + shardIndexes + ["UPDATE countdown_schema SET version = 2"]
 
   /// Makes the tables in a new database, migrates an older one (in one transaction, under a
   /// transaction lock so that nodes starting together do not race); refuses one a newer
@@ -366,8 +298,11 @@ package final class PostgresStore: DurableStore {
         return nil
       }
       let found = try run(c, "SELECT max(version) FROM countdown_schema").first?.decode(Int?.self)
-      if found == 1 { for sql in Self.migrateToV2 { try run(c, sql) } }
-      if found == 1 || found == 2 { for sql in Self.migrateToV3 { try run(c, sql) } }
+      if let found {
+        for (version, statements) in Self.migrations where version > found {
+          for sql in statements { try run(c, sql) }
+        }
+      }
       if let found, found > Self.schemaVersion { return found }
       try run(c, Self.commitFunction)
       return found

@@ -58,9 +58,10 @@ extension StoredColumn {
 /// types, the position a read takes (0-based) and the one a bind takes (1-based) all come
 /// from here; the reference is docs/state-file.md.
 ///
-/// A new column is a new case (at the end) with the migration that adds it as `addedIn`:
-/// the migration that made the table creates the columns of its own version, and each later
-/// one adds its own (`ALTER TABLE … ADD COLUMN`), so an old file and a new one end up alike.
+/// A new column is a new case (at the end) and a new migration in ``FrozenSchema`` that adds
+/// it (`ALTER TABLE … ADD COLUMN`), written out as SQL: migrations never read these cases, so
+/// that an old file and a new one end up alike whatever is added later. `StateMigrationTests`
+/// checks that a new file's columns are these, in this order, with these declarations.
 package enum ActivityColumn: Int32, StoredColumn {
   case id, ord, kind, phase, stale, expired, anchor, pausedTotal, frozenAt, content
   case countdownStart, goalMs, staleDate, milestones, nextMilestone, endOnExpiry
@@ -73,15 +74,6 @@ package enum ActivityColumn: Int32, StoredColumn {
   package static let table = ColumnTable<Self>()
   /// Its parameter in an `INSERT` of ``ActivityColumn/allCases``.
   package var bind: Int32 { rawValue + 1 }
-
-  /// The migration that added the column.
-  var addedIn: StateSchema {
-    switch self {
-    case .liveActivity: .v3
-    case .overtime: .v5
-    default: .v2
-    }
-  }
 
   /// Its SQL type and constraints. Kinds, phases and end reasons are stored by name.
   package var declaration: String {
@@ -110,13 +102,6 @@ package enum ActivityColumn: Int32, StoredColumn {
   /// `"a", "b"`: the raw values of `cases` quoted for SQL.
   private static func names<T: RawRepresentable<String>>(_ cases: [T]) -> String {
     cases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
-  }
-
-  /// `CREATE TABLE activity` with the columns added up to and including `version`.
-  static func createTable(_ table: String, upTo version: StateSchema) -> String {
-    let columns = allCases.filter { $0.addedIn <= version }
-    return
-      "CREATE TABLE \(table) (\(columns.map { "\($0.name) \($0.declaration)" }.joined(separator: ", "))) WITHOUT ROWID"
   }
 }
 
@@ -149,9 +134,6 @@ package enum OutboxColumn: Int32, StoredColumn {
   case seq, activity, token, event, priority, timestamp, notBefore, eventAt, payload
   case destination
 
-  /// The schema version that added it.
-  var addedIn: StateSchema { self == .destination ? .v6 : .v4 }
-
   package static let table = ColumnTable<Self>()
   /// Its parameter in ``insert`` (which leaves `seq` to SQLite).
   package var bind: Int32 { rawValue }
@@ -167,10 +149,6 @@ package enum OutboxColumn: Int32, StoredColumn {
     }
   }
 
-  /// The table as `version` made it (later columns are added by their migrations).
-  static func createTable(upTo version: StateSchema) -> String {
-    "CREATE TABLE push_outbox (\(allCases.filter { $0.addedIn <= version }.map { "\($0.name) \($0.declaration)" }.joined(separator: ", ")))"
-  }
   static let insert =
     "INSERT INTO push_outbox (\(allCases.dropFirst().map(\.name).joined(separator: ", "))) VALUES (\(allCases.dropFirst().map { _ in "?" }.joined(separator: ", ")))"
 }
@@ -195,8 +173,6 @@ package enum BudgetColumn: Int32, StoredColumn {
     }
   }
 
-  static let createTable =
-    "CREATE TABLE push_budget (\(allCases.map { "\($0.name) \($0.declaration)" }.joined(separator: ", ")), PRIMARY KEY (activity, token)) WITHOUT ROWID"
   static let upsert =
     "INSERT OR REPLACE INTO push_budget (\(list)) VALUES (\(allCases.map { _ in "?" }.joined(separator: ", ")))"
 }
@@ -221,8 +197,8 @@ enum StateSchema: String, CaseIterable, Comparable {
   }
 }
 
-/// How schema v1 stored enumerations: their positions in these lists. Read only by the v2
-/// migration, which turns them into names.
+/// How schema v1 stored enumerations: their positions in these lists. Read only to refuse a
+/// v1 file with a code v1 never wrote before its v2 migration (``FrozenSchema/v2Copy``) runs.
 enum V1Codes {
   static let kinds: [ActivityKind] = [.countdown, .elapsed]
   static let phases: [ActivityPhase] = [.active, .paused, .ended]
@@ -238,12 +214,5 @@ enum V1Codes {
 
   private static func known<T>(_ column: String, _ cases: [T]) -> String {
     "NOT (typeof(\(column)) = 'integer' AND \(column) BETWEEN 0 AND \(cases.count - 1))"
-  }
-
-  /// `CASE column WHEN 0 THEN 'first' … END` (NULL for an unknown code, which the new
-  /// column's NOT NULL refuses: the migration fails and the file is left as it was).
-  static func rename<T: RawRepresentable<String>>(_ column: String, _ cases: [T]) -> String {
-    let whens = cases.enumerated().map { "WHEN \($0.offset) THEN '\($0.element.rawValue)'" }
-    return "CASE \(column) \(whens.joined(separator: " ")) END"
   }
 }

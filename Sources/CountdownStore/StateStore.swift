@@ -163,78 +163,29 @@ package final class StateStore: DurableStore {
   }
 
   /// The schema, one migration per version (``StateSchema``). A file that has migrations this
-  /// list does not know was written by a newer countdown. v1's SQL is kept as it was written
-  /// (it is what old files hold); later tables and columns come from ``ActivityColumn``.
+  /// list does not know was written by a newer countdown. Each migration's SQL is frozen as
+  /// it was written at its version, never built from today's columns or enumerations (what
+  /// old files hold must not change when a column or a case is added): a new version is a new
+  /// migration here and a new case in ``ActivityColumn`` (or the table's column enumeration),
+  /// and `StateMigrationTests` checks that a new file's schema is exactly what those declare.
   static var migrator: DatabaseMigrator {
     var m = DatabaseMigrator()
     m.registerMigration(StateSchema.v1.rawValue) { db in
       try db.execute(sql: "PRAGMA application_id = \(applicationID)")
-      try db.execute(
-        sql: """
-          CREATE TABLE engine (
-            id INTEGER PRIMARY KEY CHECK (id = 1),
-            now INTEGER NOT NULL,
-            nextOrder INTEGER NOT NULL,
-            idGeneratorState INTEGER NOT NULL,
-            enabled INTEGER NOT NULL,
-            maxActivities INTEGER,
-            maxActiveDurationMs INTEGER
-          );
-          CREATE TABLE activity (
-            id TEXT PRIMARY KEY NOT NULL,
-            ord INTEGER NOT NULL,
-            kind INTEGER NOT NULL,
-            phase INTEGER NOT NULL,
-            stale INTEGER NOT NULL,
-            expired INTEGER NOT NULL,
-            anchor INTEGER NOT NULL,
-            pausedTotal INTEGER NOT NULL,
-            frozenAt INTEGER NOT NULL,
-            content TEXT NOT NULL,
-            countdownStart INTEGER,
-            goalMs INTEGER,
-            staleDate INTEGER,
-            milestones TEXT,
-            nextMilestone INTEGER NOT NULL,
-            endOnExpiry INTEGER,
-            startedAt INTEGER NOT NULL,
-            endedAt INTEGER NOT NULL,
-            endReason INTEGER NOT NULL,
-            dismissAt INTEGER NOT NULL,
-            lastTimestamp INTEGER
-          ) WITHOUT ROWID;
-          """)
+      try db.execute(sql: FrozenSchema.v1)
     }
     // Kinds, phases and end reasons by name instead of by position (SQLite cannot change a
     // column's type in place: the table is copied).
     m.registerMigration(StateSchema.v2.rawValue) { db in
-      let renamed: [ActivityColumn: String] = [
-        .kind: V1Codes.rename("kind", V1Codes.kinds),
-        .phase: V1Codes.rename("phase", V1Codes.phases),
-        .endReason: V1Codes.rename("endReason", V1Codes.reasons),
-      ]
-      let select = ActivityColumn.allCases.filter { $0.addedIn <= .v2 }
-        .map { renamed[$0] ?? $0.name }.joined(separator: ", ")
-      try db.execute(sql: ActivityColumn.createTable("activity_v2", upTo: .v2))
-      try db.execute(sql: "INSERT INTO activity_v2 SELECT \(select) FROM activity")
+      try db.execute(sql: FrozenSchema.v2ActivityTable)
+      try db.execute(sql: FrozenSchema.v2Copy)
       try db.execute(sql: "DROP TABLE activity")
       try db.execute(sql: "ALTER TABLE activity_v2 RENAME TO activity")
     }
-    // Columns added later, each by the migration that names it; v4's tables.
-    for version in StateSchema.allCases where version > .v2 {
-      m.registerMigration(version.rawValue) { db in
-        for c in ActivityColumn.allCases where c.addedIn == version {
-          try db.execute(sql: "ALTER TABLE activity ADD COLUMN \(c.name) \(c.declaration)")
-        }
-        if version == .v4 {
-          try db.execute(sql: OutboxColumn.createTable(upTo: .v4))
-          try db.execute(sql: BudgetColumn.createTable)
-        }
-        for c in OutboxColumn.allCases where c.addedIn == version && version > .v4 {
-          try db.execute(sql: "ALTER TABLE push_outbox ADD COLUMN \(c.name) \(c.declaration)")
-        }
-      }
-    }
+    m.registerMigration(StateSchema.v3.rawValue) { db in try db.execute(sql: FrozenSchema.v3) }
+    m.registerMigration(StateSchema.v4.rawValue) { db in try db.execute(sql: FrozenSchema.v4) }
+    m.registerMigration(StateSchema.v5.rawValue) { db in try db.execute(sql: FrozenSchema.v5) }
+    m.registerMigration(StateSchema.v6.rawValue) { db in try db.execute(sql: FrozenSchema.v6) }
     return m
   }
 

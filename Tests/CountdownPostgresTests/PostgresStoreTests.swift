@@ -271,6 +271,43 @@ struct PostgresStoreTests {
     #expect(PostgresStore.tableNames.contains("countdown_schema"))
   }
 
+  @Test("A new database's columns are the declared ones, in order, with their nullability")
+  func declaredColumns() throws {
+    let location = try PostgresTestServer.freshDatabase()
+    try PostgresStore(location).close()
+    func check<C: StoredColumn>(_ table: String, _ columns: [C], leading: [String] = []) throws {
+      let rows = try PostgresTestServer.psql(
+        """
+        SELECT column_name, is_nullable, data_type FROM information_schema.columns
+        WHERE table_name = '\(table)' ORDER BY ordinal_position
+        """, in: location.database
+      ).split(separator: "\n").map { $0.split(separator: "|").map(String.init) }
+      // The declared columns, then the shard (an engine row's key comes first).
+      let names = rows.map { $0[0].lowercased() }
+      let declared =
+        leading + columns.map { $0.name.lowercased() } + (leading.isEmpty ? ["shard"] : [])
+      #expect(names == declared, "\(table)")
+      for c in columns {
+        guard let row = rows.first(where: { $0[0].lowercased() == c.name.lowercased() }) else {
+          continue
+        }
+        let notNull = c.declaration.contains("NOT NULL") || c.declaration.contains("PRIMARY KEY")
+        #expect((row[1] == "NO") == notNull, "\(table).\(c.name): nullable \(row[1])")
+        let type: String =
+          switch c.kind {
+          case .int: "bigint"
+          case .text: "text"
+          case .bytes: "bytea"
+          }
+        #expect(row[2] == type, "\(table).\(c.name): \(row[2])")
+      }
+    }
+    try check("countdown_activity", ActivityColumn.all)
+    try check("countdown_engine", EngineColumn.all, leading: ["shard"])
+    try check("countdown_outbox", OutboxColumn.all)
+    try check("countdown_budget", BudgetColumn.all)
+  }
+
   @Test("A database a newer countdown wrote is refused and left as it was")
   func newerSchema() throws {
     let location = try PostgresTestServer.freshDatabase()

@@ -177,4 +177,113 @@ struct StateMigrationTests {
     #expect(try store.loadWebhooks().map(\.seq) == seqs.webhooks)
     #expect(try store.loadPushes().pending.count == 1)
   }
+
+  // MARK: - Frozen migrations
+
+  static let schemaFixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .appendingPathComponent("Fixtures/schema-v6.sql").path
+
+  /// The tables of a file as `sqlite_master` holds them, in the fixture's form.
+  static func schema(of queue: DatabaseQueue) throws -> String {
+    try queue.read { db in
+      try Row.fetchAll(
+        db,
+        sql: """
+          SELECT type, name, sql FROM sqlite_master
+          WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY name
+          """
+      ).map { row -> String in
+        let type: String = row["type"]
+        let name: String = row["name"]
+        let sql: String = row["sql"]
+        return "-- \(type) \(name)\n\(sql);\n"
+      }.joined(separator: "\n")
+    }
+  }
+
+  @Test("A new file's schema is, to the byte, the one the migrations made when v6 was written")
+  func newFileSchema() throws {
+    let queue = try DatabaseQueue()
+    try StateStore.migrator.migrate(queue)
+    let made = try Self.schema(of: queue)
+    let frozen = try String(contentsOfFile: Self.schemaFixture, encoding: .utf8)
+    #expect(made == frozen, "a migration's SQL changed: write a new migration instead")
+  }
+
+  @Test("The declared columns are a new file's: names in order, types and NOT NULL")
+  func declaredColumns() throws {
+    let queue = try DatabaseQueue()
+    try StateStore.migrator.migrate(queue)
+    func check<C: StoredColumn>(_ table: String, _ columns: [C], leading: [String] = []) throws {
+      let info = try queue.read { db in try Row.fetchAll(db, sql: "PRAGMA table_info(\(table))") }
+      let names = info.map { row -> String in row["name"] }
+      #expect(names == leading + columns.map(\.name), "\(table)")
+      for c in columns {
+        guard let row = info.first(where: { ($0["name"] as String) == c.name }) else { continue }
+        let type: String = row["type"]
+        let notNull: Bool = row["notnull"]
+        #expect(c.declaration.hasPrefix(type), "\(table).\(c.name): \(type) in the file")
+        #expect(notNull == c.declaration.contains("NOT NULL"), "\(table).\(c.name)'s NOT NULL")
+      }
+    }
+    try check("activity", ActivityColumn.all)
+    try check("engine", EngineColumn.all, leading: ["id"])
+    try check("push_outbox", OutboxColumn.all)
+    try check("push_budget", BudgetColumn.all)
+  }
+
+  @Test("A new file's checks take every kind, phase, end reason and outbox destination there is")
+  func checksTakeEveryCase() throws {
+    let queue = try DatabaseQueue()
+    try StateStore.migrator.migrate(queue)
+    try queue.write { db in
+      var n = 0
+      for kind in ActivityKind.allCases {
+        for phase in ActivityPhase.allCases {
+          for reason in EndReason.allCases {
+            n += 1
+            try db.execute(
+              sql: """
+                INSERT INTO activity (id, ord, kind, phase, stale, expired, anchor, pausedTotal,
+                  frozenAt, content, nextMilestone, startedAt, endedAt, endReason, dismissAt)
+                VALUES (?, ?, ?, ?, 0, 0, 0, 0, 0, '{}', 0, 0, 0, ?, 0)
+                """,
+              arguments: ["a\(n)", n, kind.rawValue, phase.rawValue, reason.rawValue])
+          }
+        }
+      }
+      for destination in OutboxDestination.allCases {
+        try db.execute(
+          sql: """
+            INSERT INTO push_outbox (activity, token, event, priority, timestamp, notBefore,
+              eventAt, payload, destination) VALUES ('a1', 't', 'update', 5, 1, 1, 1, x'7b7d', ?)
+            """,
+          arguments: [destination.rawValue])
+      }
+    }
+  }
+
+  @Test(
+    "A file of each earlier version opens as today's, its activities whole",
+    arguments: [StateSchema.v2, .v3, .v4, .v5])
+  func everyEarlierVersion(_ version: StateSchema) throws {
+    let (dir, path) = try Self.copy()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let queue = try DatabaseQueue(path: path)
+    try StateStore.migrator.migrate(queue, upTo: version.rawValue)
+    let applied = try queue.read { try StateStore.migrator.appliedIdentifiers($0) }
+    #expect(applied.count == StateSchema.allCases.firstIndex(of: version)! + 1)
+    try queue.close()
+    let store = try StateStore(path: path, sync: .normal)
+    let loaded = try #require(try store.load())
+    store.close()
+    #expect(
+      loaded.activities.map(\.id).sorted() == ["done", "expire", "gate", "paused", "stale", "walk"])
+    let engine = try ActivityEngine(restoring: loaded)
+    #expect(engine.activities().count == 6)
+    let reopened = try DatabaseQueue(path: path)
+    #expect(
+      try Self.schema(of: reopened) == String(contentsOfFile: Self.schemaFixture, encoding: .utf8))
+    try reopened.close()
+  }
 }
