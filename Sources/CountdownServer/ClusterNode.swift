@@ -169,7 +169,9 @@ final class ClusterNode: @unchecked Sendable {
     var claims = [Int](repeating: 0, count: options.shards)
     for s in served ?? [] where s >= 0 && s < claims.count { claims[s] += 1 }
     for reply in replies {
-      for s in Self.servedShards(in: reply) where s >= 0 && s < claims.count { claims[s] += 1 }
+      for s in PeerMessage.servedShards(in: reply) ?? [] where s >= 0 && s < claims.count {
+        claims[s] += 1
+      }
     }
     let wanted = ids.map { Set($0.map(shard(of:))).sorted() } ?? Array(claims.indices)
     let missing = wanted.filter { claims[$0] == 0 }
@@ -191,27 +193,6 @@ final class ClusterNode: @unchecked Sendable {
     }
     return CountdownError(
       .unavailable, "the \(what) spans every shard, and \(why); nothing is lost, try again")
-  }
-
-  /// The shards a node's part of a list or snapshot holds: its `servedShards` member (the
-  /// first, written right after the reply's head, before any activity).
-  static func servedShards(in reply: [UInt8]) -> [Int] {
-    guard let r = reply.firstRange(of: Array(#""servedShards":["#.utf8)) else { return [] }
-    var out: [Int] = []
-    var v = 0
-    var digits = 0
-    for b in reply[r.upperBound...] {
-      if b >= 0x30 && b <= 0x39 {
-        v = v &* 10 &+ Int(b - 0x30)
-        digits += 1
-        continue
-      }
-      if digits > 0 { out.append(v) }
-      v = 0
-      digits = 0
-      if b == UInt8(ascii: "]") { break }
-    }
-    return out
   }
 
   /// The cluster as this node last read it: the nodes by name, each shard with its owner
@@ -306,12 +287,6 @@ final class ClusterNode: @unchecked Sendable {
     gather(line, "list", served: served, ids: nil, on: eventLoop)
   }
 
-  /// The op a node sends another for its part of a subscription's snapshot (docs/cluster.md,
-  /// "Subscriptions across nodes"): `{"op":"peerSnapshot","ids":[…]}`, answered with that
-  /// node's incarnation, the sequence number its first event after the snapshot has, and its
-  /// activities. Taken only from a peer.
-  static let peerSnapshot = "peerSnapshot"
-
   /// One other node's part of a subscription's snapshot.
   struct PeerSnapshot: Sendable {
     var incarnation: UInt64
@@ -336,25 +311,14 @@ final class ClusterNode: @unchecked Sendable {
   func gatherSnapshots(ids: [String]?, served: [Int]?, on eventLoop: any EventLoop)
     -> EventLoopFuture<Result<[PeerSnapshot], CountdownError>>
   {
-    var line = JSONWriter()
-    line.raw("{\"op\":")
-    line.write(string: Self.peerSnapshot)
-    if let ids {
-      line.raw(",\"ids\":[")
-      for (k, id) in ids.enumerated() {
-        if k > 0 { line.raw(",") }
-        line.write(string: id)
-      }
-      line.raw("]")
-    }
-    line.raw("}")
-    return gather(line.bytes, "subscription", served: served, ids: ids, on: eventLoop).map {
+    let line = PeerMessage.SnapshotRequest(ids: ids).line
+    return gather(line, "subscription", served: served, ids: ids, on: eventLoop).map {
       result in
       result.flatMap { replies in
         var parts: [PeerSnapshot] = []
         for reply in replies {
-          guard let head = GatheredList.snapshotHead(of: reply) else {
-            if case .failure(let e) = Self.activity(in: reply) { return .failure(e) }
+          guard let head = PeerMessage.SnapshotHead.decode(reply) else {
+            if case .failure(let e) = PeerMessage.activity(in: reply) { return .failure(e) }
             return .failure(
               CountdownError(.unavailable, "a node answered a snapshot without its place"))
           }
@@ -412,29 +376,14 @@ final class ClusterNode: @unchecked Sendable {
 
   // MARK: - Forwarding
 
-  /// The op a node sends another for an HTTP command (docs/cluster.md, "Forwarding"): the
-  /// command's `method`, `id` and `body` as they came, run there with HTTP's rules; its reply
-  /// carries the `activity` object. Taken only from a peer (the cluster token).
-  static let peerHTTP = "peerHTTP"
-
   /// Sends an HTTP command to `node` and gives back the activity object it answered with,
   /// or the error (its own, or `unavailable` when the node could not be reached).
   func forwardHTTP(
     op: String, id: String?, body: [UInt8], to node: String, otherwise: CountdownError
   ) -> EventLoopFuture<Result<[UInt8], CountdownError>> {
-    var line = JSONWriter()
-    line.raw("{\"op\":")
-    line.write(string: Self.peerHTTP)
-    line.raw(",\"method\":")
-    line.write(string: op)
-    line.raw(",\"id\":")
-    if let id { line.write(string: id) } else { line.raw("null") }
-    line.raw(",\"body\":")
-    let trimmed = body.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
-    if trimmed.isEmpty { line.raw("{}") } else { line.bytes.append(contentsOf: body) }
-    line.raw("}")
-    return forward(line.bytes, to: node, on: group.next()).map { reply in
-      Self.activity(in: reply)
+    let line = PeerMessage.HTTPCommand(method: op, id: id, body: body).line
+    return forward(line, to: node, on: group.next()).map { reply in
+      PeerMessage.activity(in: reply)
     }.flatMapErrorThrowing { error in
       .failure(Self.forwardingFailed(otherwise, to: node, error))
     }
@@ -449,23 +398,6 @@ final class ClusterNode: @unchecked Sendable {
       .unavailable,
       "\(otherwise.message.prefix { $0 != ":" }): forwarding it to node \(node) failed: \(error); if the request reached that node, it may have been carried out there (a get shows which); try again"
     )
-  }
-
-  /// The `activity` object of a peer's reply to ``peerHTTP``, or its error.
-  static func activity(in reply: [UInt8]) -> Result<[UInt8], CountdownError> {
-    let marker = Array(#","activity":"#.utf8)
-    if let r = reply.firstRange(of: marker), reply.last == UInt8(ascii: "}") {
-      return .success(Array(reply[r.upperBound..<(reply.count - 1)]))
-    }
-    let o = (try? JSONSerialization.jsonObject(with: Data(reply))) as? [String: Any]
-    guard let code = o?["code"] as? String, let message = o?["message"] as? String else {
-      return .failure(
-        CountdownError(
-          .unavailable,
-          "the node serving the activity answered what is not a reply: \(String(decoding: reply.prefix(200), as: UTF8.self))"
-        ))
-    }
-    return .failure(CountdownError(CountdownError.Code(rawValue: code), message))
   }
 
   /// Sends a request line to `node` (its `--advertise`) and gives its reply line back; fails

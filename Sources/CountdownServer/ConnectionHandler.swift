@@ -186,16 +186,19 @@ final class ConnectionHandler: ChannelDuplexHandler {
       batch.append(http)
       return true
     }
-    if fromPeer, let after = Self.relayRequest(bytes), let channel {
+    if fromPeer, let request = PeerMessage.RelayRequest.decode(bytes), let channel {
       // Another node relays this node's events from now on (docs/cluster.md).
       let hub = core.hub
       hub.eventLoop.execute {
         hub.relay(
-          ChannelSink(channel), after: after.after, known: after.known, ticks: after.ticks)
+          ChannelSink(channel), after: request.after, known: request.incarnation,
+          ticks: request.ticks)
       }
       return true
     }
-    if fromPeer, let snapshot = Self.peerSnapshot(bytes) {
+    if fromPeer, let request = PeerMessage.SnapshotRequest.decode(bytes) {
+      let snapshot = BatchItem(
+        rid: nil, request: .success(.subscribe(ids: request.ids, ticks: false)))
       let cost = ReplyBudget.estimate(snapshot.request, activities: core.activityCount)
       guard affords(cost) else { return false }
       snapshotItems.insert(batch.count)
@@ -309,56 +312,15 @@ final class ConnectionHandler: ChannelDuplexHandler {
       })
   }
 
-  /// Another node's HTTP command (`{"op":"peerHTTP","method":…,"id":…,"body":{…}}`,
-  /// docs/cluster.md "Forwarding"), decoded as HTTP decodes it; nil for any other line.
+  /// Another node's HTTP command (``PeerMessage/HTTPCommand``), decoded as HTTP decodes it;
+  /// nil for any other line.
   static func peerHTTP(_ bytes: UnsafeBufferPointer<UInt8>) -> BatchItem? {
-    let marker = Array(#"{"op":"\#(ClusterNode.peerHTTP)""#.utf8)
-    guard bytes.count > marker.count, bytes.starts(with: marker),
-      case .object(let o)? = try? JSONParser.parseTopLevel(bytes: bytes),
-      case .string(let method)? = o["method"], case .object(let body)? = o["body"]
-    else { return nil }
-    let id: String?
-    switch o["id"] {
-    case .string(let s)?: id = s
-    case .null?: id = nil
-    default: return nil
-    }
+    guard let (method, id, body) = PeerMessage.HTTPCommand.decode(bytes) else { return nil }
     var text = JSONValue.object(body).canonicalText
     return text.withUTF8 { b in
       BatchItem(
         rid: nil, request: ServerRequest.decode(op: method, id: id, body: b.isEmpty ? nil : b))
     }
-  }
-
-  /// Another node's `relay` request (`{"op":"relay","incarnation":…,"after":…,"ticks":…}`,
-  /// docs/cluster.md): the delivery number it has seen up to, of which incarnation of this
-  /// node (null: none), and whether it takes ticks; nil for any other line.
-  static func relayRequest(_ bytes: UnsafeBufferPointer<UInt8>) -> (
-    after: UInt64, known: UInt64?, ticks: Bool
-  )? {
-    let marker = Array(#"{"op":"relay""#.utf8)
-    guard bytes.count > marker.count, bytes.starts(with: marker),
-      case .object(let o)? = try? JSONParser.parseTopLevel(bytes: bytes)
-    else { return nil }
-    var known: UInt64?
-    if case .string(let hex)? = o["incarnation"] { known = UInt64(hex, radix: 16) }
-    var after: UInt64 = 0
-    if case .int(let n)? = o["after"], n > 0 { after = UInt64(n) }
-    return (after, known, o["ticks"] == .bool(true))
-  }
-
-  /// Another node's `peerSnapshot` (`{"op":"peerSnapshot","ids":[…]}`, `ids` optional):
-  /// this node's part of a subscription's snapshot; nil for any other line.
-  static func peerSnapshot(_ bytes: UnsafeBufferPointer<UInt8>) -> BatchItem? {
-    let marker = Array(#"{"op":"\#(ClusterNode.peerSnapshot)""#.utf8)
-    guard bytes.count > marker.count, bytes.starts(with: marker),
-      case .object(let o)? = try? JSONParser.parseTopLevel(bytes: bytes)
-    else { return nil }
-    var ids: [String]?
-    if case .array(let list)? = o["ids"] {
-      ids = list.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
-    }
-    return BatchItem(rid: nil, request: .success(.subscribe(ids: ids, ticks: false)))
   }
 
   /// The positions of a batch whose subscriptions the hub does not register at once: another

@@ -11,37 +11,25 @@ enum GatheredList {
     guard let start = json.firstRange(of: marker)?.upperBound else { return nil }
     var items: [ArraySlice<UInt8>] = []
     var depth = 0
-    var inString = false
-    var escaped = false
     var itemStart = start
-    var i = start
-    while i < json.count {
-      let b = json[i]
-      if inString {
-        if escaped {
-          escaped = false
-        } else if b == UInt8(ascii: "\\") {
-          escaped = true
-        } else if b == UInt8(ascii: "\"") {
-          inString = false
-        }
-      } else {
-        switch b {
-        case UInt8(ascii: "\""): inString = true
-        case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-        case UInt8(ascii: "}"):
-          depth -= 1
-          if depth == 0 { items.append(json[itemStart...i]) }
-        case UInt8(ascii: "]") where depth == 0:
-          return items
-        case UInt8(ascii: "]"): depth -= 1
-        case UInt8(ascii: ",") where depth == 0: itemStart = i + 1
-        default: break
-        }
+    var closed = false
+    JSONScan.walk(json, from: start) { token in
+      guard case .byte(let i, let b) = token else { return true }
+      switch b {
+      case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+      case UInt8(ascii: "}"):
+        depth -= 1
+        if depth == 0 { items.append(json[itemStart...i]) }
+      case UInt8(ascii: "]") where depth == 0:
+        closed = true
+        return false
+      case UInt8(ascii: "]"): depth -= 1
+      case UInt8(ascii: ",") where depth == 0: itemStart = i + 1
+      default: break
       }
-      i += 1
+      return true
     }
-    return nil
+    return closed ? items : nil
   }
 
   /// `local` (this node's reply or listing) with the peers' activities spliced into its array
@@ -69,24 +57,6 @@ enum GatheredList {
     return out
   }
 
-  /// Where a peer's part of a subscription's snapshot stands (its `peerSnapshot` reply:
-  /// `{"rid":null,"ok":true,"at":…,"incarnation":"HEX","from":N,"activities":[…]}`), or its
-  /// error.
-  static func snapshotHead(of reply: [UInt8]) -> (incarnation: UInt64, from: UInt64)? {
-    guard let i = reply.firstRange(of: Array(#""incarnation":""#.utf8))?.upperBound,
-      let end = reply[i...].firstIndex(of: UInt8(ascii: "\"")),
-      let incarnation = UInt64(String(decoding: reply[i..<end], as: UTF8.self), radix: 16),
-      let f = reply.firstRange(of: Array(#""from":"#.utf8))?.upperBound
-    else { return nil }
-    var from: UInt64 = 0
-    var j = f
-    while j < reply.count, reply[j] >= 0x30, reply[j] <= 0x39 {
-      from = from &* 10 &+ UInt64(reply[j] - 0x30)
-      j += 1
-    }
-    return j > f ? (incarnation, from) : nil
-  }
-
   /// The `endDate` member of an activity object's bytes.
   static func endDate(of object: ArraySlice<UInt8>) -> Int64? {
     let marker = Array(#""endDate":"#.utf8)
@@ -100,5 +70,45 @@ enum GatheredList {
       digits += 1
     }
     return digits > 0 ? v : nil
+  }
+}
+
+/// A walk over JSON text that knows its strings: each byte outside a string, and each
+/// string's span from its opening quote to its closing one. The one string-aware scan the
+/// nodes' replies are cut with (``GatheredList/activities(in:key:)``, ``PeerMessage/head(of:)``).
+enum JSONScan {
+  enum Token {
+    /// A byte outside any string, at its index.
+    case byte(Int, UInt8)
+    /// A string, quotes included (an unterminated one is not reported).
+    case string(ClosedRange<Int>)
+  }
+
+  /// Calls `visit` with each token from `start` on, in order, until it returns false.
+  @inline(__always)
+  static func walk(_ bytes: [UInt8], from start: Int, _ visit: (Token) -> Bool) {
+    var inString = false
+    var escaped = false
+    var stringStart = 0
+    var i = start
+    while i < bytes.count {
+      let b = bytes[i]
+      if inString {
+        if escaped {
+          escaped = false
+        } else if b == UInt8(ascii: "\\") {
+          escaped = true
+        } else if b == UInt8(ascii: "\"") {
+          inString = false
+          if !visit(.string(stringStart...i)) { return }
+        }
+      } else if b == UInt8(ascii: "\"") {
+        inString = true
+        stringStart = i
+      } else if !visit(.byte(i, b)) {
+        return
+      }
+      i += 1
+    }
   }
 }

@@ -209,18 +209,14 @@ final class Hub: @unchecked Sendable {
   func relay(_ sink: any EventSink, after: UInt64, known: UInt64?, ticks: Bool) {
     eventLoop.assertInEventLoop()
     guard let ring else {
-      var refusal = JSONWriter()
-      refusal.raw(
-        #"{"ok":false,"code":"unavailable","message":"this node relays no events (it has no cluster token)"}"#
-      )
-      refusal.raw("\n")
-      sink.close(after: sink.allocator.buffer(bytes: refusal.bytes))
+      let refusal = PeerMessage.RelayAnswer.refused(
+        code: .unavailable, message: "this node relays no events (it has no cluster token)")
+      sink.close(after: sink.allocator.buffer(bytes: refusal.line))
       return
     }
     let (lines, gap) = ring.lines(after: known == incarnation ? after : 0)
     var buffer = sink.allocator.buffer(capacity: 128)
-    buffer.writeString(
-      #"{"ok":true,"incarnation":"\#(String(incarnation, radix: 16))","gap":\#(gap)}"# + "\n")
+    buffer.writeBytes(PeerMessage.RelayAnswer.accepted(incarnation: incarnation, gap: gap).line)
     for line in lines { buffer.writeImmutableBuffer(line) }
     sink.write(buffer)
     relays[sink.key] = Relay(sink: sink, ticks: ticks)
@@ -297,8 +293,7 @@ final class Hub: @unchecked Sendable {
       if e.kind == .tick {
         guard relaysTakeTicks else { continue }
         if ticks == nil { ticks = ByteBufferAllocator().buffer(capacity: encoded.count + 4096) }
-        Self.writeDecimal(sequence(k), into: &ticks!)
-        ticks!.writeStaticString(" 0 ")
+        PeerMessage.RelayLine(sequence: sequence(k), delivery: 0).writeHead(into: &ticks!)
         ticks!.writeBytes(json)
         continue
       }
@@ -312,10 +307,9 @@ final class Hub: @unchecked Sendable {
         lifecycle = ByteBufferAllocator().buffer(capacity: size)
       }
       lineStarts.append(lifecycle!.writerIndex)
-      Self.writeDecimal(sequence(k), into: &lifecycle!)
-      lifecycle!.writeStaticString(" ")
-      Self.writeDecimal(ring!.next + UInt64(lineStarts.count - 1), into: &lifecycle!)
-      lifecycle!.writeStaticString(" ")
+      PeerMessage.RelayLine(
+        sequence: sequence(k), delivery: ring!.next + UInt64(lineStarts.count - 1)
+      ).writeHead(into: &lifecycle!)
       lifecycle!.writeBytes(json)
     }
     if let lifecycle { keep(lifecycle, lineStarts: lineStarts) }
@@ -379,36 +373,19 @@ final class Hub: @unchecked Sendable {
       relayed(
         from: source, sequence: e.sequence, id: e.id, kind: e.kind, line: e.line, recovered: true)
     }
-    let hex = String(source, radix: 16)
     var lifecycle = ByteBufferAllocator().buffer(
-      capacity: events.reduce(0) { $0 + $1.line.readableBytes + hex.count + 44 })
+      capacity: events.reduce(0) { $0 + $1.line.readableBytes + 60 })
     var lineStarts: [Int] = []
     for e in events {
       lineStarts.append(lifecycle.writerIndex)
-      lifecycle.writeStaticString("~")
-      lifecycle.writeString(hex)
-      lifecycle.writeStaticString(" ")
-      Self.writeDecimal(e.sequence, into: &lifecycle)
-      lifecycle.writeStaticString(" ")
-      Self.writeDecimal(ring!.next + UInt64(lineStarts.count - 1), into: &lifecycle)
-      lifecycle.writeStaticString(" ")
+      PeerMessage.RelayLine(
+        source: source, sequence: e.sequence, delivery: ring!.next + UInt64(lineStarts.count - 1)
+      ).writeHead(into: &lifecycle)
       lifecycle.writeImmutableBuffer(e.line)
     }
     keep(lifecycle, lineStarts: lineStarts)
     if !relays.isEmpty { writeToRelays(lifecycle, ticks: nil) }
     checkInvariants()
-  }
-
-  /// `value` in decimal, without making a string.
-  static func writeDecimal(_ value: UInt64, into buffer: inout ByteBuffer) {
-    var unit: UInt64 = 1
-    while unit <= value / 10 { unit *= 10 }
-    var rest = value
-    while unit > 0 {
-      buffer.writeInteger(UInt8(0x30 + rest / unit))
-      rest %= unit
-      unit /= 10
-    }
   }
 
   /// Ends every subscription whose sink is an HTTP event stream, and refuses those that come

@@ -93,7 +93,7 @@ final class PeerLinks: Sendable {
         self.pending.insert(first, at: 0)
         self.queued.insert(authLine, at: 0)
         first.futureResult.whenSuccess { reply in
-          if !String(decoding: reply, as: UTF8.self).contains("\"ok\":true") {
+          if PeerMessage.isOK(reply) != true {
             self.fail("node at \(self.address) refused the cluster token")
           }
         }
@@ -178,20 +178,12 @@ final class PeerLinks: Sendable {
   final class Replies: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     let link: Link
-    private var partial: [UInt8] = []
+    private var lines = PeerMessage.LineSplitter()
 
     init(link: Link) { self.link = link }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-      let buffer = unwrapInboundIn(data)
-      for byte in buffer.readableBytesView {
-        if byte == 0x0A {
-          link.answered(partial)
-          partial.removeAll(keepingCapacity: true)
-        } else {
-          partial.append(byte)
-        }
-      }
+      lines.split(unwrapInboundIn(data)) { link.answered(Array($0.dropLast())) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -47,24 +47,15 @@ final class RelayLinks: @unchecked Sendable {
     wantsTicks = wanted
     for link in links.values {
       guard let channel = link.channel, !link.closed else { continue }
-      var request = JSONWriter()
-      relayRequest(for: link.name, into: &request)
-      channel.writeAndFlush(channel.allocator.buffer(bytes: request.bytes), promise: nil)
+      channel.writeAndFlush(
+        channel.allocator.buffer(bytes: relayRequest(for: link.name).line), promise: nil)
     }
   }
 
-  /// `{"op":"relay",…}` and its newline: what this node has passed on from `name` so far, and
-  /// whether it takes ticks.
-  private func relayRequest(for name: String, into request: inout JSONWriter) {
-    request.raw("{\"op\":\"relay\",\"incarnation\":")
-    if let known = seen[name] {
-      request.write(string: String(known.incarnation, radix: 16))
-      request.raw(",\"after\":")
-      request.write(int: Int64(known.delivery))
-    } else {
-      request.raw("null,\"after\":0")
-    }
-    request.raw(wantsTicks ? ",\"ticks\":true}\n" : ",\"ticks\":false}\n")
+  /// What this node has passed on from `name` so far, and whether it takes ticks.
+  private func relayRequest(for name: String) -> PeerMessage.RelayRequest {
+    PeerMessage.RelayRequest(
+      incarnation: seen[name]?.incarnation, after: seen[name]?.delivery ?? 0, ticks: wantsTicks)
   }
 
   /// Lets every connection go; no new one is made.
@@ -109,9 +100,7 @@ final class RelayLinks: @unchecked Sendable {
       link.closed = true
       return
     }
-    var request = JSONWriter()
-    relayRequest(for: link.name, into: &request)
-    let bytes = PeerLinks.authLine(token) + [0x0A] + request.bytes
+    let bytes = PeerLinks.authLine(token) + [0x0A] + relayRequest(for: link.name).line
     let eventLoop = hub.eventLoop
     ClientBootstrap(group: eventLoop)
       .connectTimeout(.seconds(2))
@@ -171,22 +160,13 @@ final class RelayLinks: @unchecked Sendable {
       answer(Array(bytes.dropLast()), from: link)
       return
     }
-    // ~SOURCE SEQUENCE DELIVERY JSON: an event of another node's (SOURCE, in hex) that the
-    // peer recovered (``recover(from:_:)``).
-    var source: UInt64?
-    var start = 0
-    if first == UInt8(ascii: "~") {
-      guard let space = bytes.firstIndex(of: 0x20),
-        let hex = UInt64(String(decoding: bytes[1..<space], as: UTF8.self), radix: 16)
-      else { return }
-      source = hex
-      start = space + 1
-    }
-    // SEQUENCE DELIVERY JSON
+    // [~SOURCE ]SEQUENCE DELIVERY JSON: an event, `~SOURCE` when another node (SOURCE)
+    // committed it and the peer recovered it (``recover(from:_:)``).
     guard let incarnation = link.incarnation,
-      let (sequence, afterSequence) = Self.number(bytes, from: start),
-      let (delivery, jsonStart) = Self.number(bytes, from: afterSequence)
+      let (head, jsonStart) = PeerMessage.RelayLine.decode(bytes)
     else { return }
+    let source = head.source
+    let (sequence, delivery) = (head.sequence, head.delivery)
     // Delivery number 0: a tick (not numbered, not replayed).
     if delivery > 0 {
       if let known = seen[link.name], known.incarnation == incarnation,
@@ -216,24 +196,29 @@ final class RelayLinks: @unchecked Sendable {
 
   /// The peer's answer to the token (ignored when it agrees) or to `relay`.
   private func answer(_ reply: [UInt8], from link: Link) {
-    let text = String(decoding: reply, as: UTF8.self)
-    if text.contains("\"ok\":false") {
-      logger.warning("node \(link.name) refused to relay its events: \(text.prefix(300))")
+    switch PeerMessage.RelayAnswer.decode(reply) {
+    case .refused(let code, let message)?:
+      logger.warning("node \(link.name) refused to relay its events: \(code.rawValue): \(message)")
       link.closed = true
       link.channel?.close(promise: nil)
-      return
-    }
-    guard let r = reply.firstRange(of: Array(#""incarnation":""#.utf8))?.upperBound,
-      let end = reply[r...].firstIndex(of: UInt8(ascii: "\"")),
-      let incarnation = UInt64(String(decoding: reply[r..<end], as: UTF8.self), radix: 16)
-    else { return }
-    link.incarnation = incarnation
-    if seen[link.name]?.incarnation != incarnation { seen[link.name] = (incarnation, 0) }
-    if text.contains("\"gap\":true") {
-      hub.metrics.relayGaps.increment()
-      logger.warning(
-        "node \(link.name) no longer keeps some of its events this node missed: its subscribers here miss them"
-      )
+    case .accepted(let incarnation, let gap)?:
+      link.incarnation = incarnation
+      if seen[link.name]?.incarnation != incarnation { seen[link.name] = (incarnation, 0) }
+      if gap {
+        hub.metrics.relayGaps.increment()
+        logger.warning(
+          "node \(link.name) no longer keeps some of its events this node missed: its subscribers here miss them"
+        )
+      }
+    case nil:
+      // The token's answer (`{"rid":…,"ok":true}`), or a line that is not an answer.
+      if PeerMessage.isOK(reply) == false {
+        logger.warning(
+          "node \(link.name) refused this node: \(String(decoding: reply.prefix(300), as: UTF8.self))"
+        )
+        link.closed = true
+        link.channel?.close(promise: nil)
+      }
     }
   }
 
@@ -275,25 +260,12 @@ final class RelayLinks: @unchecked Sendable {
     return nil
   }
 
-  /// A decimal number at `start` followed by a space: the number and where the rest begins.
-  private static func number(_ bytes: UnsafeRawBufferPointer, from start: Int) -> (UInt64, Int)? {
-    var v: UInt64 = 0
-    var i = start
-    while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39 {
-      v = v &* 10 &+ UInt64(bytes[i] - 0x30)
-      i += 1
-    }
-    guard i > start, i < bytes.count, bytes[i] == 0x20 else { return nil }
-    return (v, i + 1)
-  }
-
   /// The lines of a relay connection, and its end.
   final class Lines: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     let links: RelayLinks
     let link: NIOLoopBound<Link>
-    /// The start of a line that the last read did not finish.
-    private var partial: [UInt8] = []
+    private var lines = PeerMessage.LineSplitter()
 
     init(links: RelayLinks, link: NIOLoopBound<Link>) {
       self.links = links
@@ -301,22 +273,7 @@ final class RelayLinks: @unchecked Sendable {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-      let buffer = unwrapInboundIn(data)
-      buffer.withUnsafeReadableBytes { bytes in
-        var start = 0
-        while let nl = bytes[start...].firstIndex(of: 0x0A) {
-          let piece = UnsafeRawBufferPointer(rebasing: bytes[start...nl])
-          if partial.isEmpty {
-            links.line(piece, from: link.value)
-          } else {
-            partial.append(contentsOf: piece)
-            partial.withUnsafeBytes { links.line($0, from: link.value) }
-            partial.removeAll(keepingCapacity: true)
-          }
-          start = nl + 1
-        }
-        partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
-      }
+      lines.split(unwrapInboundIn(data)) { links.line($0, from: link.value) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

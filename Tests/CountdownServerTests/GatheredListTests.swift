@@ -61,11 +61,12 @@ struct GatheredListTests {
         as: UTF8.self)
         == #"{"rid":"s","ok":true,"at":5,"snapshot":[{"id":"a","endDate":30},{"id":"b","endDate":10}]}"#
     )
-    let head = try #require(GatheredList.snapshotHead(of: peer))
+    let head = try #require(PeerMessage.SnapshotHead.decode(peer))
     #expect(head.incarnation == 0x9f3a && head.from == 17)
-    #expect(GatheredList.snapshotHead(of: Self.bytes(#"{"ok":false,"code":"x"}"#)) == nil)
+    #expect(PeerMessage.SnapshotHead.decode(Self.bytes(#"{"ok":false,"code":"x"}"#)) == nil)
     #expect(
-      GatheredList.snapshotHead(of: Self.bytes(#"{"incarnation":"zz","from":1}"#)) == nil,
+      PeerMessage.SnapshotHead.decode(Self.bytes(#"{"ok":true,"incarnation":"zz","from":1}"#))
+        == nil,
       "not hex")
   }
 }
