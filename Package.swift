@@ -155,6 +155,13 @@ let package = Package(
       name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown", "CountdownCluster"]),
     .testTarget(name: "CountdownClientTests", dependencies: ["CountdownClient", "Countdown"]),
     .testTarget(
+      name: "CountdownNIOTests",
+      dependencies: [
+        "CountdownNIO", .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+      ]),
+    .testTarget(
       name: "CountdownClusterTests",
       dependencies: ["CountdownCluster", "Countdown", "CountdownTestSupport"]),
     .testTarget(
