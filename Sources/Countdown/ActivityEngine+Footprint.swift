@@ -32,10 +32,9 @@ extension ActivityEngine {
   /// 8 bytes of the allocator's own), once for an id however many records share it; a side box
   /// of the rarer settings as its object's size, its milestones' array not included.
   public var footprint: EngineFootprint {
-    func array<T>(_ name: String, _ a: [T], used: Int? = nil) -> EngineFootprint.Part {
+    func array<T>(_ name: String, _ a: [T]) -> EngineFootprint.Part {
       let stride = MemoryLayout<T>.stride
-      return .init(
-        name: name, used: (used ?? a.count) * stride, allocated: a.capacity * stride)
+      return .init(name: name, used: a.count * stride, allocated: a.capacity * stride)
     }
     var idBytes = 0
     var contentBytes = 0
@@ -45,7 +44,6 @@ extension ActivityEngine {
       contentBytes += Self.outOfLineBytes(cold[s].content.text)
       if cold[s].hasExtras { boxes += 1 }
     }
-    let live = count
     let wheelEntry = MemoryLayout<PhaseWheel.Entry>.stride
     let bucketHeaders = PhaseWheel.bucketCount * MemoryLayout<PhaseWheel.Bucket>.stride
     var wheelRoom = 0
@@ -56,10 +54,10 @@ extension ActivityEngine {
     }
     let boxSize = 16 + MemoryLayout<ColdExtras>.size  // an object's header and its fields
     return EngineFootprint(
-      activities: live,
+      activities: count,
       parts: [
-        array("slot records", slots, used: slots.count),
-        array("cold records", cold, used: cold.count),
+        array("slot records", slots),
+        array("cold records", cold),
         .init(name: "ids (out of line)", used: idBytes, allocated: idBytes),
         .init(name: "content text (out of line)", used: contentBytes, allocated: contentBytes),
         .init(name: "side boxes", used: boxes * boxSize, allocated: boxes * boxSize),

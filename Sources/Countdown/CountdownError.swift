@@ -41,8 +41,8 @@ public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible
     public static let storageFailed = Code(rawValue: "storageFailed")
     /// The driver was shut down before the command ran.
     public static let shutdown = Code(rawValue: "shutdown")
-    /// A cluster node (docs/cluster.md) does not serve the activity's shard now: the message names the
-    /// shard and, when known, the node that does (docs/cluster.md). Nothing changed; try again.
+    /// A cluster node does not serve the activity's shard now: the message names the shard
+    /// and, when known, the node that does (docs/cluster.md). Nothing changed; try again.
     public static let unavailable = Code(rawValue: "unavailable")
     /// The operating system refused what the driver needs (a descriptor, a thread, a timer);
     /// the message names the call and the error.

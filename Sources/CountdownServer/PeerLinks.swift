@@ -3,10 +3,10 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
-/// A cluster node's connections to the other nodes (docs/cluster.md: "Nodes reach each other with
-/// `--cluster-token` over the `--listen` protocol"; docs/cluster.md, "Forwarding"): one TCP
-/// connection per peer, opened when first needed, that authenticates with the cluster token
-/// and then carries forwarded request lines, pipelined; each reply line comes back in order.
+/// A cluster node's connections to the other nodes, reached over their `--listen` protocol
+/// (docs/cluster.md, "Forwarding"): one TCP connection per peer, opened when first needed,
+/// that authenticates with the cluster token and then carries forwarded request lines,
+/// pipelined; each reply line comes back in order.
 ///
 /// A connection that fails or closes fails what waits on it, and so does one that leaves a
 /// request unanswered for `answerTimeout` (it is taken for dead and closed); the next request

@@ -156,8 +156,6 @@ enum PeerMessage {
   struct SnapshotRequest: Equatable, Sendable {
     var ids: [String]?
 
-    static let op = "peerSnapshot"
-
     /// The request line, without its newline.
     var line: [UInt8] {
       var w = JSONWriter()
@@ -190,7 +188,7 @@ enum PeerMessage {
       }
     }
 
-    private static let head = Array(#"{"op":"\#(op)""#.utf8)
+    private static let head = Array(#"{"op":"peerSnapshot""#.utf8)
   }
 
   /// Where a node's part of a snapshot stands in its events (its `peerSnapshot` reply:
