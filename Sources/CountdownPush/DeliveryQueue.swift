@@ -4,6 +4,8 @@ public protocol OutboxItem: Sendable, Equatable {
   /// What must go in order, one request at a time (an activity and a token; an activity).
   associatedtype Lane: Hashable & Sendable
   var lane: Lane { get }
+  /// The activity it is of (a cluster node lets go of a shard's by their activities).
+  var activity: String { get }
   /// Not to be sent before this instant (ms since 1970).
   var notBefore: Int64 { get }
 }
@@ -133,7 +135,10 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
   public var maxInFlight: Int
   public var schedule = RetrySchedule()
 
-  public init(maxInFlight: Int = 1000) {
+  /// Requests at once when not told otherwise (APNs multiplexes them on one connection).
+  public static var defaultMaxInFlight: Int { 1000 }
+
+  public init(maxInFlight: Int = defaultMaxInFlight) {
     self.maxInFlight = max(1, maxInFlight)
   }
 

@@ -209,7 +209,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
           "Live Activity pushes need a state file (--state FILE, not :memory:) or --postgres: each push is written with the change that made it, and sent after a restart"
         )
       }
-      return try PushDelivery.prepare(o)
+      return try APNsTransport.prepare(o)
     }
     if let w = options.webhooks {
       guard options.keepsState else {
@@ -347,7 +347,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
         deliveryBox.withLockedValue { $0 = delivery }
         // Before the loop runs: what a restored engine does at once (deadlines that passed
         // while the server was down) pushes after what was pending.
-        delivery?.restore(pending)
+        delivery?.committed(pending)
       }
       var webhooks: WebhookDelivery?
       if let w = options.webhooks {
