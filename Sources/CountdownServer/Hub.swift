@@ -1,6 +1,3 @@
-// Over 600 lines while the cluster's relays live in the hub; they move to a type of their
-// own reusing SubscriberOutput, and the hub goes back to registry and fan-out.
-
 import Countdown
 import CountdownLoop
 import CountdownPostgres
@@ -59,21 +56,6 @@ final class Hub: @unchecked Sendable {
     }
   }
 
-  /// Another node relaying this node's lifecycle events (docs/cluster.md, "Subscriptions
-  /// across nodes"): written every one, after what the ring gave it; cut off when it stays
-  /// unwritable as long as a slow subscriber may (it connects again and asks for what it
-  /// missed).
-  final class Relay {
-    let sink: any EventSink
-    /// Whether it takes ticks too (the relaying node has a subscriber that wants them).
-    let ticks: Bool
-    var stalledSince: NIODeadline?
-    init(sink: any EventSink, ticks: Bool) {
-      self.sink = sink
-      self.ticks = ticks
-    }
-  }
-
   let eventLoop: EventLoop
   let formatter: TimerFormatter
   let bound: Int
@@ -89,15 +71,14 @@ final class Hub: @unchecked Sendable {
   private var pacing = PacingSchedule<ObjectIdentifier>()
   private var writer: WireEventWriter
   private var offsets: [Int] = []
-  /// A cluster node's that relays its events (``enableRelays(incarnation:)``): the nodes
-  /// relaying them, and the recent ones kept for a node that connects again.
-  private var relays: [ObjectIdentifier: Relay] = [:]
-  private var ring: RelayRing?
+  /// A cluster node's (``enableRelays(incarnation:)``): the nodes relaying its events, and
+  /// the recent ones kept for a node that connects again.
+  private var relays: PeerRelays?
   /// This process's incarnation as a cluster node: the space its sequence and delivery
-  /// numbers belong to.
-  private(set) var incarnation: UInt64 = 0
+  /// numbers belong to (0 for a server alone).
+  var incarnation: UInt64 { relays?.incarnation ?? 0 }
   /// Whether a relaying node takes ticks.
-  private var relaysTakeTicks = false
+  private var relaysTakeTicks: Bool { relays?.takeTicks ?? false }
   /// Told (on this event loop) when this node's subscribers start or stop wanting ticks: a
   /// cluster node then asks the other nodes for theirs, or stops (``RelayLinks``).
   var onTicksWanted: ((Bool) -> Void)?
@@ -176,7 +157,7 @@ final class Hub: @unchecked Sendable {
 
   func unsubscribe(_ key: ObjectIdentifier) {
     eventLoop.assertInEventLoop()
-    if relays.removeValue(forKey: key) != nil { relaysChanged() }
+    relays?.remove(key)
     guard subscribers.removeValue(forKey: key) != nil else { return }
     metrics.subscribers.record(subscribers.count)
     noteTicks()
@@ -194,33 +175,26 @@ final class Hub: @unchecked Sendable {
   // MARK: - Relays between cluster nodes
 
   /// Makes this hub keep its lifecycle events for the other nodes of a cluster (each with a
-  /// delivery number, in a ``RelayRing``) and take relay connections (``relay(_:after:from:)``).
+  /// delivery number, in a ``RelayRing``) and take relay connections (``relay(_:after:known:ticks:)``).
   func enableRelays(incarnation: UInt64) {
     eventLoop.assertInEventLoop()
-    self.incarnation = incarnation
-    if ring == nil { ring = RelayRing() }
+    guard relays == nil else { return }
+    relays = PeerRelays(
+      incarnation: incarnation, eventLoop: eventLoop, bound: bound,
+      cutOffAfter: slowConsumerAfter, metrics: metrics, now: now)
   }
 
-  /// Another node asks for this node's lifecycle events on `sink`: answers with this node's
-  /// incarnation, then writes the kept events after delivery number `after` when `known` is
-  /// this incarnation (all kept events otherwise: the asking node has not met this one), and
-  /// every one from then on. `gap` in the answer says that some it asked for are no longer
-  /// kept.
+  /// Another node asks for this node's lifecycle events on `sink` (``PeerRelays/accept(_:after:known:ticks:)``);
+  /// refused when this hub relays none.
   func relay(_ sink: any EventSink, after: UInt64, known: UInt64?, ticks: Bool) {
     eventLoop.assertInEventLoop()
-    guard let ring else {
+    guard let relays else {
       let refusal = PeerMessage.RelayAnswer.refused(
         code: .unavailable, message: "this node relays no events (it has no cluster token)")
       sink.close(after: sink.allocator.buffer(bytes: refusal.line))
       return
     }
-    let (lines, gap) = ring.lines(after: known == incarnation ? after : 0)
-    var buffer = sink.allocator.buffer(capacity: 128)
-    buffer.writeBytes(PeerMessage.RelayAnswer.accepted(incarnation: incarnation, gap: gap).line)
-    for line in lines { buffer.writeImmutableBuffer(line) }
-    sink.write(buffer)
-    relays[sink.key] = Relay(sink: sink, ticks: ticks)
-    relaysChanged()
+    relays.accept(sink, after: after, known: known, ticks: ticks)
   }
 
   /// A lifecycle event of another node (`source`, its incarnation), numbered `sequence` by it,
@@ -277,86 +251,6 @@ final class Hub: @unchecked Sendable {
     checkInvariants()
   }
 
-  /// This wake's events as relay lines (`SEQUENCE DELIVERY JSON`, docs/cluster.md): the
-  /// lifecycle events numbered, kept in the ring and written to every relaying node; the
-  /// ticks (delivery number 0) to those that take them.
-  private func relayWake(
-    _ events: [ActivityEvent], _ encoded: UnsafeBufferPointer<UInt8>, sequence: (Int) -> UInt64
-  ) {
-    guard ring != nil else { return }
-    var lifecycle: ByteBuffer?
-    var lineStarts: [Int] = []
-    var ticks: ByteBuffer?
-    let raw = UnsafeRawBufferPointer(encoded)
-    for (k, e) in events.enumerated() {
-      let json = UnsafeRawBufferPointer(rebasing: raw[offsets[k]..<offsets[k + 1]])
-      if e.kind == .tick {
-        guard relaysTakeTicks else { continue }
-        if ticks == nil { ticks = ByteBufferAllocator().buffer(capacity: encoded.count + 4096) }
-        PeerMessage.RelayLine(sequence: sequence(k), delivery: 0).writeHead(into: &ticks!)
-        ticks!.writeBytes(json)
-        continue
-      }
-      if lifecycle == nil {
-        // Sized for the lifecycle events alone: the ring keeps slices of this buffer, and a
-        // slice keeps all of it (a wake's ticks would make each kept event cost megabytes).
-        var size = 0
-        for j in k..<events.count where events[j].kind != .tick {
-          size += offsets[j + 1] - offsets[j] + 42
-        }
-        lifecycle = ByteBufferAllocator().buffer(capacity: size)
-      }
-      lineStarts.append(lifecycle!.writerIndex)
-      PeerMessage.RelayLine(
-        sequence: sequence(k), delivery: ring!.next + UInt64(lineStarts.count - 1)
-      ).writeHead(into: &lifecycle!)
-      lifecycle!.writeBytes(json)
-    }
-    if let lifecycle { keep(lifecycle, lineStarts: lineStarts) }
-    guard lifecycle != nil || ticks != nil, !relays.isEmpty else { return }
-    writeToRelays(lifecycle, ticks: ticks)
-  }
-
-  /// Writes `lifecycle` (numbered lines) and `ticks` to every relaying node, the ticks only to
-  /// those that take them and keep up; cuts off one stalled as long as a slow subscriber may.
-  private func writeToRelays(_ lifecycle: ByteBuffer?, ticks: ByteBuffer?) {
-    let now = now()
-    var cutOff = false
-    for relay in relays.values {
-      if relay.sink.isWritable {
-        relay.stalledSince = nil
-      } else if let since = relay.stalledSince, now - since > slowConsumerAfter {
-        relays[relay.sink.key] = nil
-        relay.sink.close(after: nil)
-        cutOff = true
-        continue
-      } else if relay.stalledSince == nil {
-        relay.stalledSince = now
-      }
-      if let lifecycle { relay.sink.write(lifecycle) }
-      // Ticks only while it keeps up: the next one supersedes a tick not written.
-      if let ticks, relay.ticks, relay.stalledSince == nil { relay.sink.write(ticks) }
-    }
-    if cutOff { relaysChanged() }
-  }
-
-  /// Keeps each line of `lines` (starting at `lineStarts`, in order, the last running to the
-  /// writer index) in the ring, numbered on from `ring.next`. Sliced once every line is
-  /// written: a slice shares the buffer, and a write to a shared buffer copies it whole (once
-  /// per line, each copy kept by the ring).
-  private func keep(_ lines: ByteBuffer, lineStarts: [Int]) {
-    for (i, start) in lineStarts.enumerated() {
-      let end = i + 1 < lineStarts.count ? lineStarts[i + 1] : lines.writerIndex
-      _ = ring!.append(lines.getSlice(at: start, length: end - start)!)
-    }
-  }
-
-  /// After a relay came or went: whether any takes ticks, and the gauge.
-  private func relaysChanged() {
-    relaysTakeTicks = relays.values.contains { $0.ticks }
-    metrics.relays.record(relays.count)
-  }
-
   /// Lifecycle events that another node (`source`, by incarnation) committed and may never have
   /// relayed, found beside a shard's rows when this node took it (docs/cluster.md, "A node
   /// killed between a commit and its relay"), each with its JSON line (and newline): to this
@@ -368,23 +262,12 @@ final class Hub: @unchecked Sendable {
     _ events: [(sequence: UInt64, id: String, kind: ActivityEvent.Kind, line: ByteBuffer)]
   ) {
     eventLoop.assertInEventLoop()
-    guard ring != nil, !events.isEmpty else { return }
+    guard let relays, !events.isEmpty else { return }
     for e in events {
       relayed(
         from: source, sequence: e.sequence, id: e.id, kind: e.kind, line: e.line, recovered: true)
     }
-    var lifecycle = ByteBufferAllocator().buffer(
-      capacity: events.reduce(0) { $0 + $1.line.readableBytes + 60 })
-    var lineStarts: [Int] = []
-    for e in events {
-      lineStarts.append(lifecycle.writerIndex)
-      PeerMessage.RelayLine(
-        source: source, sequence: e.sequence, delivery: ring!.next + UInt64(lineStarts.count - 1)
-      ).writeHead(into: &lifecycle)
-      lifecycle.writeImmutableBuffer(e.line)
-    }
-    keep(lifecycle, lineStarts: lineStarts)
-    if !relays.isEmpty { writeToRelays(lifecycle, ticks: nil) }
+    relays.recovered(from: source, events)
     checkInvariants()
   }
 
@@ -408,7 +291,7 @@ final class Hub: @unchecked Sendable {
   func publish(first: UInt64, _ events: [ActivityEvent]) {
     eventLoop.assertInEventLoop()
     metrics.published(events)
-    guard !subscribers.isEmpty || ring != nil else { return }
+    guard !subscribers.isEmpty || relays != nil else { return }
     deliver(events) { first + UInt64($0) }
     checkInvariants()
   }
@@ -421,9 +304,9 @@ final class Hub: @unchecked Sendable {
     metrics.published(events)
     switch gate.admit(first: first, events, token: token) {
     case .all:
-      if !subscribers.isEmpty || ring != nil { deliver(events) { first + UInt64($0) } }
+      if !subscribers.isEmpty || relays != nil { deliver(events) { first + UInt64($0) } }
     case .some(let now, let sequences):
-      if !now.isEmpty && (!subscribers.isEmpty || ring != nil) { deliver(now) { sequences[$0] } }
+      if !now.isEmpty && (!subscribers.isEmpty || relays != nil) { deliver(now) { sequences[$0] } }
     }
     checkInvariants()
   }
@@ -442,7 +325,7 @@ final class Hub: @unchecked Sendable {
       return
     }
     gate.finish(token: token, committed: committed) { released in
-      guard !subscribers.isEmpty || ring != nil else { return }
+      guard !subscribers.isEmpty || relays != nil else { return }
       deliver(released.map(\.event)) { released[$0].sequence }
     }
     // Every wake to `token` went out (or was dropped): the writer need keep none of them.
@@ -489,7 +372,9 @@ final class Hub: @unchecked Sendable {
     var lines: FramedWake?
     var sse: FramedWake?
     writer.out.bytes.withUnsafeBufferPointer { encoded in
-      if !onlyTicks || relaysTakeTicks { relayWake(events, encoded, sequence: sequence) }
+      if let relays, !onlyTicks || relays.takeTicks {
+        relays.wake(events, encoded, offsets: offsets, sequence: sequence)
+      }
       for sub in subscribers.values where sub.ticks || !onlyTicks {
         let framing = sub.sink.framing
         let wake: FramedWake
@@ -654,6 +539,7 @@ final class Hub: @unchecked Sendable {
   /// The sink `key` can take more: hand it what waits.
   func writable(_ key: ObjectIdentifier) {
     eventLoop.assertInEventLoop()
+    relays?.writable(key)
     guard let sub = subscribers[key], !sub.output.isEmpty, sub.sink.isWritable else { return }
     var buffer = sub.sink.allocator.buffer(capacity: sub.output.byteCount)
     sub.output.drain { buffer.writeImmutableBuffer($0) }
