@@ -23,6 +23,33 @@ struct ServerLifetimeTests {
   }
 
   @Test(
+    "A start that fails at a late stage (the webhook sender: an unreadable --webhook-ca) undoes the stages before it: the state file is let go and no socket is left, so the next start on them serves"
+  )
+  func failedStartUndoesEarlierStages() async throws {
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let socket = dir.appendingPathComponent("c.sock").path
+    var options = ServerOptions(socketPath: socket)
+    options.statePath = dir.appendingPathComponent("state.db").path
+    var hooks = WebhookOptions(urls: ["https://127.0.0.1:9/hook"])
+    hooks.caPath = dir.appendingPathComponent("missing-ca.pem").path
+    options.webhooks = hooks
+    try await onThread { [options] in
+      let failing = CountdownServer(options: options)
+      let error = #expect(throws: ServerStartError.self) { try failing.start() }
+      #expect(error?.message.contains("--webhook-ca") == true, "\(String(describing: error))")
+      #expect(failing.core == nil)
+      #expect(!FileManager.default.fileExists(atPath: socket))
+      var plain = options
+      plain.webhooks = nil
+      let server = CountdownServer(options: plain)
+      try server.start()
+      #expect(try TestClient(unix: socket).request(#"{"op":"ping"}"#)["ok"] as? Bool == true)
+      server.stop()
+    }
+  }
+
+  @Test(
     "A server with pushes and webhooks, stopped with a push and a delivery in flight to peers that never answer, is freed: its push and webhook senders, store writer, journal, hub and timer loop"
   )
   func stoppedServerIsFreed() async throws {
