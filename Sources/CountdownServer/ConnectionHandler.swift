@@ -1,6 +1,3 @@
-// Over 600 lines: framing, authentication, backpressure, batching and forwarding order are
-// still one handler; its decisions become a state machine of their own, which splits it.
-
 import Countdown
 import CountdownLoop
 import CountdownProtocol
@@ -24,22 +21,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
   typealias OutboundOut = ByteBuffer
 
   let core: ServerCore
-  /// Whether the first request must be `auth` with the server's token.
-  private var needsAuth: Bool
+  /// The connection's decisions: the reply budget, admission, reading, closing.
+  var state: ConnectionState
   private var partial: [UInt8] = []
   /// Set after a line went over the limit, until its newline.
   private var skipping = false
   private var batch: [BatchItem] = []
-  /// The estimated size of the replies of `batch`.
-  private var batchCost = 0
-  /// Batches sent to the loop and not answered yet.
-  private var inFlight = 0
-  /// Set after `unauthorized`: the connection closes once the replies are out.
-  private var closing = false
-  private var readPending = false
-  private var writer: ReplyWriter
-  /// Estimated bytes of replies asked for and not yet written to the socket.
-  private var owed = 0
+  var writer: ReplyWriter
   /// Bytes read and not parsed yet, waiting for `owed` to come down.
   private var backlog: [UInt8] = []
   /// Where the unparsed bytes of `backlog` start (parsed ones are dropped in bulk, not one
@@ -51,9 +39,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
   /// (nil for a line answered here without running), to send to the node that serves it.
   private let keepsLines: Bool
   private var lines: [[UInt8]?] = []
-  /// Whether the connection authenticated with the cluster token: another node's forwarded
-  /// requests, never forwarded again.
-  private var fromPeer = false
   /// Positions in `batch` of another node's forwarded HTTP commands, run with HTTP's rules.
   private var httpItems: Set<Int> = []
   /// Positions in `batch` of another node's `peerSnapshot`s: a subscription's snapshot, with
@@ -63,12 +48,14 @@ final class ConnectionHandler: ChannelDuplexHandler {
   private var channel: (any Channel)?
   /// Batches whose forwarded requests are still out: later batches' replies wait for them
   /// (the replies of a connection go in request order).
-  private var resolving = 0
-  private var lastAnswer: EventLoopFuture<Void>?
+  var resolving = 0
+  var lastAnswer: EventLoopFuture<Void>?
+  /// Whether another node's requests come on this connection.
+  var fromPeer: Bool { state.fromPeer }
 
   init(core: ServerCore, needsAuth: Bool) {
     self.core = core
-    self.needsAuth = needsAuth
+    state = ConnectionState(replyBudget: core.options.replyBufferBytes, needsAuth: needsAuth)
     writer = ReplyWriter(formatter: core.formatter, shardOf: core.shardOf)
     keepsLines = core.cluster?.links != nil
   }
@@ -86,7 +73,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-    guard !closing else { return }
+    guard !state.closing else { return }
     let buffer = unwrapInboundIn(data)
     if paused {
       backlog.append(contentsOf: buffer.readableBytesView)
@@ -130,7 +117,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
           partial.removeAll(keepingCapacity: true)
         }
         start = i + 1
-        if closing { return bytes.count }
+        if state.closing { return bytes.count }
       }
       i += 1
     }
@@ -147,19 +134,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     return bytes.count
   }
 
-  /// Whether a reply estimated at `cost` fits the budget now; counts it in when it does.
-  /// Something is always let through when nothing is owed, so that a reply larger than the
-  /// budget still goes.
-  private func affords(_ cost: Int) -> Bool {
-    if owed + batchCost > 0, owed + batchCost + cost > core.options.replyBufferBytes {
-      return false
-    }
-    batchCost += cost
-    return true
-  }
+  private func affords(_ cost: Int) -> Bool { state.affords(cost) }
 
   private func tooLong() {
-    batchCost += ReplyBudget.error
+    state.charge(ReplyBudget.error)
     if keepsLines { lines.append(nil) }
     batch.append(
       BatchItem(
@@ -210,31 +188,24 @@ final class ConnectionHandler: ChannelDuplexHandler {
     guard affords(ReplyBudget.estimate(decoded.request, activities: core.activityCount)) else {
       return false
     }
-    if case .success(.auth(let token)) = decoded.request,
-      let cluster = core.options.cluster?.token, TokenCheck.matches(token.utf8, cluster)
-    {
+    var clusterToken = false
+    var serverToken = false
+    if case .success(.auth(let token)) = decoded.request {
       // Another node of the cluster: what it sends was forwarded once already.
-      fromPeer = true
-      needsAuth = false
+      clusterToken = core.options.cluster?.token.map { TokenCheck.matches(token.utf8, $0) } ?? false
+      serverToken = core.options.token.map { TokenCheck.matches(token.utf8, $0) } ?? false
     }
-    if needsAuth {
-      if case .success(.auth(let token)) = decoded.request, let expected = core.options.token,
-        TokenCheck.matches(token.utf8, expected)
-      {
-        needsAuth = false
-      } else {
-        closing = true
-        if keepsLines { lines.append(nil) }
-        batch.append(
-          BatchItem(
-            rid: decoded.rid,
-            request: .failure(
-              CountdownError(
-                .unauthorized,
-                "this connection must first send {\"op\":\"auth\",\"token\":…} with the server's token"
-              ))))
-        return true
-      }
+    if state.admit(clusterToken: clusterToken, serverToken: serverToken) == .refuse {
+      if keepsLines { lines.append(nil) }
+      batch.append(
+        BatchItem(
+          rid: decoded.rid,
+          request: .failure(
+            CountdownError(
+              .unauthorized,
+              "this connection must first send {\"op\":\"auth\",\"token\":…} with the server's token"
+            ))))
+      return true
     }
     if keepsLines { lines.append(Array(bytes)) }
     batch.append(BatchItem(rid: decoded.rid, request: decoded.request))
@@ -250,7 +221,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
   private func submit(_ context: ChannelHandlerContext) {
     guard !batch.isEmpty else { return }
     let items = batch
-    let cost = batchCost
+    let cost = state.submitted()
     let raw = lines
     let http = httpItems
     let snapshots = snapshotItems
@@ -258,9 +229,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
     lines = []
     httpItems = []
     snapshotItems = []
-    batchCost = 0
-    owed += cost
-    inFlight += 1
     let channel = context.channel
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
     let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
@@ -312,25 +280,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
       })
   }
 
-  /// Another node's HTTP command (``PeerMessage/HTTPCommand``), decoded as HTTP decodes it;
-  /// nil for any other line.
-  static func peerHTTP(_ bytes: UnsafeBufferPointer<UInt8>) -> BatchItem? {
-    guard let (method, id, body) = PeerMessage.HTTPCommand.decode(bytes) else { return nil }
-    var text = JSONValue.object(body).canonicalText
-    return text.withUTF8 { b in
-      BatchItem(
-        rid: nil, request: ServerRequest.decode(op: method, id: id, body: b.isEmpty ? nil : b))
-    }
-  }
-
-  /// The positions of a batch whose subscriptions the hub does not register at once: another
-  /// node's snapshots (never registered) and this node's subscriptions that span every node
-  /// (registered before they ran, activated once the other nodes' snapshots are in).
-  struct PeerItems {
-    var snapshots: Set<Int> = []
-    var gathers: Set<Int> = []
-  }
-
   /// Hands a batch's replies to the connection and its subscription changes to the hub.
   private static func release(
     _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ raw: [[UInt8]?],
@@ -379,103 +328,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
     lastAnswer = done
   }
 
-  /// What came back from the other nodes for a batch: the replies of its forwarded requests,
-  /// gathered lists and subscriptions, by position, and for each subscription where its
-  /// snapshot stands in each other node's events (by incarnation).
-  struct Resolved {
-    var replies: [Int: Result<[UInt8], CountdownError>] = [:]
-    var cuts: [Int: [UInt64: UInt64]] = [:]
-  }
-
-  /// The replies of `result`'s forwarded requests, gathered lists and subscriptions, once all
-  /// have come back (a request its node did not answer gets `unavailable`); nil when it has
-  /// none.
-  private func forwarded(
-    _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ raw: [[UInt8]?],
-    _ peerItems: PeerItems, _ eventLoop: any EventLoop
-  ) -> EventLoopFuture<Resolved>? {
-    guard case .success(let r) = result, let cluster = core.cluster, cluster.links != nil,
-      !fromPeer
-    else { return nil }
-    var sent: [(Int, EventLoopFuture<[UInt8]>)] = []
-    var lists: [(Int, EventLoopFuture<Result<[[UInt8]], CountdownError>>, Int?)] = []
-    var subscriptions:
-      [(Int, EventLoopFuture<Result<[ClusterNode.PeerSnapshot], CountdownError>>)] =
-        []
-    for (k, item) in r.items.enumerated() {
-      if case .subscribed(_, _, let ids, _) = item.outcome, peerItems.gathers.contains(k) {
-        // A subscription spans every node: the others' snapshots, and where each stands.
-        subscriptions.append(
-          (k, cluster.gatherSnapshots(ids: ids, served: r.served, on: eventLoop)))
-        continue
-      }
-      guard k < raw.count, let line = raw[k] else { continue }
-      switch (item.outcome, items[k].request) {
-      case (.forward(let node, _), _):
-        sent.append((k, cluster.forward(line, to: node, on: eventLoop)))
-      case (.activities, .success(.list(let query))):
-        // A list spans every node: the others' own activities, gathered (docs/cluster.md).
-        var soonest: Int?
-        if case .soonest(let n) = query { soonest = n }
-        lists.append((k, cluster.gatherList(line, served: r.served, on: eventLoop), soonest))
-      default: continue
-      }
-    }
-    guard !sent.isEmpty || !lists.isEmpty || !subscriptions.isEmpty else { return nil }
-    let forwardedOnes = forwardedReplies(r, sent, eventLoop)
-    let formatter = core.formatter
-    let shardOf = core.shardOf
-    let gathered = EventLoopFuture.whenAllSucceed(lists.map(\.1), on: eventLoop)
-    let snapshots = EventLoopFuture.whenAllSucceed(subscriptions.map(\.1), on: eventLoop)
-    let listed = lists.map { (position: $0.0, soonest: $0.2) }
-    let subscribed = subscriptions.map(\.0)
-    /// This node's own reply to request `k`, without its newline.
-    let local = { @Sendable (k: Int) -> [UInt8] in
-      var w = ReplyWriter(formatter: formatter, shardOf: shardOf)
-      w.onlyShards = r.served.map(Set.init)
-      w.reply(r.items[k].rid, r.items[k].outcome, at: r.at)
-      var line = w.take()
-      if line.last == 0x0A { line.removeLast() }
-      return line
-    }
-    return forwardedOnes.and(gathered).and(snapshots).map { both, peerSnapshots in
-      let (replies, peers) = both
-      var out = Resolved(replies: replies)
-      for ((k, soonest), result) in zip(listed, peers) {
-        out.replies[k] = result.map { peerReplies in
-          GatheredList.merge(local(k), peers: peerReplies, soonest: soonest)
-        }
-      }
-      for (k, result) in zip(subscribed, peerSnapshots) {
-        switch result {
-        case .success(let parts):
-          let (merged, cuts) = ClusterNode.PeerSnapshot.merge(local(k), key: "snapshot", parts)
-          out.replies[k] = .success(merged)
-          out.cuts[k] = cuts
-        case .failure(let e): out.replies[k] = .failure(e)
-        }
-      }
-      return out
-    }
-  }
-
-  /// The replies of the forwarded requests `sent`, by position.
-  private func forwardedReplies(
-    _ r: BatchResult, _ sent: [(Int, EventLoopFuture<[UInt8]>)], _ eventLoop: any EventLoop
-  ) -> EventLoopFuture<[Int: Result<[UInt8], CountdownError>]> {
-    guard !sent.isEmpty else { return eventLoop.makeSucceededFuture([:]) }
-    core.metrics.forwarded(sent.count)
-    let positions = sent.map(\.0)
-    return EventLoopFuture.whenAllComplete(sent.map(\.1), on: eventLoop).map { results in
-      var out: [Int: Result<[UInt8], CountdownError>] = [:]
-      for (k, result) in zip(positions, results) {
-        guard case .forward(let node, let otherwise) = r.items[k].outcome else { continue }
-        out[k] = result.mapError { ClusterNode.forwardingFailed(otherwise, to: node, $0) }
-      }
-      return out
-    }
-  }
-
   /// Writes a batch's replies, in order: each forwarded request's as its node gave it; then
   /// starts (or drops) the subscriptions that span every node, whose events follow their
   /// replies.
@@ -483,7 +335,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     _ result: Result<BatchResult, CountdownError>, _ items: [BatchItem], _ resolved: Resolved,
     _ cost: Int, _ peerItems: PeerItems, _ context: ChannelHandlerContext
   ) {
-    inFlight -= 1
+    let after = state.replying()
     var activations: [(from: UInt64, cuts: [UInt64: UInt64])?] = []
     switch result {
     case .success(let r):
@@ -534,8 +386,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
     let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
     context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(bytes: writer.take())))
-      .whenComplete { [closing, inFlight] _ in
-        if closing && inFlight == 0 { channel.close(promise: nil) }
+      .whenComplete { _ in
+        if after == .closeWhenWritten { channel.close(promise: nil) }
         handler.value.written(cost, bound.value)
       }
     // The replies are in the connection's queue: the hub's writes come after them. (Several
@@ -553,27 +405,12 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
   }
 
-  /// Another node's part of a subscription's snapshot (docs/cluster.md): this node's
-  /// incarnation, the sequence number of its first event after the snapshot, the activities.
-  private func writeSnapshot(_ snapshot: Listing, from: UInt64, at: Instant) {
-    writer.out.raw("{\"rid\":null,\"ok\":true,\"at\":")
-    writer.out.write(int: at.milliseconds)
-    writer.out.raw(",\"incarnation\":\"")
-    writer.out.bytes.append(contentsOf: String(core.cluster?.incarnation ?? 0, radix: 16).utf8)
-    writer.out.raw("\",\"from\":")
-    writer.out.write(int: Int64(from))
-    if let shards = writer.announcedShards { writer.servedShards(shards) }
-    writer.out.raw(",\"activities\":")
-    writer.activities(snapshot.states())
-    writer.out.raw("}\n")
-    core.metrics.answered(.ok)
-  }
-
   /// A batch's replies are on the socket: what they were estimated at is no longer owed, and
   /// the lines that waited for it are parsed.
   private func written(_ cost: Int, _ context: ChannelHandlerContext) {
-    owed -= cost
-    guard paused, !closing, context.channel.isActive else { return }
+    guard
+      state.written(cost, paused: paused, active: context.channel.isActive) == .parseBacklog
+    else { return }
     // The backlog is parsed from where it stopped. (While paused, `partial` is empty: a line
     // that did not fit went back whole, so `consume` adds nothing to the backlog here.)
     let waiting = backlog
@@ -595,8 +432,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     submit(context)
     if !paused {
       watchLine(context)
-      if readPending && context.channel.isWritable {
-        readPending = false
+      if state.resumesReading(writable: context.channel.isWritable, paused: paused) {
         context.read()
       }
     }
@@ -605,8 +441,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
   /// Arms the line timer while the client owes the rest of a line (or its token), disarms it
   /// otherwise.
   private func watchLine(_ context: ChannelHandlerContext) {
-    let waiting = needsAuth || (!paused && (!partial.isEmpty || skipping))
-    if !waiting {
+    if !state.awaitsLine(paused: paused, partial: !partial.isEmpty, skipping: skipping) {
       lineTimer?.cancel()
       lineTimer = nil
       return
@@ -628,11 +463,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
   // MARK: - Backpressure
 
   func read(context: ChannelHandlerContext) {
-    if context.channel.isWritable && !paused {
-      context.read()
-    } else {
-      readPending = true
-    }
+    if state.read(writable: context.channel.isWritable, paused: paused) { context.read() }
   }
 
   func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -640,10 +471,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
       let channel = context.channel
       let hub = core.hub
       hub.eventLoop.execute { hub.writable(ObjectIdentifier(channel)) }
-      if readPending && !paused {
-        readPending = false
-        context.read()
-      }
+      if state.resumesReading(writable: true, paused: paused) { context.read() }
     }
     context.fireChannelWritabilityChanged()
   }
