@@ -36,6 +36,7 @@ public struct LiveActivity: Sendable, Hashable {
     var keys: [String: String]
     var dateEncoding: DateEncoding
     var priority: Int
+    var sound: String?
   }
 
   private var storage: Storage
@@ -82,6 +83,16 @@ public struct LiveActivity: Sendable, Hashable {
     set { change { $0.priority = newValue } }
   }
 
+  /// The sound of the pushes that carry an alert (`aps.alert.sound`): a sound file of the
+  /// app, or `"default"`; nil for none.
+  public var sound: String? {
+    get { storage.fields.sound }
+    set { change { $0.sound = newValue } }
+  }
+
+  /// The longest sound name, in bytes.
+  public static let maximumSoundLength = 256
+
   public static func == (a: Self, b: Self) -> Bool {
     a.storage === b.storage || a.storage.fields == b.storage.fields
   }
@@ -96,20 +107,20 @@ public struct LiveActivity: Sendable, Hashable {
   /// The members a `liveActivity` object may have.
   public static let members: Set<String> = [
     "pushTokens", "startTokens", "attributesType", "attributes", "keys", "dateEncoding",
-    "priority",
+    "priority", "sound",
   ]
 
   public init(
     pushTokens: [String] = [], startTokens: [String] = [], attributesType: String? = nil,
     attributes: [String: JSONValue]? = nil, keys: [String: String] = Dictionary(),
-    dateEncoding: DateEncoding = .reference, priority: Int = 5
+    dateEncoding: DateEncoding = .reference, priority: Int = 5, sound: String? = nil
   ) {
     storage = Storage(
       Fields(
         pushTokens: pushTokens.map { $0.lowercased() }.sorted(),
         startTokens: startTokens.map { $0.lowercased() }.sorted(),
         attributesType: attributesType, attributes: attributes, keys: keys,
-        dateEncoding: dateEncoding, priority: priority))
+        dateEncoding: dateEncoding, priority: priority, sound: sound))
   }
 
   /// The object form: what activity objects carry, and what a merge patch applies to.
@@ -123,6 +134,7 @@ public struct LiveActivity: Sendable, Hashable {
       "attributes": attributes.map(JSONValue.object) ?? .null,
       "keys": .object(keys.mapValues(JSONValue.string)),
       "dateEncoding": .string(dateEncoding.rawValue), "priority": .int(Int64(priority)),
+      "sound": sound.map(JSONValue.string) ?? .null,
     ]
   }
 
@@ -184,9 +196,19 @@ public struct LiveActivity: Sendable, Hashable {
     case .double(let p)? where p == 5 || p == 10: priority = Int(p)
     case let v?: throw .payload("liveActivity.priority must be 5 or 10, not \(v.canonicalText)")
     }
+    var sound: String?
+    switch o["sound"] {
+    case nil, .null?: break
+    case .string(let name)? where !name.isEmpty && name.utf8.count <= Self.maximumSoundLength:
+      sound = name
+    case let v?:
+      throw .payload(
+        "liveActivity.sound must be a sound file's name or \"default\" (1 to \(Self.maximumSoundLength) bytes), not \(v.canonicalText)"
+      )
+    }
     self.init(
       pushTokens: push, startTokens: start, attributesType: type, attributes: attributes,
-      keys: keys, dateEncoding: encoding, priority: priority)
+      keys: keys, dateEncoding: encoding, priority: priority, sound: sound)
   }
 
   /// Reads and checks a `liveActivity` value, which must be an object (``init(object:)``).

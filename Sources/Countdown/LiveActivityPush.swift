@@ -99,6 +99,14 @@ public enum LiveActivityPush {
     return renamed
   }
 
+  /// `,"sound":NAME` inside an alert (between `body` and `title`, in sorted order), when the
+  /// activity has a sound.
+  private static func writeSound(_ config: LiveActivity, to out: inout JSONWriter) {
+    guard let sound = config.sound else { return }
+    out.raw(",\"sound\":")
+    out.write(string: sound)
+  }
+
   /// The whole payload of a push, compact JSON:
   /// `{"aps":{"timestamp":…,"event":…,"content-state":{…},…}}`.
   /// - Parameters:
@@ -125,6 +133,7 @@ public enum LiveActivityPush {
       let body = s.content["alertMessage"] ?? s.content["subtitle"] ?? .string("")
       out.raw("\"alert\":{\"body\":")
       out.write(body)
+      writeSound(config, to: &out)
       out.raw(",\"title\":")
       out.write(title)
       out.raw("},\"attributes\":")
@@ -136,6 +145,7 @@ public enum LiveActivityPush {
       if alert, let body = s.content["alertMessage"] {
         out.raw("\"alert\":{\"body\":")
         out.write(body)
+        writeSound(config, to: &out)
         out.raw(",\"title\":")
         out.write(title)
         out.raw("},")

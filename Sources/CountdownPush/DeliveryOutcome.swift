@@ -12,8 +12,13 @@ public enum DeliveryOutcome: Equatable, Sendable {
   case renewProviderToken
   /// `429`, `5xx`, a timeout, a lost connection or GOAWAY: send again after a backoff.
   case retry
-  /// Any other error (a bad topic, a payload the gateway refuses, a bad JWT): permanent for
-  /// this push; forget it and count it.
+  /// The answer says the sender, not the push, is wrong (a revoked or mistyped key, the wrong
+  /// environment or topic, a bad path: docs/pushes.md, "Configuration faults hold"): keep
+  /// this push and every one behind it, remove no token, and try one push again after a
+  /// backoff until one is delivered.
+  case hold
+  /// Any other error (a payload the gateway refuses, a push too large): permanent for this
+  /// push; forget it and count it.
   case drop
 
   /// The outcome of an APNs answer with `status` and, for an error, the `reason` of its JSON
@@ -23,6 +28,10 @@ public enum DeliveryOutcome: Equatable, Sendable {
     case (200, _): self = .delivered
     case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): self = .removeToken
     case (403, "ExpiredProviderToken"): self = .renewProviderToken
+    case (403, "InvalidProviderToken"), (403, "MissingProviderToken"),
+      (403, "BadEnvironmentKeyInToken"), (400, "TopicDisallowed"), (400, "BadTopic"),
+      (400, "MissingTopic"), (404, "BadPath"), (429, "TooManyProviderTokenUpdates"):
+      self = .hold
     case (429, _), (500...599, _): self = .retry
     default: self = .drop
     }
@@ -35,6 +44,7 @@ public enum DeliveryOutcome: Equatable, Sendable {
     case .removeToken: "token_removed"
     case .renewProviderToken: "provider_token_expired"
     case .retry: "retried"
+    case .hold: "config_error"
     case .drop: "dropped"
     }
   }

@@ -1,3 +1,5 @@
+import Countdown
+
 /// Something the outbox holds for one destination: a Live Activity push (``PushItem``) or a
 /// webhook delivery (``WebhookItem``).
 public protocol OutboxItem: Sendable, Equatable {
@@ -117,6 +119,11 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
         first.attempts += 1
         first.due = now + schedule.delay(afterAttempts: first.attempts, random: random)
         entries[head] = first
+      case .hold:
+        // Kept first in its lane, due at once: the queue's hold says when anything goes.
+        first.attempts += 1
+        first.due = now
+        entries[head] = first
       }
       return result
     }
@@ -127,6 +134,19 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
   @usableFromInline var timers = DueHeap<Item.Lane>()
   @usableFromInline var _inFlight = 0
   @usableFromInline var _count = 0
+  /// Answers in a row that said the sender is wrong (``DeliveryOutcome/hold``); 0 when not
+  /// held.
+  @usableFromInline var holdAnswers = 0
+  /// While held: when one item may be tried again.
+  @usableFromInline var probeAt: Int64 = 0
+  /// While held: the item tried again (answers to those sent before the hold began do not
+  /// lengthen its backoff).
+  @usableFromInline var probeSeq: Int64?
+
+  /// Whether the destination's last answers said the sender, not the items, is wrong
+  /// (``DeliveryOutcome/hold``): then one item at a time is tried again, after the retries'
+  /// backoff, and nothing else is sent until one is delivered. Nothing is forgotten meanwhile.
+  @inlinable public var isHeld: Bool { holdAnswers > 0 }
   /// Requests sent and not answered.
   @inlinable public var inFlight: Int { _inFlight }
   /// Pushes held, in flight included.
@@ -154,7 +174,9 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
   /// up to ``maxInFlight`` in flight. Each is in flight until ``answered(_:_:now:random:)``.
   @inlinable public mutating func take(now: Int64) -> [Entry] {
     var out: [Entry] = []
-    while _inFlight < maxInFlight, let top = timers.top, top.due <= now {
+    // Held: one item, when the backoff has passed and no request is out.
+    let limit = isHeld ? (now >= probeAt ? 1 : 0) : maxInFlight
+    while _inFlight < limit, let top = timers.top, top.due <= now {
       timers.pop()
       guard let i = lanes.index(forKey: top.key) else { continue }
       let started = lanes.values[i].start(now: now)
@@ -162,6 +184,7 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
       if let sent = started.sent {
         _inFlight += 1
         out.append(sent)
+        if isHeld { probeSeq = sent.seq }
       }
     }
     return out
@@ -171,7 +194,10 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
   /// while ``maxInFlight`` requests are out: then nothing can be sent before an answer, and
   /// the sender takes again after each answer (a timer for an instant already passed would
   /// wake it over and over with nothing to send).
-  @inlinable public var nextDue: Int64? { _inFlight < maxInFlight ? timers.top?.due : nil }
+  @inlinable public var nextDue: Int64? {
+    if isHeld { return _inFlight == 0 ? timers.top.map { max($0.due, probeAt) } : nil }
+    return _inFlight < maxInFlight ? timers.top?.due : nil
+  }
 
   /// The answer to the push `seq` of `key`, taken at `now`; `random` (0…1) spreads retries.
   @inlinable public mutating func answered(
@@ -185,6 +211,22 @@ public struct DeliveryQueue<Item: OutboxItem>: Sendable {
     _inFlight -= 1
     _count -= result.forget.count
     if outcome == .removeToken { result.removedToken = key }
+    let probe = entry.seq == probeSeq
+    if probe { probeSeq = nil }
+    switch outcome {
+    case .hold where !isHeld || probe:
+      holdAnswers += 1
+      probeAt = now + schedule.delay(afterAttempts: holdAnswers, random: random)
+    case .hold: break  // sent before the hold began: the hold stands as it is
+    case .retry where probe:
+      // A probe that got no answer: the hold stands, the next probe after the same backoff.
+      probeAt = now + schedule.delay(afterAttempts: holdAnswers, random: random)
+    case .retry: break
+    case .delivered, .removeToken, .renewProviderToken, .drop:
+      // An answer about the item: the sender's settings are good again.
+      holdAnswers = 0
+      probeSeq = nil
+    }
     if let next = lanes.values[i].first?.due {
       timers.push(due: next, key: key)
     } else {
@@ -233,7 +275,63 @@ extension DeliveryQueue where Item == PushItem {
   }
 }
 
+extension DeliveryQueue where Item == PushItem {
+  /// Adds a push, merged with what waits in its lane (docs/pushes.md, "Coalescing"): an
+  /// `update` takes the place of a waiting `update` that is last in the lane (the newest
+  /// state, with its timestamp); an `end` takes the place of every waiting `update`; a `start`
+  /// is kept. The push in flight is never touched. A merged push keeps the backoff and the
+  /// attempts of what it replaced, and the higher priority. Returns the outbox rows merged
+  /// away (to forget).
+  @inlinable public mutating func addCoalescing(seq: Int64, _ item: PushItem) -> [Int64] {
+    guard let i = lanes.index(forKey: item.lane) else {
+      add(seq: seq, item)
+      return []
+    }
+    let forgotten = lanes.values[i].coalesce(seq: seq, item)
+    _count += 1 - forgotten.count
+    // The lane's first waiting push may now be due earlier than the heap has it (an end
+    // behind a start): one more node for it (a stale one is skipped when popped).
+    if !lanes.values[i].inFlight, let first = lanes.values[i].first {
+      timers.push(due: first.due, key: item.lane)
+    }
+    return forgotten
+  }
+}
+
 extension DeliveryQueue.Lane where Item == PushItem {
+  /// Appends `item` as `seq`, merged with the waiting entries (``DeliveryQueue/addCoalescing(seq:_:)``);
+  /// the sequence numbers merged away.
+  @inlinable mutating func coalesce(seq: Int64, _ item: PushItem) -> [Int64] {
+    let start = head + (inFlight ? 1 : 0)
+    var entry = DeliveryQueue.Entry(seq: seq, item: item)
+    var forgotten: [Int64] = []
+    switch item.event {
+    case .update:
+      if start < entries.count, let last = entries.last, last.item.event == .update {
+        entry.due = max(last.due, item.notBefore)
+        entry.attempts = last.attempts
+        entry.item.priority = max(item.priority, last.item.priority)
+        entries[entries.count - 1] = entry
+        return [last.seq]
+      }
+    case .end:
+      var kept: [DeliveryQueue.Entry] = []
+      for e in entries[start...] {
+        if e.item.event == .update {
+          forgotten.append(e.seq)
+          entry.due = max(entry.due, e.due)
+          entry.attempts = max(entry.attempts, e.attempts)
+        } else {
+          kept.append(e)
+        }
+      }
+      if !forgotten.isEmpty { entries.replaceSubrange(start..., with: kept) }
+    case .start: break
+    }
+    entries.append(entry)
+    return forgotten
+  }
+
   /// Puts `item` in the place of the waiting entry with its timestamp; the sequence number
   /// replaced, or nil if none waits (the one in flight is not replaced).
   @inlinable mutating func replace(seq: Int64, _ item: PushItem) -> Int64? {

@@ -75,6 +75,10 @@ public struct PushPlanner: Sendable {
   /// Per activity: what its last push showed (``shows(_:_:)``), so that an update that
   /// changes none of it pushes nothing.
   private var shown: [String: [UInt8]?] = [:]
+  /// Per activity: its update tokens as of the last `started` or `updated` planned (the rows
+  /// are those after the wake, so an earlier event of the same wake, a tick, already has the
+  /// new ones): a token not among them joins late.
+  private var tokens: [String: [String]] = [:]
 
   public init() {}
 
@@ -88,6 +92,7 @@ public struct PushPlanner: Sendable {
       if e.kind == .dismissed {
         known[e.id] = nil
         shown[e.id] = nil
+        tokens[e.id] = nil
         budget.forget(activity: e.id)
         waiting[e.id] = nil
         continue
@@ -95,6 +100,7 @@ public struct PushPlanner: Sendable {
       guard var row = rows[e.id] ?? known[e.id]?.row, let live = row.liveActivity else {
         known[e.id] = nil
         shown[e.id] = nil
+        tokens[e.id] = nil
         continue
       }
       if rows[e.id] == nil, e.kind == .ended {
@@ -111,22 +117,34 @@ public struct PushPlanner: Sendable {
       known[e.id] = (row, alertMessage ?? previousAlert)
       guard let subject else { continue }
       let showing = Self.shows(subject, live)
-      let tokens: [String]
-      let event: LiveActivityPush.Event
+      var tokens: [String]
+      var event: LiveActivityPush.Event
       var urgent = true
       var alert = false
       switch e.kind {
       case .started:
         tokens = live.startTokens
         event = .start
+        self.tokens[e.id] = live.pushTokens
       case .updated:
         tokens = live.pushTokens
         event = .update
         urgent = false
         alert = alertMessage != nil && alertMessage != previousAlert
         // An update that changes nothing a phone shows (a token added or removed, an option)
-        // pushes nothing.
-        if !alert, let shown = shown[e.id], shown == showing { continue }
+        // pushes nothing to the tokens that had it; a token added late gets the activity as
+        // it is now, whatever changed before it came (docs/pushes.md, "A token that joins
+        // late"): the app sends its token after starting its Live Activity.
+        // The update tokens before this event (none for an activity that had no Live
+        // Activity): one added since gets the catch-up push.
+        let previousTokens = self.tokens[e.id] ?? []
+        self.tokens[e.id] = live.pushTokens
+        if !alert, let shown = shown[e.id], shown == showing {
+          tokens = live.pushTokens.filter { !previousTokens.contains($0) }
+          guard !tokens.isEmpty else { continue }
+          urgent = true
+          if row.phase == .ended { event = .end }
+        }
       case .paused, .resumed, .milestone:
         tokens = live.pushTokens
         event = .update
@@ -183,6 +201,7 @@ public struct PushPlanner: Sendable {
       if case .string(let m)? = subject?.content["alertMessage"] { alert = m }
       known[row.id] = (row, alert)
       shown[row.id] = subject.map { Self.shows($0, live) }
+      tokens[row.id] = live.pushTokens
     }
     for b in budget { self.budget.restore(b.key, timestamp: b.timestamp, notBefore: b.notBefore) }
   }
@@ -193,6 +212,7 @@ public struct PushPlanner: Sendable {
     known = known.filter { !forget($0.key) }
     waiting = waiting.filter { !forget($0.key) }
     shown = shown.filter { !forget($0.key) }
+    tokens = tokens.filter { !forget($0.key) }
     budget.forget(where: forget)
   }
 

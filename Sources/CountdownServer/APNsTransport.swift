@@ -36,13 +36,30 @@ extension OutboxSender where Transport == APNsTransport {
       })
   }
 
-  /// The pushes one commit wrote (from the writer thread): new ones, and those that take the
-  /// place of an unsent push of the same second (the store deleted it in the same commit).
+  /// The pushes the outbox held at start, or a shard's that a cluster node took: merged as
+  /// they are added (docs/pushes.md, "Coalescing"), so that what waited through an outage
+  /// goes once.
+  func restore(_ pending: [(seq: Int64, item: PushItem)]) {
+    change { queues in
+      for p in pending {
+        if let merged = queues.withQueue(of: p.item, { $0.addCoalescing(seq: p.seq, p.item) }) {
+          queues.forget(merged)
+        }
+      }
+    }
+  }
+
+  /// The pushes one commit wrote (from the writer thread): new ones, merged with what waits
+  /// for their token (docs/pushes.md, "Coalescing"), and those that take the place of an
+  /// unsent push of the same second (the store deleted it in the same commit).
   func committed(_ pushes: [(seq: Int64, operation: PushOperation)]) {
     change { queues in
       for p in pushes {
         switch p.operation {
-        case .add(let item): queues.add(seq: p.seq, item)
+        case .add(let item):
+          if let merged = queues.withQueue(of: item, { $0.addCoalescing(seq: p.seq, item) }) {
+            queues.forget(merged)
+          }
         case .replace(let item): _ = queues.withQueue(of: item) { $0.replace(seq: p.seq, item) }
         }
       }
@@ -61,6 +78,8 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
   private let loop: NIOLockedValueBox<CountdownLoop?>
   private let metrics: PushMetrics
   private let logger: Logger
+  /// The reason of the last answer that held the sender (``DeliveryOutcome/hold``).
+  private var holdReason = ""
 
   /// The settings read and checked: a message and no server when a piece is missing or bad.
   static func prepare(_ o: APNsOptions) throws(ServerStartError) -> (APNsEndpoint, ProviderToken) {
@@ -120,7 +139,10 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
       switch result {
       case .success(let r):
         outcome = DeliveryOutcome(status: r.status, reason: r.reason)
-        if outcome != .delivered {
+        if outcome == .hold {
+          // Said once, when the sender holds (``holdChanged(_:waiting:)``).
+          holdReason = "\(r.status) \(r.reason ?? "")"
+        } else if outcome != .delivered {
           logger.notice(
             "APNs answered \(r.status) \(r.reason ?? "") to a push of \(entry.item.activity): \(outcome.metricName)"
           )
@@ -159,6 +181,33 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
           logger.notice("cannot remove an unregistered token from \(key.activity): \(e.message)")
         }
       })
+  }
+
+  func holdChanged(_ held: Bool, waiting: Int) {
+    metrics.held(held ? holdReason : nil)
+    if held {
+      logger.error(
+        "APNs answered \(holdReason): the server's APNs settings are wrong, not the pushes; check \(Self.flagToCheck(holdReason)). The \(waiting) pushes waiting are kept and no token is removed; one is tried again after 1 s, 2 s, … up to a minute, and all go once APNs takes one"
+      )
+    } else {
+      logger.notice("APNs takes pushes again: sending the \(waiting) that were held")
+    }
+  }
+
+  /// The flag a held answer's reason points to (docs/pushes.md, "Configuration faults hold").
+  static func flagToCheck(_ reason: String) -> String {
+    if reason.hasSuffix("TooManyProviderTokenUpdates") {
+      return "that no other server renews a token with the same key (--apns-key-id)"
+    }
+    if reason.hasSuffix("BadEnvironmentKeyInToken") {
+      return "--apns-production (the key's environment) and --apns-key"
+    }
+    if reason.contains("ProviderToken") {
+      return "--apns-key, --apns-key-id and --apns-team-id (a revoked or mistyped key)"
+    }
+    if reason.contains("Topic") { return "--apns-topic (the app's bundle id)" }
+    if reason.hasSuffix("BadPath") { return "--apns-url" }
+    return "the --apns-* settings"
   }
 
   func close() { client.close() }

@@ -34,7 +34,7 @@ extension ClusterNode {
     // (docs/cluster.md, "Pushes and webhooks from a node").
     if let pushes {
       writer.plannerTakes(rows: rows?.activities ?? [], budget: pushes.budget)
-      delivery?.committed(pushes.pending)
+      delivery?.restore(pushes.pending)
     }
     if !deliveries.isEmpty { webhooks?.restore(deliveries) }
     // What the shard's last writer committed and perhaps never relayed (it died between the

@@ -253,7 +253,7 @@ extension CountdownServer {
       deliveryBox.withLockedValue { $0 = sender }
       // Before the loop runs: what a restored engine does at once (deadlines that passed
       // while the server was down) pushes after what was pending.
-      sender.committed(pending)
+      sender.restore(pending)
       delivery = sender
     }
     var webhooks: WebhookDelivery?

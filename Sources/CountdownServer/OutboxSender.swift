@@ -30,8 +30,17 @@ protocol OutboxTransport: AnyObject, Sendable {
     _ entry: DeliveryQueue<Item>.Entry, _ outcome: DeliveryOutcome,
     _ consequence: DeliveryQueue<Item>.Consequence, now: Int64)
 
+  /// The destination's queue became held (its answers say the sender's settings are wrong,
+  /// ``DeliveryOutcome/hold``) or let go (an item was delivered); `waiting` items are kept.
+  func holdChanged(_ held: Bool, waiting: Int)
+
   /// Closes the transport's connections; nothing is sent after.
   func close()
+}
+
+extension OutboxTransport {
+  /// A destination that never holds (a webhook URL) has nothing to say.
+  func holdChanged(_ held: Bool, waiting: Int) {}
 }
 
 /// The outbox's one sender (docs/pushes.md, "Delivery"; docs/webhooks.md), on a thread of its
@@ -125,6 +134,7 @@ final class OutboxSender<Transport: OutboxTransport>: @unchecked Sendable {
     eventLoop.execute { [self] in
       var queues = Queues(sender: self)
       body(&queues)
+      answered.add(queues.forgotten)
       for index in queues.touched { pump(destinations[index]) }
       recordQueue()
     }
@@ -134,6 +144,10 @@ final class OutboxSender<Transport: OutboxTransport>: @unchecked Sendable {
   struct Queues {
     fileprivate let sender: OutboxSender
     fileprivate var touched: [Int] = []
+    fileprivate var forgotten: [Int64] = []
+
+    /// Outbox rows merged away (to delete with the writer's next commit).
+    mutating func forget(_ seqs: [Int64]) { forgotten += seqs }
 
     /// Adds `item`, outbox row `seq`, to its destination's queue.
     mutating func add(seq: Int64, _ item: Item) {
@@ -180,10 +194,12 @@ final class OutboxSender<Transport: OutboxTransport>: @unchecked Sendable {
 
   private func answer(_ entry: Entry, _ outcome: DeliveryOutcome, from d: Destination) {
     let now = SystemWallClock.now().milliseconds
+    let wasHeld = d.queue.isHeld
     let c = d.queue.answered(
       entry, outcome, now: now, random: Double.random(in: 0...1, using: &rng))
     answered.add(c.forget)
     d.transport.answered(entry, outcome, c, now: now)
+    if d.queue.isHeld != wasHeld { d.transport.holdChanged(d.queue.isHeld, waiting: d.queue.count) }
     // One pump after the answers of this turn of the event loop: a burst of answers takes the
     // queue once, and an answer given at once (a request that could not be sent) never calls
     // back into the pump that sent it.

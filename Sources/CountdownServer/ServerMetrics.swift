@@ -190,6 +190,7 @@ final class ServerMetrics: Sendable {
 /// answer, for each answer).
 final class PushMetrics: Sendable {
   let queue: CoreMetrics.Gauge
+  private let heldGauges: [String: CoreMetrics.Gauge]
   private let latency: Metrics.Timer
   private let answers: [String: CoreMetrics.Counter]
 
@@ -198,7 +199,7 @@ final class PushMetrics: Sendable {
     latency = Metrics.Timer(label: "countdown_push_latency_seconds", factory: factory)
     var answers: [String: CoreMetrics.Counter] = [:]
     let outcomes: [DeliveryOutcome] = [
-      .delivered, .removeToken, .renewProviderToken, .retry, .drop,
+      .delivered, .removeToken, .renewProviderToken, .retry, .hold, .drop,
     ]
     for event in LiveActivityPush.Event.allCases {
       for outcome in outcomes {
@@ -209,7 +210,29 @@ final class PushMetrics: Sendable {
       }
     }
     self.answers = answers
+    var held: [String: CoreMetrics.Gauge] = [:]
+    for reason in Self.holdReasons {
+      let gauge = CoreMetrics.Gauge(
+        label: "countdown_push_sender_held", dimensions: [("reason", reason)], factory: factory)
+      gauge.record(0)
+      held[reason] = gauge
+    }
+    self.heldGauges = held
     queue.record(0)
+  }
+
+  /// The reasons an APNs answer holds the sender for (``DeliveryOutcome/hold``).
+  static let holdReasons = [
+    "InvalidProviderToken", "MissingProviderToken", "BadEnvironmentKeyInToken",
+    "TopicDisallowed", "BadTopic", "MissingTopic", "BadPath", "TooManyProviderTokenUpdates",
+  ]
+
+  /// `countdown_push_sender_held{reason}`: 1 for the reason the sender holds for (the answer
+  /// `STATUS REASON`), 0 for the rest; all 0 for nil.
+  func held(_ answer: String?) {
+    for (reason, gauge) in heldGauges {
+      gauge.record(answer?.hasSuffix(" " + reason) == true ? 1 : 0)
+    }
   }
 
   /// One answer (or failure to answer) to `item`.

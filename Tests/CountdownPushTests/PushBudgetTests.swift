@@ -93,7 +93,8 @@ struct PushBudgetTests {
 
 @Suite("DeliveryOutcome and RetrySchedule")
 struct DeliveryOutcomeTests {
-  @Test("Apple's statuses and reasons: delivered, token removed, JWT renewed, retried, dropped")
+  @Test(
+    "Apple's statuses and reasons: delivered, token removed, JWT renewed, retried, held, dropped")
   func statuses() {
     #expect(DeliveryOutcome(status: 200, reason: nil) == .delivered)
     #expect(DeliveryOutcome(status: 400, reason: "BadDeviceToken") == .removeToken)
@@ -103,9 +104,11 @@ struct DeliveryOutcomeTests {
     #expect(DeliveryOutcome(status: 429, reason: "TooManyRequests") == .retry)
     #expect(DeliveryOutcome(status: 503, reason: "ServiceUnavailable") == .retry)
     #expect(DeliveryOutcome(status: 500, reason: nil) == .retry)
-    #expect(DeliveryOutcome(status: 400, reason: "BadTopic") == .drop)
+    // The server's settings, not the push: held (docs/pushes.md, "Configuration faults hold").
+    #expect(DeliveryOutcome(status: 400, reason: "BadTopic") == .hold)
+    #expect(DeliveryOutcome(status: 403, reason: "InvalidProviderToken") == .hold)
     #expect(DeliveryOutcome(status: 413, reason: "PayloadTooLarge") == .drop)
-    #expect(DeliveryOutcome(status: 403, reason: "InvalidProviderToken") == .drop)
+    #expect(DeliveryOutcome(status: 400, reason: "BadPriority") == .drop)
   }
 
   @Test(

@@ -147,6 +147,48 @@ struct PushPlannerTests {
     #expect(h.wake(now: 4_000).isEmpty)
   }
 
+  @Test(
+    "A token that joins late gets the activity as it is now: a pause before it came, in one urgent update; a token removed, nothing"
+  )
+  func lateToken() throws {
+    var h = Harness()
+    var r = ActivityRequest.countdown(id: "g", to: at(600_000), title: "G")
+    r.liveActivity = LiveActivity(
+      startTokens: ["cc03"], attributesType: "GateAttributes", attributes: ["gate": .string("B")])
+    try h.engine.start(r, at: at(100))
+    #expect(h.wake(now: 101).map(\.item.event) == [.start])
+    // Paused before the phone's update token came: no token to push to.
+    try h.engine.pause("g", at: at(1_000))
+    #expect(h.wake(now: 1_001).isEmpty)
+    try h.engine.update(
+      "g", ActivityUpdate(liveActivity: .object(["pushTokens": .object(["aa01": .bool(true)])])),
+      at: at(2_500))
+    let caughtUp = h.wake(now: 2_501)
+    #expect(caughtUp.count == 1)
+    let push = try #require(caughtUp.first?.item)
+    #expect(push.token == "aa01" && push.event == .update && push.priority == 10)
+    let state = try #require(try aps(push)["content-state"] as? [String: Any])
+    #expect(state["isPaused"] as? Bool == true && state["phase"] as? String == "paused")
+    // A second token: it alone gets the catch-up; removing one pushes nothing.
+    try h.engine.update(
+      "g", ActivityUpdate(liveActivity: .object(["pushTokens": .object(["bb02": .bool(true)])])),
+      at: at(4_000))
+    #expect(h.wake(now: 4_001).map(\.item.token) == ["bb02"])
+    try h.engine.update(
+      "g", ActivityUpdate(liveActivity: .object(["pushTokens": .object(["aa01": .null])])),
+      at: at(5_000))
+    #expect(h.wake(now: 5_001).isEmpty)
+    // After a restart the planner knows the tokens from the rows: a new one is caught up, the
+    // ones the rows had are not pushed again.
+    var restored = PushPlanner()
+    restored.restore(rows: h.engine.snapshot(of: ["g"]).activities, budget: [])
+    h.planner = restored
+    try h.engine.update(
+      "g", ActivityUpdate(liveActivity: .object(["pushTokens": .object(["dd04": .bool(true)])])),
+      at: at(6_000))
+    #expect(h.wake(now: 6_001).map(\.item.token) == ["dd04"])
+  }
+
   @Test("An update that changes nothing a phone shows pushes nothing; a restored planner goes on")
   func quietUpdatesAndRestore() throws {
     var h = Harness()
@@ -154,11 +196,13 @@ struct PushPlannerTests {
     r.liveActivity = LiveActivity(pushTokens: ["aa01"])
     try h.engine.start(r, at: at(100))
     #expect(h.wake(now: 101).isEmpty)  // no start tokens
-    // A token added: nothing the phone shows changed.
+    // A token added: nothing the phone shows changed, so the token that had it gets
+    // nothing; the new one gets the activity as it is (the catch-up).
     try h.engine.update(
       "g", ActivityUpdate(liveActivity: .object(["pushTokens": .object(["bb02": .bool(true)])])),
       at: at(2000))
-    #expect(h.wake(now: 2001).isEmpty)
+    let added = h.wake(now: 2001)
+    #expect(added.map(\.item.token) == ["bb02"] && added.first?.item.event == .update, "\(added)")
     try h.engine.update("g", ActivityUpdate(content: ["title": .string("H")]), at: at(3000))
     let ops = h.wake(now: 3001)
     #expect(ops.map(\.item.token).sorted() == ["aa01", "bb02"])

@@ -8,9 +8,12 @@ import Testing
 /// instants, retries, token removal, replacement, and a random run checked against a model.
 @Suite("PushQueue")
 struct PushQueueTests {
-  func item(_ activity: String, _ token: String, ts: Int64, notBefore: Int64 = 0) -> PushItem {
+  func item(
+    _ activity: String, _ token: String, ts: Int64, notBefore: Int64 = 0,
+    event: LiveActivityPush.Event = .update, priority: Int = 5
+  ) -> PushItem {
     PushItem(
-      activity: activity, token: token, event: .update, priority: 5, timestamp: ts,
+      activity: activity, token: token, event: event, priority: priority, timestamp: ts,
       notBefore: notBefore, eventAt: notBefore, payload: Array("\(activity)/\(ts)".utf8))
   }
 
@@ -115,6 +118,114 @@ struct PushQueueTests {
     #expect(c.renewProviderToken && q.take(now: 10).isEmpty && q.take(now: 510).count == 1)
   }
 
+  @Test(
+    "A configuration fault holds: nothing forgotten, no token removed, one push tried again after 1 s, 2 s, …; a 200 sends the rest in order"
+  )
+  func hold() {
+    var q = PushQueue()
+    q.add(seq: 1, item("a", "t", ts: 1))
+    q.add(seq: 2, item("a", "t", ts: 2))
+    q.add(seq: 3, item("b", "t", ts: 1))
+    q.add(seq: 4, item("c", "t", ts: 1))
+    let sent = q.take(now: 0)
+    #expect(sent.map(\.seq).sorted() == [1, 3, 4])
+    var c = q.answered(sent.first { $0.seq == 1 }!, .hold, now: 100, random: 1)
+    #expect(c.forget.isEmpty && c.removedToken == nil && q.isHeld)
+    // The answers to the other requests already out do not lengthen the hold.
+    for e in sent where e.seq != 1 { _ = q.answered(e, .hold, now: 150, random: 1) }
+    #expect(q.count == 4 && q.inFlight == 0)
+    q.checkInvariants()
+    // One probe after the first backoff (1 s with random 1), none before it.
+    #expect(q.nextDue == 1_100)
+    #expect(q.take(now: 1_099).isEmpty)
+    let probe = q.take(now: 1_100)
+    #expect(probe.count == 1 && q.nextDue == nil)
+    #expect(q.take(now: 1_100).isEmpty, "a second push went out while held")
+    c = q.answered(probe[0], .hold, now: 1_200, random: 1)
+    #expect(c.forget.isEmpty && q.isHeld && q.nextDue == 3_200)
+    // No answer to the next probe (a lost connection): the hold stands, the same backoff.
+    let second = q.take(now: 3_200)
+    #expect(second.count == 1)
+    _ = q.answered(second[0], .retry, now: 3_300, random: 1)
+    #expect(q.isHeld && q.nextDue == 5_300)
+    // The key is fixed: the probe is delivered, and the rest go at once, in lane order.
+    let third = q.take(now: 5_300)
+    c = q.answered(third[0], .delivered, now: 5_400, random: 1)
+    #expect(!q.isHeld && c.forget == [third[0].seq])
+    var delivered = [third[0].seq]
+    var now: Int64 = 5_400
+    while q.count > 0 {
+      let batch = q.take(now: now)
+      #expect(!batch.isEmpty, "held items never sent")
+      if batch.isEmpty { break }
+      for e in batch {
+        _ = q.answered(e, .delivered, now: now, random: 0)
+        delivered.append(e.seq)
+      }
+      now += 1
+    }
+    #expect(delivered.sorted() == [1, 2, 3, 4])
+    #expect(delivered.firstIndex(of: 1)! < delivered.firstIndex(of: 2)!, "lane a out of order")
+    q.checkInvariants()
+  }
+
+  @Test("Which answers hold: the server's settings, not the push")
+  func holdOutcomes() {
+    for (status, reason) in [
+      (403, "InvalidProviderToken"), (403, "MissingProviderToken"),
+      (403, "BadEnvironmentKeyInToken"), (400, "TopicDisallowed"), (400, "BadTopic"),
+      (400, "MissingTopic"), (404, "BadPath"), (429, "TooManyProviderTokenUpdates"),
+    ] {
+      #expect(DeliveryOutcome(status: status, reason: reason) == .hold, "\(status) \(reason)")
+    }
+    #expect(DeliveryOutcome(status: 429, reason: "TooManyRequests") == .retry)
+    #expect(DeliveryOutcome(status: 400, reason: "PayloadTooLarge") == .drop)
+    #expect(DeliveryOutcome(status: 403, reason: "ExpiredProviderToken") == .renewProviderToken)
+    #expect(DeliveryOutcome.hold.metricName == "config_error")
+  }
+
+  @Test(
+    "Coalescing: a waiting update gives way to a later one, an end to every waiting update; the one in flight and a start are kept"
+  )
+  func coalescing() {
+    var q = PushQueue()
+    #expect(q.addCoalescing(seq: 1, item("a", "t", ts: 1)).isEmpty)
+    let first = q.take(now: 0)
+    #expect(first.map(\.seq) == [1])
+    // Refused for now: it waits with a backoff, and is not in flight any more.
+    _ = q.answered(first[0], .retry, now: 0, random: 1)
+    // A pause (urgent) and a content update behind it: the update takes the pause's place,
+    // with its priority and the backoff the first push got.
+    #expect(q.addCoalescing(seq: 2, item("a", "t", ts: 2, priority: 10)) == [1])
+    #expect(q.addCoalescing(seq: 3, item("a", "t", ts: 3)) == [2])
+    #expect(q.count == 1)
+    #expect(q.take(now: 999).isEmpty, "the merged push went before the backoff")
+    let merged = q.take(now: 1_000)
+    #expect(merged.map(\.seq) == [3] && merged[0].item.priority == 10 && merged[0].attempts == 1)
+    // In flight: never replaced; what comes behind it waits as it is.
+    #expect(q.addCoalescing(seq: 4, item("a", "t", ts: 4)).isEmpty)
+    #expect(q.addCoalescing(seq: 5, item("a", "t", ts: 5)) == [4])
+    // An end takes the place of every waiting update.
+    #expect(q.addCoalescing(seq: 6, item("a", "t", ts: 6, event: .end)) == [5])
+    _ = q.answered(merged[0], .delivered, now: 1_000, random: 0)
+    #expect(q.take(now: 6_000).map(\.seq) == [6])
+    q.checkInvariants()
+    // A start is kept, and an end behind it only takes the updates.
+    var r = PushQueue()
+    _ = r.addCoalescing(seq: 10, item("b", "s", ts: 1, event: .start))
+    _ = r.addCoalescing(seq: 11, item("b", "s", ts: 2))
+    #expect(r.addCoalescing(seq: 12, item("b", "s", ts: 3, event: .end)) == [11])
+    var sent: [Int64] = []
+    for now: Int64 in [0, 1, 2] {
+      for e in r.take(now: now * 1000 + 3000) {
+        sent.append(e.seq)
+        _ = r.answered(e, .delivered, now: now, random: 0)
+      }
+    }
+    #expect(sent == [10, 12] && r.count == 0)
+    r.checkInvariants()
+  }
+
   @Test("A replacement takes the waiting push's place; one already sent is followed instead")
   func replace() {
     var q = PushQueue()
@@ -175,6 +286,12 @@ struct PushQueueTests {
             live[old] = nil
             ended.insert(old)
           }
+        } else if rng.next() % 2 == 0 {
+          for old in q.addCoalescing(seq: seq, it) {
+            #expect(live[old] != nil, "seq \(old) merged away twice")
+            live[old] = nil
+            ended.insert(old)
+          }
         } else {
           q.add(seq: seq, it)
         }
@@ -191,9 +308,12 @@ struct PushQueueTests {
       default:
         guard !inFlight.isEmpty else { break }
         let e = inFlight.remove(at: Int(rng.next() % UInt64(inFlight.count)))
-        let outcomes: [DeliveryOutcome] = [.delivered, .delivered, .retry, .drop, .removeToken]
+        let outcomes: [DeliveryOutcome] = [
+          .delivered, .delivered, .retry, .drop, .removeToken, .hold,
+        ]
         let c = q.answered(
-          e, outcomes[Int(rng.next() % 5)], now: now, random: Double(rng.next() % 100) / 100)
+          e, outcomes[Int(rng.next() % 6)], now: now, random: Double(rng.next() % 100) / 100)
+        if q.isHeld { #expect(q.inFlight <= max(1, inFlight.count), "held, and more went out") }
         for s in c.forget {
           #expect(!ended.contains(s), "seq \(s) ended twice")
           ended.insert(s)

@@ -178,6 +178,19 @@ struct LiveActivityPushTests {
     withMessage.content["alertMessage"] = .string("Final call")
     let update = try aps(LiveActivityPush.payload(.update, withMessage, config, at: t, alert: true))
     #expect((update["alert"] as? [String: Any])?["body"] as? String == "Final call")
+    #expect((update["alert"] as? [String: Any])?["sound"] == nil, "a sound nobody asked for")
+    // With a sound: on the alerts alone (a start, an update that sets alertMessage).
+    var loud = config
+    loud.sound = "chime.caf"
+    let loudStart = try aps(LiveActivityPush.payload(.start, s, loud, at: t))
+    #expect((loudStart["alert"] as? [String: Any])?["sound"] as? String == "chime.caf")
+    let loudUpdate = try aps(
+      LiveActivityPush.payload(.update, withMessage, loud, at: t, alert: true))
+    #expect((loudUpdate["alert"] as? [String: Any])?["sound"] as? String == "chime.caf")
+    let quietUpdate = try aps(LiveActivityPush.payload(.update, withMessage, loud, at: t))
+    #expect(quietUpdate["alert"] == nil && quietUpdate["sound"] == nil)
+    let loudEnd = try aps(LiveActivityPush.payload(.end, s, loud, at: t))
+    #expect(loudEnd["alert"] == nil && loudEnd["sound"] == nil)
     #expect(LiveActivityPush.priority(.update, urgent: false, config) == 5)
     #expect(LiveActivityPush.priority(.update, urgent: true, config) == 10)
     #expect(LiveActivityPush.priority(.end, urgent: false, LiveActivity(priority: 5)) == 10)
@@ -195,6 +208,15 @@ struct LiveActivityPushTests {
       s, LiveActivity(keys: ["title": "x", "x": "title"]))
     #expect(swapped["x"] == .string("T") && swapped["title"] == .int(1))
   }
+}
+
+/// The model's `aps.alert`: title, body and the activity's sound if it has one.
+private func alertObject(
+  _ title: JSONValue, _ body: JSONValue, _ config: LiveActivity
+) -> [String: JSONValue] {
+  var alert: [String: JSONValue] = ["title": title, "body": body]
+  if let sound = config.sound { alert["sound"] = .string(sound) }
+  return alert
 }
 
 /// The payload as a JSON value built member by member (what ``LiveActivityPush/payload``
@@ -216,10 +238,10 @@ private func modelPayload(
     aps["attributes"] = config.attributes.map(JSONValue.object) ?? .object([:])
     aps["input-push-token"] = .int(1)
     let body = s.content["alertMessage"] ?? s.content["subtitle"] ?? .string("")
-    aps["alert"] = .object(["title": title, "body": body])
+    aps["alert"] = .object(alertObject(title, body, config))
   case .update:
     if alert, let body = s.content["alertMessage"] {
-      aps["alert"] = .object(["title": title, "body": body])
+      aps["alert"] = .object(alertObject(title, body, config))
     }
   case .end:
     if let dismissal { aps["dismissal-date"] = .int(LiveActivityPush.floorSeconds(dismissal)) }
@@ -268,7 +290,8 @@ struct LiveActivityPushBytesTests {
       let config = LiveActivity(
         startTokens: maybe(["ab"]) ?? [], attributesType: maybe("GateAttributes"),
         attributes: maybe(["gate": .string("B12")]), keys: keys,
-        dateEncoding: LiveActivity.DateEncoding.allCases.randomElement()!)
+        dateEncoding: LiveActivity.DateEncoding.allCases.randomElement()!,
+        sound: maybe(["default", "chime.caf", "é \"q\""].randomElement()!))
       let event = LiveActivityPush.Event.allCases.randomElement()!
       let at = instant()
       let alert = Bool.random()

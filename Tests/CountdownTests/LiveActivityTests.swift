@@ -26,12 +26,13 @@ struct LiveActivityTests {
   func kept() throws {
     var (e, _) = makeEngine()
     let r = try start(
-      #"{"pushTokens":{"A0B1":true,"ffee":true},"keys":{"startDate":"startedAt"},"priority":10}"#)
+      #"{"pushTokens":{"A0B1":true,"ffee":true},"keys":{"startDate":"startedAt"},"priority":10,"sound":"chime.caf"}"#
+    )
     try e.start(r, at: t0)
     let live = try #require(try e.state(of: "gate", at: t0).liveActivity)
     #expect(live.pushTokens == ["a0b1", "ffee"] && live.startTokens.isEmpty)
     #expect(live.keys == ["startDate": "startedAt"] && live.priority == 10)
-    #expect(live.dateEncoding == .reference)
+    #expect(live.dateEncoding == .reference && live.sound == "chime.caf")
     let restored = try ActivityEngine(restoring: e.snapshot())
     #expect(restored.activities().first?.liveActivity == live)
     #expect(live.object["pushTokens"] == .object(["a0b1": .bool(true), "ffee": .bool(true)]))
@@ -81,6 +82,12 @@ struct LiveActivityTests {
         #"liveActivity.dateEncoding must be one of reference, unix, unixMs, iso8601, not "julian""#
       ),
       (#"{"priority":7}"#, "liveActivity.priority must be 5 or 10, not 7"),
+      (#"{"sound":""}"#, #"liveActivity.sound must be a sound file's name or "default""#),
+      (
+        #"{"sound":3}"#,
+        "liveActivity.sound must be a sound file's name or \"default\" (1 to 256 bytes), not 3"
+      ),
+      (#"{"sound":"\#(String(repeating: "s", count: 257))"}"#, "liveActivity.sound must be"),
       (#"{"keys":{"endDate":3}}"#, "liveActivity.keys.endDate must be the new key's name"),
       (#"{"tokens":{}}"#, "liveActivity.tokens is not a member of liveActivity"),
       ("[1]", "liveActivity must be an object, not array"),

@@ -94,6 +94,7 @@ class StandIn:
         self.requests = []      # every request, answered or not
         self.problems = []      # what a request got wrong (answered 400/403 as APNs would)
         self.script = {}        # token -> list of answers to give before 200
+        self.refusing = None    # an answer to every request (a revoked key), or None
         self.mode = "h2"
         self.connections = 0
         self.loop = asyncio.new_event_loop()
@@ -145,6 +146,12 @@ class StandIn:
             done.set()
         self.loop.call_soon_threadsafe(swap)
         done.wait(5)
+
+    def refuse_all(self, answer):
+        """Answers every request with `answer` (status, reason) from now on, as APNs does for
+        a key revoked or a topic the key may not use; None goes back to checking each."""
+        with self.lock:
+            self.refusing = answer
 
     def answer_next(self, token, *answers):
         """What to answer to `token`'s next requests, in order, before 200s."""
@@ -252,6 +259,8 @@ class StandIn:
             self.requests.append(record)
             scripted = self.script.get(token) or []
             action = scripted.pop(0) if scripted else None
+            if action is None and self.refusing is not None:
+                action = self.refusing
         problem = self._check(h, token, request["body"])
         if problem:
             with self.lock:

@@ -36,10 +36,10 @@ S1 = "c3" * 32
 class Server(ServeProcess):
     """`countdown serve` with HTTP and --apns-* pointing at the stand-in."""
 
-    def __init__(self, dir, gateway, extra=(), url=None):
+    def __init__(self, dir, gateway, extra=(), url=None, topic=BUNDLE):
         super().__init__(COUNTDOWN, dir, [
             "--apns-key", os.path.join(dir, "key.p8"), "--apns-key-id", KEY_ID,
-            "--apns-team-id", TEAM_ID, "--apns-topic", BUNDLE,
+            "--apns-team-id", TEAM_ID, "--apns-topic", topic,
             "--apns-url", url or gateway.url, "--apns-ca", gateway.tls["ca.pem"],
             "--apns-timeout-ms", "1500", *extra])
 
@@ -64,8 +64,8 @@ class PushTests(unittest.TestCase):
         if not os.environ.get("KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def serve(self, *extra, url=None):
-        self.server = Server(self.dir, self.gateway, extra, url)
+    def serve(self, *extra, url=None, topic=BUNDLE):
+        self.server = Server(self.dir, self.gateway, extra, url, topic)
         return self.server
 
     def pipeline(self, lines):
@@ -114,8 +114,9 @@ class PushTests(unittest.TestCase):
             "color": "#ff9500",
             "liveActivity": {"pushTokens": {T1: True}, "startTokens": {S1: True},
                              "attributesType": "GateAttributes",
-                             "attributes": {"gate": "B12"}}})
+                             "attributes": {"gate": "B12"}, "sound": "chime.caf"}})
         self.assertEqual(obj["liveActivity"]["pushTokens"], {T1: True})
+        self.assertEqual(obj["liveActivity"]["sound"], "chime.caf")
         self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(S1)) == 1), "no start push")
         start = self.gateway.pushes(S1)[0]
         self.assertEqual(start["headers"]["apns-priority"], "10")
@@ -128,6 +129,7 @@ class PushTests(unittest.TestCase):
         self.assertEqual(aps["attributes"], {"gate": "B12"})
         self.assertEqual(aps["input-push-token"], 1)
         self.assertEqual(aps["alert"]["title"], "Gate B12")
+        self.assertEqual(aps["alert"]["sound"], "chime.caf")
         cs = aps["content-state"]
         self.assertAlmostEqual(cs["endDate"], reference(end_ms), delta=0.001)
         self.assertEqual(cs["title"], "Gate B12")
@@ -141,6 +143,8 @@ class PushTests(unittest.TestCase):
         self.assertEqual(update["payload"]["aps"]["event"], "update")
         self.assertEqual(update["headers"]["apns-priority"], "5")
         self.assertEqual(update["payload"]["aps"]["content-state"]["subtitle"], "Boarding")
+        # No alert on this update (no alertMessage), so no sound either.
+        self.assertNotIn("alert", update["payload"]["aps"])
 
         time.sleep(1.05)
         self.assertEqual(s.api("POST", "/v1/activities/gate/pause")[0], 200)
@@ -199,6 +203,40 @@ class PushTests(unittest.TestCase):
         self.assertAlmostEqual(cs["startedAt"], reference(start_ms), delta=0.001)
         self.assertEqual(cs["isPaused"], True)
         self.assertGreaterEqual(cs["pausedAt"], cs["startedAt"])
+
+    def test_a_token_that_joins_late_hears_what_it_missed(self):
+        """The app's own flow: started by a push-to-start token, paused, then the phone's update
+        token sent with a PATCH. The new token gets the activity as it is (paused) at once, the
+        tokens that had it nothing again; a token removed gets nothing."""
+        s = self.serve()
+        end_ms = int(time.time() * 1000) + 600_000
+        self.start({"id": "gate", "kind": "countdown", "endDate": end_ms, "title": "Gate B12",
+                    "liveActivity": {"startTokens": {S1: True},
+                                     "attributesType": "GateAttributes",
+                                     "attributes": {"gate": "B12"}}})
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(S1)) == 1), "no start push")
+        self.assertEqual(s.api("POST", "/v1/activities/gate/pause")[0], 200)
+        status, _ = s.api("PATCH", "/v1/activities/gate",
+                          {"liveActivity": {"pushTokens": {T1: True}}})
+        self.assertEqual(status, 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) == 1),
+                        "the late token heard nothing")
+        push = self.gateway.pushes(T1)[0]
+        aps = push["payload"]["aps"]
+        self.assertEqual(aps["event"], "update")
+        self.assertEqual(push["headers"]["apns-priority"], "10")
+        self.assertEqual(aps["content-state"]["isPaused"], True)
+        self.assertAlmostEqual(aps["content-state"]["endDate"], reference(end_ms), delta=0.001)
+        # A second token: it alone is caught up.
+        self.assertEqual(s.api("PATCH", "/v1/activities/gate",
+                               {"liveActivity": {"pushTokens": {T2: True}}})[0], 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T2)) == 1), "no catch-up")
+        self.assertEqual(s.api("PATCH", "/v1/activities/gate",
+                               {"liveActivity": {"pushTokens": {T2: None}}})[0], 200)
+        time.sleep(1.5)
+        self.assertEqual(len(self.gateway.pushes(T1)), 1)
+        self.assertEqual(len(self.gateway.pushes(T2)), 1)
+        self.assertEqual(len(self.gateway.pushes(S1)), 1)
 
     def test_a_medication_timeline_pushes_each_phase_at_its_instant(self):
         """Milestones that change the content: each phase reaches the phone at its instant
@@ -316,6 +354,67 @@ class PushTests(unittest.TestCase):
             'countdown_pushes_total{event="update",result="provider_token_expired"} 1', metrics)
         self.assertLess(time.time() - t0, 20)
 
+    def test_a_configuration_fault_holds_then_everything_goes(self):
+        """403 InvalidProviderToken to every push (a revoked key): nothing is dropped, no token
+        removed, one push is tried again after 1 s, 2 s, ...; the metric names the reason.
+        Once APNs takes one, what was held goes, merged: each token's three updates are one
+        push of the newest state (coalescing), so the phone ends where it would have."""
+        s = self.serve()
+        self.gateway.refuse_all((403, "InvalidProviderToken"))
+        self.start({"id": "h", "kind": "countdown", "endDate": int(time.time() * 1000) + 600_000,
+                    "title": "zero", "liveActivity": {"pushTokens": {T1: True, T2: True}}})
+        for title in ("one", "two", "three"):
+            time.sleep(1.05)
+            self.assertEqual(s.api("PATCH", "/v1/activities/h", {"title": title})[0], 200)
+        metrics = s.api("GET", "/metrics")[1]
+        self.assertIn('countdown_push_sender_held{reason="InvalidProviderToken"} 1', metrics)
+        self.assertIn('countdown_push_sender_held{reason="BadTopic"} 0', metrics)
+        self.assertIn('countdown_pushes_total{event="update",result="config_error"}', metrics)
+        self.assertNotIn('result="dropped"} 1', metrics)
+        self.assertEqual(set(s.api("GET", "/v1/activities/h")[1]["liveActivity"]["pushTokens"]),
+                         {T1, T2})
+        # The two pushes out when the hold began, then one probe at a time with the backoff.
+        self.assertLessEqual(len(self.gateway.requests), 6,
+                             [r["token"][:4] for r in self.gateway.requests])
+        self.assertEqual(self.gateway.pushes(), [])
+        self.gateway.refuse_all(None)
+        self.assertTrue(self.gateway.wait_for(
+            lambda g: g.pushes(T1) and g.pushes(T2)
+            and g.pushes(T1)[-1]["payload"]["aps"]["content-state"]["title"] == "three"
+            and g.pushes(T2)[-1]["payload"]["aps"]["content-state"]["title"] == "three", 20),
+            [(p["token"][:4], p["payload"]["aps"]["content-state"]["title"])
+             for p in self.gateway.pushes()])
+        time.sleep(1.2)
+        for t in (T1, T2):
+            titles = [p["payload"]["aps"]["content-state"]["title"] for p in self.gateway.pushes(t)]
+            self.assertEqual(titles, ["three"], "held updates not merged")
+        metrics = s.api("GET", "/metrics")[1]
+        self.assertIn('countdown_push_sender_held{reason="InvalidProviderToken"} 0', metrics)
+        self.assertIn("countdown_push_queue 0", metrics)
+
+    def test_a_wrong_topic_holds_until_fixed_and_restarted(self):
+        """--apns-topic naming another app: APNs answers TopicDisallowed to every push; they
+        stay in the outbox. Restarted with the right topic, the server sends them all."""
+        s = self.serve(topic="com.example.other")
+        self.start({"id": "w", "kind": "countdown", "endDate": int(time.time() * 1000) + 600_000,
+                    "title": "x", "liveActivity": {"pushTokens": {T1: True}}})
+        self.assertEqual(s.api("POST", "/v1/activities/w/pause")[0], 200)
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.requests) >= 1, 5))
+        time.sleep(1.2)
+        self.assertIn('countdown_push_sender_held{reason="TopicDisallowed"} 1',
+                      s.api("GET", "/metrics")[1])
+        self.assertEqual(self.gateway.pushes(), [])
+        s.stop()
+        with open(os.path.join(self.dir, "serve.log")) as f:
+            log = f.read()
+        # Said once, with the flag to check.
+        self.assertEqual(log.count("check --apns-topic"), 1, log)
+        self.serve()
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) == 1, 10),
+                        "the held push was not sent after the restart")
+        self.assertEqual(self.gateway.pushes(T1)[0]["payload"]["aps"]["content-state"]["isPaused"],
+                         True)
+
     def test_gateway_faults_cost_retries_only(self):
         """A gateway that hangs, resets a stream, sends GOAWAY, drops the connection, answers
         garbage or speaks HTTP/1.1 only: the push is retried until it is delivered, and the
@@ -423,7 +522,7 @@ class PushTests(unittest.TestCase):
 
     def test_kill_with_pushes_pending_then_restart(self):
         """Pushes refused (503) when the server is killed with SIGKILL: the restarted server
-        sends them, in order per token, none lost."""
+        sends them, in order per token, merged where both waited (the newest state)."""
         s = self.serve()
         for _ in range(3):
             self.gateway.answer_next(T1, (503, "ServiceUnavailable"))
@@ -439,11 +538,14 @@ class PushTests(unittest.TestCase):
         self.gateway.script.clear()
         self.serve()
         self.assertTrue(self.gateway.wait_for(
-            lambda g: len(g.pushes(T1)) == 2 and len(g.pushes(T2)) == 2, 10),
+            lambda g: all(g.pushes(t) and g.pushes(t)[-1]["payload"]["aps"]["content-state"]
+                          ["isPaused"] is False for t in (T1, T2)), 10),
             [(r["token"][:4], r.get("payload") is not None) for r in self.gateway.requests])
+        # In order, and merged where both waited (coalescing): the phone ends running either way.
+        time.sleep(1.2)
         for t in (T1, T2):
             states = [p["payload"]["aps"]["content-state"]["isPaused"] for p in self.gateway.pushes(t)]
-            self.assertEqual(states, [True, False])
+            self.assertIn(states, ([True, False], [False]))
 
     def test_bad_settings_exit_with_a_message(self):
         def run(*args):
