@@ -146,50 +146,52 @@ enum OpenAPIDocument {
   ies":{"type":["boolean","null"]}},"startTokens":{"type":"object","additionalProperties":{"type":\####
   ["boolean","null"]}},"attributesType":{"type":"string"},"attributes":{"type":"object"},"keys":{"\####
   type":"object","additionalProperties":{"type":"string"}},"dateEncoding":{"type":"string","enum":\####
-  ["reference","unix","unixMs","iso8601"]},"priority":{"type":"integer","enum":[5,10]}}},"Dismissa\####
-  l":{"description":"`immediate`, `default` (four hours after the end) or `{\"after\": instant}`."\####
-  ,"oneOf":[{"type":"string","enum":["immediate","default"]},{"type":"object","required":["after"]\####
-  ,"additionalProperties":false,"properties":{"after":{"$ref":"#/components/schemas/Instant"}}}]},\####
-  "StartRequest":{"type":"object","additionalProperties":false,"required":["kind","title"],"proper\####
-  ties":{"id":{"type":"string","minLength":1,"maxLength":128},"kind":{"type":"string","enum":["cou\####
-  ntdown","elapsed"]},"endDate":{"$ref":"#/components/schemas/Instant"},"startDate":{"$ref":"#/com\####
-  ponents/schemas/Instant"},"goalMs":{"type":"integer","minimum":0},"title":{"type":"string"},"sub\####
-  title":{"type":"string"},"alertMessage":{"type":"string"},"color":{"type":"string","pattern":"^#\####
-  ([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},"fields":{"type":"object"},"relevance":{"type":"number"},"sta\####
-  leDate":{"$ref":"#/components/schemas/Instant"},"milestones":{"type":"array","items":{"$ref":"#/\####
-  components/schemas/Milestone"}},"endOnExpiry":{"$ref":"#/components/schemas/Dismissal"},"overtim\####
-  e":{"type":"boolean"},"liveActivity":{"$ref":"#/components/schemas/LiveActivity"}}},"UpdateReque\####
-  st":{"type":"object","additionalProperties":false,"description":"A merge patch; `null` removes a\####
-   member where the member may be absent.","properties":{"title":{"type":"string"},"subtitle":{"ty\####
-  pe":["string","null"]},"alertMessage":{"type":["string","null"]},"color":{"oneOf":[{"type":"stri\####
-  ng","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},{"type":"null"}]},"fields":{"type":["object"\####
-  ,"null"]},"relevance":{"type":["number","null"]},"endDate":{"$ref":"#/components/schemas/Instant\####
-  "},"startDate":{"$ref":"#/components/schemas/Instant"},"staleDate":{"oneOf":[{"$ref":"#/componen\####
-  ts/schemas/Instant"},{"type":"null"}]},"milestones":{"type":"array","items":{"$ref":"#/component\####
-  s/schemas/Milestone"}},"endOnExpiry":{"oneOf":[{"$ref":"#/components/schemas/Dismissal"},{"type"\####
-  :"null"}]},"overtime":{"type":"boolean"},"timestamp":{"$ref":"#/components/schemas/Instant"},"li\####
-  veActivity":{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"type":"null"}]}}},"PauseReq\####
-  uest":{"type":"object","additionalProperties":false,"properties":{"timestamp":{"$ref":"#/compone\####
-  nts/schemas/Instant"}}},"EndRequest":{"type":"object","additionalProperties":false,"properties":\####
-  {"dismissal":{"$ref":"#/components/schemas/Dismissal"},"timestamp":{"$ref":"#/components/schemas\####
-  /Instant"},"title":{"type":"string"},"subtitle":{"type":["string","null"]},"alertMessage":{"type\####
-  ":["string","null"]},"color":{"oneOf":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]\####
-  {8})$"},{"type":"null"}]},"fields":{"type":["object","null"]},"relevance":{"type":["number","nul\####
-  l"]}}},"Activity":{"type":"object","description":"An activity object (docs/protocol.md, \"Activi\####
-  ty objects\").","required":["id","kind","phase","value","text","progress","stale","overtime","co\####
-  ntent","endDate","startDate","pausedAt","goalMs","milestone","nextMilestone","liveActivity"],"pr\####
-  operties":{"id":{"type":"string"},"kind":{"type":"string","enum":["countdown","elapsed"]},"phase\####
-  ":{"type":"string","enum":["active","paused","ended"]},"value":{"type":"integer","description":"\####
-  The whole seconds shown (negative past the end of a countdown in overtime)."},"text":{"type":"st\####
-  ring","description":"The value in the server's `--style`."},"progress":{"type":["number","null"]\####
-  ,"minimum":0,"maximum":1},"stale":{"type":"boolean"},"overtime":{"type":"boolean"},"content":{"$\####
-  ref":"#/components/schemas/Content"},"endDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"}\####
-  ,{"type":"null"}]},"startDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}\####
-  ]},"pausedAt":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"goalMs":{"typ\####
-  e":["integer","null"]},"milestone":{"type":["string","null"]},"nextMilestone":{"oneOf":[{"type":\####
-  "object","required":["name","at"],"properties":{"name":{"type":"string"},"at":{"type":"integer"}\####
-  }},{"type":"null"}]},"liveActivity":{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"typ\####
-  e":"null"}]},"shard":{"type":"integer","minimum":0,"description":"The activity's shard; only fro\####
-  m a cluster node (docs/cluster.md)."}}}}}}
+  ["reference","unix","unixMs","iso8601"]},"priority":{"type":"integer","enum":[5,10]},"sound":{"t\####
+  ype":["string","null"],"minLength":1,"description":"`aps.alert.sound` of the pushes that carry a\####
+  n alert: a sound file of the app, or `default`."}}},"Dismissal":{"description":"`immediate`, `de\####
+  fault` (four hours after the end) or `{\"after\": instant}`.","oneOf":[{"type":"string","enum":[\####
+  "immediate","default"]},{"type":"object","required":["after"],"additionalProperties":false,"prop\####
+  erties":{"after":{"$ref":"#/components/schemas/Instant"}}}]},"StartRequest":{"type":"object","ad\####
+  ditionalProperties":false,"required":["kind","title"],"properties":{"id":{"type":"string","minLe\####
+  ngth":1,"maxLength":128},"kind":{"type":"string","enum":["countdown","elapsed"]},"endDate":{"$re\####
+  f":"#/components/schemas/Instant"},"startDate":{"$ref":"#/components/schemas/Instant"},"goalMs":\####
+  {"type":"integer","minimum":0},"title":{"type":"string"},"subtitle":{"type":"string"},"alertMess\####
+  age":{"type":"string"},"color":{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},\####
+  "fields":{"type":"object"},"relevance":{"type":"number"},"staleDate":{"$ref":"#/components/schem\####
+  as/Instant"},"milestones":{"type":"array","items":{"$ref":"#/components/schemas/Milestone"}},"en\####
+  dOnExpiry":{"$ref":"#/components/schemas/Dismissal"},"overtime":{"type":"boolean"},"liveActivity\####
+  ":{"$ref":"#/components/schemas/LiveActivity"}}},"UpdateRequest":{"type":"object","additionalPro\####
+  perties":false,"description":"A merge patch; `null` removes a member where the member may be abs\####
+  ent.","properties":{"title":{"type":"string"},"subtitle":{"type":["string","null"]},"alertMessag\####
+  e":{"type":["string","null"]},"color":{"oneOf":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0\####
+  -9A-Fa-f]{8})$"},{"type":"null"}]},"fields":{"type":["object","null"]},"relevance":{"type":["num\####
+  ber","null"]},"endDate":{"$ref":"#/components/schemas/Instant"},"startDate":{"$ref":"#/component\####
+  s/schemas/Instant"},"staleDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"\####
+  }]},"milestones":{"type":"array","items":{"$ref":"#/components/schemas/Milestone"}},"endOnExpiry\####
+  ":{"oneOf":[{"$ref":"#/components/schemas/Dismissal"},{"type":"null"}]},"overtime":{"type":"bool\####
+  ean"},"timestamp":{"$ref":"#/components/schemas/Instant"},"liveActivity":{"oneOf":[{"$ref":"#/co\####
+  mponents/schemas/LiveActivity"},{"type":"null"}]}}},"PauseRequest":{"type":"object","additionalP\####
+  roperties":false,"properties":{"timestamp":{"$ref":"#/components/schemas/Instant"}}},"EndRequest\####
+  ":{"type":"object","additionalProperties":false,"properties":{"dismissal":{"$ref":"#/components/\####
+  schemas/Dismissal"},"timestamp":{"$ref":"#/components/schemas/Instant"},"title":{"type":"string"\####
+  },"subtitle":{"type":["string","null"]},"alertMessage":{"type":["string","null"]},"color":{"oneO\####
+  f":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},{"type":"null"}]},"fields":\####
+  {"type":["object","null"]},"relevance":{"type":["number","null"]}}},"Activity":{"type":"object",\####
+  "description":"An activity object (docs/protocol.md, \"Activity objects\").","required":["id","k\####
+  ind","phase","value","text","progress","stale","overtime","content","endDate","startDate","pause\####
+  dAt","goalMs","milestone","nextMilestone","liveActivity"],"properties":{"id":{"type":"string"},"\####
+  kind":{"type":"string","enum":["countdown","elapsed"]},"phase":{"type":"string","enum":["active"\####
+  ,"paused","ended"]},"value":{"type":"integer","description":"The whole seconds shown (negative p\####
+  ast the end of a countdown in overtime)."},"text":{"type":"string","description":"The value in t\####
+  he server's `--style`."},"progress":{"type":["number","null"],"minimum":0,"maximum":1},"stale":{\####
+  "type":"boolean"},"overtime":{"type":"boolean"},"content":{"$ref":"#/components/schemas/Content"\####
+  },"endDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"startDate":{"on\####
+  eOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"pausedAt":{"oneOf":[{"$ref":"#/\####
+  components/schemas/Instant"},{"type":"null"}]},"goalMs":{"type":["integer","null"]},"milestone":\####
+  {"type":["string","null"]},"nextMilestone":{"oneOf":[{"type":"object","required":["name","at"],"\####
+  properties":{"name":{"type":"string"},"at":{"type":"integer"}}},{"type":"null"}]},"liveActivity"\####
+  :{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"type":"null"}]},"shard":{"type":"integ\####
+  er","minimum":0,"description":"The activity's shard; only from a cluster node (docs/cluster.md).\####
+  "}}}}}}
   """####
 }
