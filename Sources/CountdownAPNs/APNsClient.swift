@@ -101,7 +101,7 @@ public struct APNsResponse: Sendable, Equatable {
 
 /// One HTTP/2 connection over TLS to APNs, multiplexing requests up to the gateway's stream
 /// limit (NIOHTTP2 holds back streams past it), made again when it is lost, refused or sent
-/// GOAWAY. Confined to its event loop: call ``send(deviceToken:priority:payload:jwt:expiration:_:)``
+/// GOAWAY. Confined to its event loop: call ``send(deviceToken:priority:payload:jwt:expiration:apnsID:_:)``
 /// there; answers come back there.
 ///
 /// Requests are HTTP/2 frames written on the connection (``APNsConnection``), not a channel per
@@ -137,7 +137,7 @@ public final class APNsClient: @unchecked Sendable {
   /// Sends one Live Activity push; `answer` gets APNs's answer or why there was none.
   public func send(
     deviceToken: String, priority: Int, payload: [UInt8], jwt: String, expiration: Int64?,
-    _ answer: @escaping (Result<APNsResponse, APNsTransportError>) -> Void
+    apnsID: String = "", _ answer: @escaping (Result<APNsResponse, APNsTransportError>) -> Void
   ) {
     eventLoop.preconditionInEventLoop()
     var headers = HPACKHeaders()
@@ -154,6 +154,7 @@ public final class APNsClient: @unchecked Sendable {
     headers.add(name: "apns-topic", value: endpoint.topic)
     headers.add(name: "apns-priority", value: String(priority))
     if let expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
+    if !apnsID.isEmpty { headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable) }
     headers.add(name: "content-type", value: "application/json")
     headers.add(name: "content-length", value: String(payload.count), indexing: .nonIndexable)
     if let c = connection, c.handler.isClosed {

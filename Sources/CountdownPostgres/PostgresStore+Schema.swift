@@ -8,14 +8,15 @@ import CountdownStore
 /// `ActivityColumn`, `EngineColumn`, `OutboxColumn` and `BudgetColumn` declare.
 extension PostgresStore {
   /// The tables' schema version this build writes (`countdown_schema`): 2 adds the `shard`
-  /// columns (a single server's rows are shard 0); 3 adds `countdown_unsettled`.
-  static let schemaVersion = 3
+  /// columns (a single server's rows are shard 0); 3 adds `countdown_unsettled`; 4 adds each
+  /// push's `apnsID` and `expiration` to `countdown_outbox`.
+  static let schemaVersion = 4
 
-  /// A new database's tables, at schema 3, made in one transaction.
+  /// A new database's tables, at schema 4, made in one transaction.
   static let createTables =
     [
       "CREATE TABLE countdown_schema (version int NOT NULL)",
-      "INSERT INTO countdown_schema VALUES (3)",
+      "INSERT INTO countdown_schema VALUES (4)",
       "CREATE TABLE countdown_engine (shard int PRIMARY KEY, now BIGINT NOT NULL, "
         + "nextOrder BIGINT NOT NULL, idGeneratorState BIGINT NOT NULL, enabled BIGINT NOT NULL, "
         + "maxActivities BIGINT, maxActiveDurationMs BIGINT)",
@@ -35,7 +36,7 @@ extension PostgresStore {
         + "timestamp BIGINT NOT NULL, notBefore BIGINT NOT NULL, eventAt BIGINT NOT NULL, "
         + "payload BYTEA NOT NULL, "
         + "destination TEXT NOT NULL DEFAULT 'apns' CHECK (destination IN ('apns', 'webhook')), "
-        + "shard int NOT NULL DEFAULT 0)",
+        + "shard int NOT NULL DEFAULT 0, apnsID TEXT NOT NULL DEFAULT '', expiration BIGINT)",
       "CREATE SEQUENCE countdown_outbox_seq OWNED BY countdown_outbox.seq",
       "CREATE TABLE countdown_budget (activity TEXT NOT NULL, token TEXT NOT NULL, "
         + "timestamp BIGINT NOT NULL, notBefore BIGINT NOT NULL, shard int NOT NULL DEFAULT 0, "
@@ -69,6 +70,17 @@ extension PostgresStore {
     ),
     // 2 to 3: `countdown_unsettled`, empty.
     (3, [unsettledTable, "UPDATE countdown_schema SET version = 3"]),
+    // 3 to 4: each push's `apns-id` (a random UUID for the pushes already waiting) and its
+    // `apns-expiration` (null for those: sent without one, as before).
+    (
+      4,
+      [
+        "ALTER TABLE countdown_outbox ADD COLUMN apnsID TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE countdown_outbox ADD COLUMN expiration BIGINT",
+        "UPDATE countdown_outbox SET apnsID = gen_random_uuid()::text WHERE destination = 'apns'",
+        "UPDATE countdown_schema SET version = 4",
+      ]
+    ),
   ]
 
   /// Per shard, the incarnation of the node whose commit wrote it last and the lifecycle

@@ -646,7 +646,7 @@ package final class PostgresStore: DurableStore {
 
   /// The name of the function a commit calls; a new body gets a new name, so that nodes of
   /// two versions sharing a database each call their own.
-  static let commitFunctionName = "countdown_commit_v3"
+  static let commitFunctionName = "countdown_commit_v4"
 
   /// The function one commit is (``write(_:pushes:webhooks:forget:)``), made or replaced at
   /// each open: from a JSON document of the commit's parts, in one transaction (the

@@ -15,10 +15,18 @@ public struct PushItem: Sendable, Hashable {
   public var eventAt: Int64
   /// The JSON payload.
   public var payload: [UInt8]
+  /// `apns-id`: the item's own UUID, the same on every retry and in every log line about it
+  /// (docs/pushes.md, "Tracing"), so that one push can be followed through APNs's delivery
+  /// log. Empty for a row stored before it had one: APNs then makes its own.
+  public var apnsID: String
+  /// `apns-expiration`, seconds since 1970 (docs/pushes.md, "Expiry"): 0 asks APNs to try
+  /// once and keep nothing; `nil` (a row stored before expiry was kept) sends no header.
+  public var expiration: Int64?
 
   public init(
     activity: String, token: String, event: LiveActivityPush.Event, priority: Int,
-    timestamp: Int64, notBefore: Int64, eventAt: Int64, payload: [UInt8]
+    timestamp: Int64, notBefore: Int64, eventAt: Int64, payload: [UInt8], apnsID: String = "",
+    expiration: Int64? = nil
   ) {
     self.activity = activity
     self.token = token
@@ -28,6 +36,8 @@ public struct PushItem: Sendable, Hashable {
     self.notBefore = notBefore
     self.eventAt = eventAt
     self.payload = payload
+    self.apnsID = apnsID
+    self.expiration = expiration
   }
 }
 
@@ -79,8 +89,14 @@ public struct PushPlanner: Sendable {
   /// are those after the wake, so an earlier event of the same wake, a tick, already has the
   /// new ones): a token not among them joins late.
   private var tokens: [String: [String]] = [:]
+  /// Each push's `apns-id`, drawn when it is planned (and so stored with it).
+  private var apnsIDs: SplitMix64
 
-  public init() {}
+  /// A planner whose pushes' `apns-id`s are drawn from `seed` (random by default; a test
+  /// fixes it).
+  public init(seed: UInt64 = .random(in: .min ... .max)) {
+    apnsIDs = SplitMix64(state: seed)
+  }
 
   /// The pushes of `events` (one wake's, in order), given the rows after the wake by id,
   /// decided at `now` (ms).
@@ -179,7 +195,9 @@ public struct PushPlanner: Sendable {
           timestamp: timestamp, notBefore: notBefore, eventAt: e.at,
           payload: LiveActivityPush.payload(
             finalEvent, subject, live, at: timestamp * 1000, alert: alert,
-            dismissal: Self.dismissal(row)))
+            dismissal: Self.dismissal(row)),
+          apnsID: apnsIDs.uuid(),
+          expiration: Self.expiration(finalEvent, row, subject, timestamp: timestamp))
         switch decision {
         case .new: out.append(.add(item))
         case .replace: out.append(.replace(item))
@@ -219,6 +237,32 @@ public struct PushPlanner: Sendable {
   /// What an update push of `subject` would show (its payload at a fixed instant, no alert).
   static func shows(_ subject: LiveActivityPush.Subject, _ live: LiveActivity) -> [UInt8] {
     LiveActivityPush.payload(.update, subject, live, at: 0, alert: false, dismissal: nil)
+  }
+
+  /// A push's `apns-expiration` (docs/pushes.md, "Expiry"), in seconds: a `start` or an
+  /// `update` expires at the activity's stale date, else a running countdown's current end (a
+  /// paused one has none yet), else 8 hours after the push's timestamp; an `end` at its dismissal instant. An instant already
+  /// past at the push's timestamp gives 0: APNs tries once and stores nothing.
+  static func expiration(
+    _ event: LiveActivityPush.Event, _ row: StoredActivity, _ subject: LiveActivityPush.Subject,
+    timestamp: Int64
+  ) -> Int64 {
+    let ms: Int64
+    switch event {
+    case .end:
+      ms = row.dismissAt
+    case .start, .update:
+      if let stale = subject.staleDate {
+        ms = stale
+      } else if subject.kind == .countdown, subject.phase == .active, let end = subject.endDate {
+        ms = end
+      } else {
+        ms = timestamp * 1000 + 8 * 3_600_000
+      }
+    }
+    // Rounded up: a push never expires before the instant it stands for.
+    let seconds = ms >= 0 ? (ms + 999) / 1000 : ms / 1000
+    return seconds > timestamp ? seconds : 0
   }
 
   /// An end's `dismissal-date`: the end instant for an immediate dismissal, the instant given

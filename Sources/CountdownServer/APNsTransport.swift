@@ -15,10 +15,12 @@ typealias PushDelivery = OutboxSender<APNsTransport>
 
 extension OutboxSender where Transport == APNsTransport {
   /// A sender to `endpoint` with `token`, on a thread of its own; a token APNs no longer takes
-  /// is removed from its activity by an update on `loop`.
+  /// is removed from its activity by an update on `loop`; `held` hears why the sender holds,
+  /// and nil when it sends again (the systemd `STATUS=` line).
   convenience init(
     endpoint: APNsEndpoint, token: ProviderToken, writer: StoreWriter,
-    loop: NIOLockedValueBox<CountdownLoop?>, metrics: PushMetrics, logger: Logger
+    loop: NIOLockedValueBox<CountdownLoop?>, metrics: PushMetrics, logger: Logger,
+    held: @escaping @Sendable (String?) -> Void = { _ in }
   ) throws(ServerStartError) {
     try self.init(
       threadName: "countdown-push", writer: writer, queueGauge: metrics.queue, logger: logger,
@@ -28,7 +30,7 @@ extension OutboxSender where Transport == APNsTransport {
           return [
             APNsTransport(
               client: try APNsClient(endpoint: endpoint, eventLoop: eventLoop), token: token,
-              loop: loop, metrics: metrics, logger: logger)
+              loop: loop, metrics: metrics, logger: logger, held: held)
           ]
         } catch {
           throw ServerStartError(error.message)
@@ -80,6 +82,10 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
   private let logger: Logger
   /// The reason of the last answer that held the sender (``DeliveryOutcome/hold``).
   private var holdReason = ""
+  /// The `apns-id` of the push whose answer held the sender (for the log line).
+  private var holdPush = ""
+  /// Told why the sender holds, and nil when it sends again.
+  private let held: @Sendable (String?) -> Void
 
   /// The settings read and checked: a message and no server when a piece is missing or bad.
   static func prepare(_ o: APNsOptions) throws(ServerStartError) -> (APNsEndpoint, ProviderToken) {
@@ -114,8 +120,9 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
 
   init(
     client: APNsClient, token: ProviderToken, loop: NIOLockedValueBox<CountdownLoop?>,
-    metrics: PushMetrics, logger: Logger
+    metrics: PushMetrics, logger: Logger, held: @escaping @Sendable (String?) -> Void
   ) {
+    self.held = held
     self.client = client
     tokens = ProviderTokens(token)
     self.loop = loop
@@ -133,7 +140,7 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
     let jwt = tokens.jwt(now: now, random: random)
     client.send(
       deviceToken: entry.item.token, priority: entry.item.priority, payload: entry.item.payload,
-      jwt: jwt, expiration: nil
+      jwt: jwt, expiration: entry.item.expiration, apnsID: entry.item.apnsID
     ) { [self] result in
       let outcome: DeliveryOutcome
       switch result {
@@ -142,14 +149,17 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
         if outcome == .hold {
           // Said once, when the sender holds (``holdChanged(_:waiting:)``).
           holdReason = "\(r.status) \(r.reason ?? "")"
+          holdPush = entry.item.apnsID
         } else if outcome != .delivered {
           logger.notice(
-            "APNs answered \(r.status) \(r.reason ?? "") to a push of \(entry.item.activity): \(outcome.metricName)"
+            "APNs answered \(r.status) \(r.reason ?? "") to push \(entry.item.apnsID) of \(entry.item.activity): \(outcome.metricName)"
           )
         }
       case .failure(let e):
         outcome = .retry
-        logger.notice("a push of \(entry.item.activity) got no answer: \(e); it will be retried")
+        logger.notice(
+          "push \(entry.item.apnsID) of \(entry.item.activity) got no answer: \(e); it will be retried"
+        )
       }
       if outcome == .renewProviderToken { tokens.expired(jwt) }
       answer(outcome)
@@ -185,9 +195,10 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
 
   func holdChanged(_ held: Bool, waiting: Int) {
     metrics.held(held ? holdReason : nil)
+    self.held(held ? "APNs answered \(holdReason); check \(Self.flagToCheck(holdReason))" : nil)
     if held {
       logger.error(
-        "APNs answered \(holdReason): the server's APNs settings are wrong, not the pushes; check \(Self.flagToCheck(holdReason)). The \(waiting) pushes waiting are kept and no token is removed; one is tried again after 1 s, 2 s, … up to a minute, and all go once APNs takes one"
+        "APNs answered \(holdReason) to push \(holdPush): the server's APNs settings are wrong, not the pushes; check \(Self.flagToCheck(holdReason)). The \(waiting) pushes waiting are kept and no token is removed; one is tried again after 1 s, 2 s, … up to a minute, and all go once APNs takes one"
       )
     } else {
       logger.notice("APNs takes pushes again: sending the \(waiting) that were held")

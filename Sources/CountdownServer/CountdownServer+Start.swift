@@ -88,7 +88,7 @@ extension CountdownServer {
         cluster: ClusterNode?
       )
     do {
-      parts = try startParts(apns: apns, stages: &stages)
+      parts = try startParts(apns: apns, notifier: notifier, stages: &stages)
     } catch {
       stages.unwind()
       throw error
@@ -152,7 +152,7 @@ extension CountdownServer {
   /// the store, its writer, the senders, the loop restored from the store and, for a cluster
   /// node, its lease driver.
   private func startParts(
-    apns: (APNsEndpoint, ProviderToken)?, stages: inout StartStages
+    apns: (APNsEndpoint, ProviderToken)?, notifier: ServiceNotifier?, stages: inout StartStages
   ) throws(ServerStartError) -> (
     group: MultiThreadedEventLoopGroup, hub: Hub, loop: CountdownLoop, durable: Durable?,
     cluster: ClusterNode?
@@ -248,7 +248,7 @@ extension CountdownServer {
     if let (endpoint, token) = apns {
       let sender = try PushDelivery(
         endpoint: endpoint, token: token, writer: writer, loop: loopBox,
-        metrics: metrics.pushes, logger: logger)
+        metrics: metrics.pushes, logger: logger, held: { notifier?.pushes(heldFor: $0) })
       stages.add("push sender") { sender.stop() }
       deliveryBox.withLockedValue { $0 = sender }
       // Before the loop runs: what a restored engine does at once (deadlines that passed

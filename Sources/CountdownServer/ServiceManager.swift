@@ -215,6 +215,9 @@ final class ServiceNotifier: Sendable {
   private let logger: Logger
   private let state = NIOLockedValueBox(WatchdogState())
   private let task = NIOLockedValueBox<RepeatedTask?>(nil)
+  /// Why the push sender holds (docs/pushes.md, "Configuration faults hold"), nil while it
+  /// does not: said in each `STATUS=` after the count.
+  private let pushesHeld = NIOLockedValueBox<String?>(nil)
 
   /// Beats every half of the watchdog's interval, or every 10 s without one (status only).
   init(path: String, watchdogMicroseconds: UInt64?, logger: Logger) {
@@ -235,19 +238,32 @@ final class ServiceNotifier: Sendable {
     }
   }
 
-  static func status(_ activities: Int) -> String {
+  static func status(_ activities: Int, pushesHeld: String? = nil) -> String {
     "STATUS=Serving \(activities) \(activities == 1 ? "activity" : "activities")"
+      + (pushesHeld.map { "; pushes held: \($0)" } ?? "")
+  }
+
+  /// The `STATUS=` line of `activities` as things stand.
+  private func status(_ activities: Int) -> String {
+    Self.status(activities, pushesHeld: pushesHeld.withLockedValue { $0 })
+  }
+
+  /// The push sender holds for `why` (nil: it sends again): said at once in `STATUS=`, with
+  /// the last activity count, and in each beat's until it changes.
+  func pushes(heldFor why: String?) {
+    pushesHeld.withLockedValue { $0 = why }
+    send(status(state.withLockedValue { $0.activities }))
   }
 
   /// Sends `READY=1` and begins the beats on `eventLoop`, asking `loop` for its count.
   func ready(activities: Int, loop: CountdownLoop, on eventLoop: any EventLoop) {
     state.withLockedValue { $0.answered(activities: activities) }
-    send("READY=1\nMAINPID=\(System.processID)\n\(Self.status(activities))")
+    send("READY=1\nMAINPID=\(System.processID)\n\(status(activities))")
     let repeated = eventLoop.scheduleRepeatedTask(initialDelay: beat, delay: beat) {
       [self] _ in
       switch state.withLockedValue({ $0.beat() }) {
       case .ping(let count):
-        send(watchdog ? "WATCHDOG=1\n\(Self.status(count))" : Self.status(count))
+        send(watchdog ? "WATCHDOG=1\n\(status(count))" : status(count))
         loop.submit({ engine in engine.count }) { [self] result in
           if case .success(let n) = result {
             state.withLockedValue { $0.answered(activities: n) }

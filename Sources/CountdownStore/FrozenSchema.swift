@@ -1,7 +1,8 @@
 /// The state file's migrations, each one's SQL as it was written at its version and never
 /// changed since (GRDB's advice: a migration must not depend on the application's types, or
 /// adding a column or an enumeration case would change what an old migration makes). What a
-/// new file ends up with is checked against `Tests/CountdownStoreTests/Fixtures/schema-v6.sql`
+/// new file ends up with is checked against `Tests/CountdownStoreTests/Fixtures/schema-v7.sql`
+/// (and each older version's fixture)
 /// and against the columns that ``ActivityColumn``, ``EngineColumn``, ``OutboxColumn`` and
 /// ``BudgetColumn`` declare (`StateMigrationTests`). A new version adds a statement here and
 /// a fixture there; nothing above it changes.
@@ -88,4 +89,17 @@ enum FrozenSchema {
   static let v6 =
     "ALTER TABLE push_outbox ADD COLUMN destination TEXT NOT NULL DEFAULT 'apns' "
     + "CHECK (destination IN ('apns', 'webhook'))"
+
+  /// v7: each push's own `apns-id` and its `apns-expiration` (docs/pushes.md, "Tracing",
+  /// "Expiry"). The pushes a v6 outbox held get a random version-4 UUID each; their expiry
+  /// stays null (sent without one, as before).
+  static let v7 = """
+    ALTER TABLE push_outbox ADD COLUMN apnsID TEXT NOT NULL DEFAULT '';
+    ALTER TABLE push_outbox ADD COLUMN expiration INTEGER;
+    UPDATE push_outbox SET apnsID = lower(
+      hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2)
+      || '-' || substr('89ab', 1 + abs(random() % 4), 1) || substr(hex(randomblob(2)), 2)
+      || '-' || hex(randomblob(6)))
+    WHERE destination = 'apns';
+    """
 }

@@ -129,10 +129,12 @@ package enum EngineColumn: Int32, StoredColumn {
 /// committed changes made for a destination and it has not yet answered, in the order made
 /// (`seq`). Declared once. A Live Activity push has `destination` `apns` and its device token
 /// in `token`; a webhook delivery has `webhook`, its URL in `token`, the event's kind in
-/// `event`, 0 for `priority` and `timestamp`, and its body in `payload`.
+/// `event`, 0 for `priority` and `timestamp`, and its body in `payload`. A push's `apnsID`
+/// and `expiration` are its `apns-id` and `apns-expiration` (a webhook's: empty and null).
 package enum OutboxColumn: Int32, StoredColumn {
   case seq, activity, token, event, priority, timestamp, notBefore, eventAt, payload
   case destination
+  case apnsID, expiration
 
   package static let table = ColumnTable<Self>()
   /// Its parameter in ``insert`` (which leaves `seq` to SQLite).
@@ -146,6 +148,8 @@ package enum OutboxColumn: Int32, StoredColumn {
     case .payload: "BLOB NOT NULL"
     case .destination:
       "TEXT NOT NULL DEFAULT 'apns' CHECK (destination IN (\(OutboxDestination.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", "))))"
+    case .apnsID: "TEXT NOT NULL DEFAULT ''"
+    case .expiration: "INTEGER"
     }
   }
 
@@ -191,6 +195,8 @@ enum StateSchema: String, CaseIterable, Comparable {
   case v5
   /// Adds `push_outbox.destination`: webhooks share the outbox (docs/webhooks.md).
   case v6
+  /// Adds `push_outbox.apnsID` and `expiration` (docs/pushes.md, "Tracing", "Expiry").
+  case v7
 
   static func < (a: Self, b: Self) -> Bool {
     allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!

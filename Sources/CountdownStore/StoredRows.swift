@@ -157,18 +157,22 @@ package struct OutboxValues: Sendable {
   var priority, timestamp, notBefore, eventAt: Int64
   var payload: [UInt8]
   var destination: OutboxDestination
+  var apnsID: String
+  var expiration: Int64?
 
   package init(_ p: PushItem) {
     (activity, token, event) = (p.activity, p.token, p.event.rawValue)
     (priority, timestamp, notBefore, eventAt) =
       (Int64(p.priority), p.timestamp, p.notBefore, p.eventAt)
     (payload, destination) = (p.payload, .apns)
+    (apnsID, expiration) = (p.apnsID, p.expiration)
   }
 
   package init(_ w: WebhookItem) {
     (activity, token, event) = (w.activity, w.url, w.event.rawValue)
     (priority, timestamp, notBefore, eventAt) = (0, 0, 0, w.eventAt)
     (payload, destination) = (w.body, .webhook)
+    (apnsID, expiration) = ("", nil)
   }
 
   /// What `c` holds of this row (`seq` is the store's to give: null).
@@ -184,6 +188,8 @@ package struct OutboxValues: Sendable {
     case .eventAt: .int(eventAt)
     case .payload: .bytes(payload)
     case .destination: .text(destination.rawValue)
+    case .apnsID: .text(apnsID)
+    case .expiration: StoredValue(expiration)
     }
   }
 
@@ -197,7 +203,8 @@ package struct OutboxValues: Sendable {
       activity: column(.activity).text ?? "", token: column(.token).text ?? "", event: event,
       priority: Int(column(.priority).int ?? 0), timestamp: column(.timestamp).int ?? 0,
       notBefore: column(.notBefore).int ?? 0, eventAt: column(.eventAt).int ?? 0,
-      payload: bytes(column(.payload)))
+      payload: bytes(column(.payload)), apnsID: column(.apnsID).text ?? "",
+      expiration: column(.expiration).int)
   }
 
   /// The delivery a `webhook` row holds, each column read by `column`.

@@ -225,4 +225,61 @@ struct PushPlannerTests {
     // The other token had no budget kept: it goes at once.
     #expect(after.first { $0.item.token == "bb02" }?.item.timestamp == second)
   }
+
+  @Test(
+    "apns-expiration: a start and an update at the stale date, else a running countdown's end, else 8 hours; an end at its dismissal"
+  )
+  func expiration() throws {
+    let s0 = t0.milliseconds / 1000
+    // A countdown: its start and updates expire at its end (rounded up to a second).
+    var h = Harness()
+    var r = ActivityRequest.countdown(id: "gate", to: at(600_500), title: "Gate")
+    r.liveActivity = live
+    try h.engine.start(r, at: t0)
+    let start = try #require(h.wake(now: 0).first?.item)
+    #expect(start.event == .start && start.expiration == s0 + 601)
+    try h.engine.update("gate", ActivityUpdate(content: ["title": .string("B")]), at: at(2_000))
+    #expect(h.wake(now: 2_000).map(\.item.expiration) == [s0 + 601, s0 + 601])
+    // Paused, it has no end yet: 8 hours after the push's second.
+    try h.engine.pause("gate", at: at(4_000))
+    #expect(h.wake(now: 4_000).map(\.item.expiration) == [s0 + 4 + 8 * 3600, s0 + 4 + 8 * 3600])
+    // With a stale date, that date.
+    var u = ActivityUpdate()
+    u.staleDate = .set(at(30_000))
+    try h.engine.update("gate", u, at: at(6_000))
+    #expect(h.wake(now: 6_000).map(\.item.expiration) == [s0 + 30, s0 + 30])
+    // An end: its dismissal instant, the default's four hours included.
+    try h.engine.end("gate", ActivityEnding(), at: at(8_000))
+    #expect(h.wake(now: 8_000).map(\.item.expiration) == [s0 + 8 + 4 * 3600, s0 + 8 + 4 * 3600])
+    // An elapsed timer: 8 hours after the push. An immediate dismissal is already past when
+    // the push is made: 0, tried once and not kept.
+    var e = Harness()
+    var w = ActivityRequest.elapsed(id: "walk", from: t0, title: "Walk")
+    w.liveActivity = LiveActivity(pushTokens: ["aa01"])
+    try e.engine.start(w, at: t0)
+    _ = e.wake(now: 0)
+    try e.engine.pause("walk", at: at(1_000))
+    #expect(e.wake(now: 1_000).map(\.item.expiration) == [s0 + 1 + 8 * 3600])
+    try e.engine.end("walk", ActivityEnding(dismissal: .immediate), at: at(3_000))
+    #expect(e.wake(now: 3_000).map(\.item.expiration) == [0])
+  }
+
+  @Test("Each push has its own apns-id, a version-4 UUID drawn from the planner's seed")
+  func apnsIDs() throws {
+    func ids(seed: UInt64) throws -> [String] {
+      var h = Harness()
+      h.planner = PushPlanner(seed: seed)
+      var r = ActivityRequest.countdown(id: "gate", to: at(600_000), title: "Gate")
+      r.liveActivity = live
+      try h.engine.start(r, at: t0)
+      try h.engine.pause("gate", at: at(1_000))
+      return (h.wake(now: 0) + h.wake(now: 1_000)).map(\.item.apnsID)
+    }
+    let a = try ids(seed: 7)
+    #expect(a.count == 3 && Set(a).count == 3)
+    let uuid = /[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
+    #expect(a.allSatisfy { $0.wholeMatch(of: uuid) != nil }, "\(a)")
+    #expect(try ids(seed: 7) == a)
+    #expect(try ids(seed: 8) != a)
+  }
 }

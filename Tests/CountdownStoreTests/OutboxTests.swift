@@ -15,7 +15,8 @@ struct OutboxTests {
   func item(_ activity: String, _ token: String, ts: Int64, _ text: String) -> PushItem {
     PushItem(
       activity: activity, token: token, event: .update, priority: 10, timestamp: ts,
-      notBefore: ts * 1000, eventAt: ts * 1000 + 7, payload: Array(text.utf8))
+      notBefore: ts * 1000, eventAt: ts * 1000 + 7, payload: Array(text.utf8),
+      apnsID: "\(activity)-\(token)-\(ts)", expiration: ts.isMultiple(of: 2) ? nil : ts + 3600)
   }
 
   /// A scratch directory, the state file's path in it, and an engine with one activity "a".

@@ -150,20 +150,13 @@ struct StateMigrationTests {
   @Test(
     "v6 keeps the pushes a v5 outbox held (destination apns) and takes webhook rows beside them")
   func outboxDestination() throws {
-    let dir = NSTemporaryDirectory() + "cd-migrate-v6-\(UInt32.random(in: 0...UInt32.max))"
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let (dir, path) = try Self.file(
+      at: .v5,
+      holding: """
+        INSERT INTO push_outbox (activity, token, event, priority, timestamp, notBefore, eventAt, payload)
+        VALUES ('a', 'ab', 'update', 5, 10, 10000, 9000, x'7b7d')
+        """)
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let path = dir + "/state.db"
-    let queue = try DatabaseQueue(path: path)
-    try StateStore.migrator.migrate(queue, upTo: StateSchema.v5.rawValue)
-    try queue.write { db in
-      try db.execute(
-        sql: """
-          INSERT INTO push_outbox (activity, token, event, priority, timestamp, notBefore, eventAt, payload)
-          VALUES ('a', 'ab', 'update', 5, 10, 10000, 9000, x'7b7d')
-          """)
-    }
-    try queue.close()
     let store = try StateStore(path: path, sync: .normal)
     defer { store.close() }
     let pending = try store.loadPushes().pending
@@ -178,10 +171,28 @@ struct StateMigrationTests {
     #expect(try store.loadPushes().pending.count == 1)
   }
 
+  /// A state file in a scratch directory, migrated up to `version` and holding the rows
+  /// `sql` inserts, closed: its directory (for the caller to remove) and path.
+  static func file(at version: StateSchema, holding sql: String) throws -> (
+    dir: String, path: String
+  ) {
+    let dir = NSTemporaryDirectory() + "cd-migrate-\(version)-\(UInt32.random(in: 0...UInt32.max))"
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let path = dir + "/state.db"
+    let queue = try DatabaseQueue(path: path)
+    try StateStore.migrator.migrate(queue, upTo: version.rawValue)
+    try queue.write { db in try db.execute(sql: sql) }
+    try queue.close()
+    return (dir, path)
+  }
+
   // MARK: - Frozen migrations
 
-  static let schemaFixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    .appendingPathComponent("Fixtures/schema-v6.sql").path
+  /// The schema the migrations made when `version` was the newest, as written then.
+  static func schemaFixture(_ version: StateSchema) -> String {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+      .appendingPathComponent("Fixtures/schema-\(version.rawValue).sql").path
+  }
 
   /// The tables of a file as `sqlite_master` holds them, in the fixture's form.
   static func schema(of queue: DatabaseQueue) throws -> String {
@@ -201,13 +212,44 @@ struct StateMigrationTests {
     }
   }
 
-  @Test("A new file's schema is, to the byte, the one the migrations made when v6 was written")
+  @Test(
+    "A new file's schema is, to the byte, the one the migrations made when v7 was written, and up to v6 v6's"
+  )
   func newFileSchema() throws {
-    let queue = try DatabaseQueue()
-    try StateStore.migrator.migrate(queue)
-    let made = try Self.schema(of: queue)
-    let frozen = try String(contentsOfFile: Self.schemaFixture, encoding: .utf8)
-    #expect(made == frozen, "a migration's SQL changed: write a new migration instead")
+    for version in [StateSchema.v6, .v7] {
+      let queue = try DatabaseQueue()
+      try StateStore.migrator.migrate(queue, upTo: version.rawValue)
+      let made = try Self.schema(of: queue)
+      let frozen = try String(contentsOfFile: Self.schemaFixture(version), encoding: .utf8)
+      #expect(
+        made == frozen, "\(version): a migration's SQL changed: write a new migration instead")
+    }
+    #expect(StateSchema.allCases.last == .v7, "a new version brings its fixture here")
+  }
+
+  @Test(
+    "v7 gives each push a v6 outbox held its own apns-id (a UUID) and no expiry; webhook rows none"
+  )
+  func outboxTracing() throws {
+    let (dir, path) = try Self.file(
+      at: .v6,
+      holding: """
+        INSERT INTO push_outbox (activity, token, event, priority, timestamp, notBefore, eventAt, payload)
+        VALUES ('a', 'ab', 'update', 5, 10, 10000, 9000, x'7b7d'), ('a', 'cd', 'update', 5, 10, 10000, 9000, x'7b7d');
+        INSERT INTO push_outbox (activity, token, event, priority, timestamp, notBefore, eventAt, payload, destination)
+        VALUES ('a', 'http://h/', 'ended', 0, 0, 0, 9000, x'7b7d', 'webhook');
+        """)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let store = try StateStore(path: path, sync: .normal)
+    defer { store.close() }
+    let pending = try store.loadPushes().pending.map(\.item)
+    let uuid = /[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
+    #expect(pending.count == 2)
+    #expect(
+      pending.allSatisfy { $0.apnsID.wholeMatch(of: uuid) != nil }, "\(pending.map(\.apnsID))")
+    #expect(Set(pending.map(\.apnsID)).count == 2)
+    #expect(pending.allSatisfy { $0.expiration == nil })
+    #expect(try store.loadWebhooks().count == 1)
   }
 
   @Test("The declared columns are a new file's: names in order, types and NOT NULL")
@@ -265,7 +307,7 @@ struct StateMigrationTests {
 
   @Test(
     "A file of each earlier version opens as today's, its activities whole",
-    arguments: [StateSchema.v2, .v3, .v4, .v5])
+    arguments: [StateSchema.v2, .v3, .v4, .v5, .v6])
   func everyEarlierVersion(_ version: StateSchema) throws {
     let (dir, path) = try Self.copy()
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -283,7 +325,8 @@ struct StateMigrationTests {
     #expect(engine.activities().count == 6)
     let reopened = try DatabaseQueue(path: path)
     #expect(
-      try Self.schema(of: reopened) == String(contentsOfFile: Self.schemaFixture, encoding: .utf8))
+      try Self.schema(of: reopened)
+        == String(contentsOfFile: Self.schemaFixture(StateSchema.allCases.last!), encoding: .utf8))
     try reopened.close()
   }
 }

@@ -15,6 +15,7 @@ import base64
 import datetime
 import json
 import os
+import re
 import ssl
 import threading
 import time
@@ -235,7 +236,9 @@ class StandIn:
                         return
                     else:
                         status, reason = action
-                        headers = [(":status", str(status)), ("apns-id", str(uuid.uuid4()))]
+                        # APNs echoes the request's apns-id, or makes one.
+                        apns_id = dict(request["headers"]).get("apns-id") or str(uuid.uuid4())
+                        headers = [(":status", str(status)), ("apns-id", apns_id)]
                         if status == 200:
                             conn.send_headers(ev.stream_id, headers, end_stream=True)
                         else:
@@ -285,6 +288,14 @@ class StandIn:
             return (400, "InvalidPushType")
         if h.get("apns-priority") not in ("5", "10"):
             return (400, "BadPriority")
+        # apns-id: "a canonical UUID ... 8-4-4-4-12" (Apple's "Sending notification requests
+        # to APNs"), else 400 BadMessageId; apns-expiration: a UNIX epoch in seconds, 0 for
+        # "try once", else 400 BadExpirationDate.
+        if "apns-id" in h and not re.fullmatch(
+                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", h["apns-id"]):
+            return (400, "BadMessageId")
+        if "apns-expiration" in h and not re.fullmatch(r"0|[1-9][0-9]{0,11}", h["apns-expiration"]):
+            return (400, "BadExpirationDate")
         if h.get("content-length") != str(len(body)):
             return (400, "BadContentLength")
         auth = h.get("authorization", "")

@@ -36,12 +36,47 @@ S1 = "c3" * 32
 class Server(ServeProcess):
     """`countdown serve` with HTTP and --apns-* pointing at the stand-in."""
 
-    def __init__(self, dir, gateway, extra=(), url=None, topic=BUNDLE):
+    def __init__(self, dir, gateway, extra=(), url=None, topic=BUNDLE, env=None):
         super().__init__(COUNTDOWN, dir, [
             "--apns-key", os.path.join(dir, "key.p8"), "--apns-key-id", KEY_ID,
             "--apns-team-id", TEAM_ID, "--apns-topic", topic,
             "--apns-url", url or gateway.url, "--apns-ca", gateway.tls["ca.pem"],
-            "--apns-timeout-ms", "1500", *extra])
+            "--apns-timeout-ms", "1500", *extra], env=env)
+
+
+class NotifySocket:
+    """An AF_UNIX datagram socket standing in for systemd's NOTIFY_SOCKET: keeps every
+    datagram `countdown serve` sends it (sd_notify(3))."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.sock.settimeout(0.2)
+        self.datagrams = []
+        self.open = True
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        while self.open:
+            try:
+                self.datagrams.append(self.sock.recv(4096).decode())
+            except socket.timeout:
+                pass
+            except OSError:
+                return
+
+    def wait_for(self, predicate, timeout=10.0):
+        end = time.time() + timeout
+        while time.time() < end:
+            if any(predicate(d) for d in list(self.datagrams)):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def close(self):
+        self.open = False
+        self.sock.close()
 
 
 def reference(ms):
@@ -64,8 +99,8 @@ class PushTests(unittest.TestCase):
         if not os.environ.get("KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def serve(self, *extra, url=None, topic=BUNDLE):
-        self.server = Server(self.dir, self.gateway, extra, url, topic)
+    def serve(self, *extra, url=None, topic=BUNDLE, env=None):
+        self.server = Server(self.dir, self.gateway, extra, url, topic, env)
         return self.server
 
     def pipeline(self, lines):
@@ -135,6 +170,8 @@ class PushTests(unittest.TestCase):
         self.assertEqual(cs["title"], "Gate B12")
         self.assertEqual(cs["color"], "#ff9500")
         self.assertEqual(cs["isPaused"], False)
+        # Expiry (docs/pushes.md): a start expires at the countdown's end, in whole seconds.
+        self.assertEqual(start["headers"]["apns-expiration"], str(-(-end_ms // 1000)))
 
         time.sleep(1.05)  # a new second: the update goes at once
         self.assertEqual(s.api("PATCH", "/v1/activities/gate", {"subtitle": "Boarding"})[0], 200)
@@ -151,6 +188,9 @@ class PushTests(unittest.TestCase):
         self.assertTrue(self.gateway.wait_for(lambda g: len(g.pushes(T1)) == 2), "no pause push")
         paused = self.gateway.pushes(T1)[1]
         self.assertEqual(paused["headers"]["apns-priority"], "10")
+        # A paused countdown has no end yet: 8 hours after the push.
+        self.assertEqual(int(paused["headers"]["apns-expiration"]),
+                         paused["payload"]["aps"]["timestamp"] + 8 * 3600)
         cs = paused["payload"]["aps"]["content-state"]
         self.assertEqual(cs["isPaused"], True)
         self.assertEqual(cs["phase"], "paused")
@@ -171,6 +211,14 @@ class PushTests(unittest.TestCase):
         aps = ended["payload"]["aps"]
         self.assertEqual(aps["event"], "end")
         self.assertEqual(aps["dismissal-date"], dismiss_ms // 1000)
+        # An end expires at its dismissal instant.
+        self.assertEqual(ended["headers"]["apns-expiration"], str(-(-dismiss_ms // 1000)))
+        resumed_end_ms = round((resumed["payload"]["aps"]["content-state"]["endDate"]
+                                + REFERENCE_EPOCH) * 1000)
+        self.assertEqual(int(resumed["headers"]["apns-expiration"]), -(-resumed_end_ms // 1000))
+        # Each push its own apns-id, a UUID (the stand-in refuses any other).
+        ids = [p["headers"]["apns-id"] for p in self.gateway.pushes(T1) + self.gateway.pushes(S1)]
+        self.assertEqual(len(set(ids)), 5, ids)
         self.assertEqual(aps["content-state"]["phase"], "ended")
         stamps = [p["payload"]["aps"]["timestamp"] for p in self.gateway.pushes(T1)]
         self.assertEqual(stamps, sorted(set(stamps)), "timestamps must rise strictly")
@@ -330,6 +378,15 @@ class PushTests(unittest.TestCase):
         for t in ("d3" * 32, "d4" * 32):
             self.assertEqual(len(retried[t]), 2)
             self.assertGreaterEqual(retried[t][1]["at"] - retried[t][0]["at"], 0.45)
+        # A push keeps its apns-id on every retry, and the log line about its answer names it
+        # (docs/pushes.md, "Tracing").
+        for t in ("d3" * 32, "d4" * 32, "d5" * 32):
+            ids = {r["headers"]["apns-id"] for r in retried[t]}
+            self.assertEqual(len(ids), 1, (t[:4], ids))
+        self.assertEqual(len({retried[t][0]["headers"]["apns-id"] for t in retried}), 3)
+        with open(os.path.join(self.dir, "serve.log")) as f:
+            log = f.read()
+        self.assertIn("to push %s of st" % retried["d4" * 32][0]["headers"]["apns-id"], log)
         jwts = [r["headers"]["authorization"] for r in retried["d5" * 32]]
         self.assertEqual(len(jwts), 2)
         self.assertNotEqual(jwts[0], jwts[1], "a new provider token after ExpiredProviderToken")
@@ -358,8 +415,12 @@ class PushTests(unittest.TestCase):
         """403 InvalidProviderToken to every push (a revoked key): nothing is dropped, no token
         removed, one push is tried again after 1 s, 2 s, ...; the metric names the reason.
         Once APNs takes one, what was held goes, merged: each token's three updates are one
-        push of the newest state (coalescing), so the phone ends where it would have."""
-        s = self.serve()
+        push of the newest state (coalescing), so the phone ends where it would have. The
+        systemd STATUS= line says it while it holds, and no more once it sends."""
+        notify = NotifySocket(os.path.join(self.dir, "notify.sock"))
+        self.addCleanup(notify.close)
+        s = self.serve(env={"NOTIFY_SOCKET": notify.path})
+        self.assertTrue(notify.wait_for(lambda d: "READY=1" in d), notify.datagrams)
         self.gateway.refuse_all((403, "InvalidProviderToken"))
         self.start({"id": "h", "kind": "countdown", "endDate": int(time.time() * 1000) + 600_000,
                     "title": "zero", "liveActivity": {"pushTokens": {T1: True, T2: True}}})
@@ -371,6 +432,9 @@ class PushTests(unittest.TestCase):
         self.assertIn('countdown_push_sender_held{reason="BadTopic"} 0', metrics)
         self.assertIn('countdown_pushes_total{event="update",result="config_error"}', metrics)
         self.assertNotIn('result="dropped"} 1', metrics)
+        self.assertTrue(notify.wait_for(
+            lambda d: d.startswith("STATUS=Serving ") and "; pushes held: APNs answered 403 "
+            "InvalidProviderToken; check --apns-key" in d), notify.datagrams)
         self.assertEqual(set(s.api("GET", "/v1/activities/h")[1]["liveActivity"]["pushTokens"]),
                          {T1, T2})
         # The two pushes out when the hold began, then one probe at a time with the backoff.
@@ -388,6 +452,10 @@ class PushTests(unittest.TestCase):
         for t in (T1, T2):
             titles = [p["payload"]["aps"]["content-state"]["title"] for p in self.gateway.pushes(t)]
             self.assertEqual(titles, ["three"], "held updates not merged")
+        # Said at once when it sends again (the count is the last beat's).
+        held_at = max(i for i, d in enumerate(notify.datagrams) if "pushes held" in d)
+        self.assertTrue(any(d.startswith("STATUS=Serving ") and "held" not in d
+                            for d in notify.datagrams[held_at + 1:]), notify.datagrams)
         metrics = s.api("GET", "/metrics")[1]
         self.assertIn('countdown_push_sender_held{reason="InvalidProviderToken"} 0', metrics)
         self.assertIn("countdown_push_queue 0", metrics)
@@ -527,14 +595,21 @@ class PushTests(unittest.TestCase):
         for _ in range(3):
             self.gateway.answer_next(T1, (503, "ServiceUnavailable"))
             self.gateway.answer_next(T2, (503, "ServiceUnavailable"))
+            self.gateway.answer_next(S1, (503, "ServiceUnavailable"))
         self.start({"id": "k", "kind": "countdown", "endDate": int(time.time() * 1000) + 600_000,
-                    "title": "x", "liveActivity": {"pushTokens": {T1: True, T2: True}}})
+                    "title": "x", "liveActivity": {"pushTokens": {T1: True, T2: True},
+                                                   "startTokens": {S1: True},
+                                                   "attributesType": "A", "attributes": {}}})
         self.assertEqual(s.api("POST", "/v1/activities/k/pause")[0], 200)
         time.sleep(1.05)
         self.assertEqual(s.api("POST", "/v1/activities/k/resume")[0], 200)
-        self.assertTrue(self.gateway.wait_for(lambda g: len(g.requests) >= 2, 5))
+        self.assertTrue(self.gateway.wait_for(lambda g: len(g.requests) >= 3, 5))
         s.stop(signal.SIGKILL)
         self.assertEqual(self.gateway.pushes(), [])
+        # The first push refused before the kill, by token: its apns-id is stored with it.
+        refused = {}
+        for r in self.gateway.requests:
+            refused.setdefault(r["token"], r["headers"]["apns-id"])
         self.gateway.script.clear()
         self.serve()
         self.assertTrue(self.gateway.wait_for(
@@ -546,6 +621,12 @@ class PushTests(unittest.TestCase):
         for t in (T1, T2):
             states = [p["payload"]["aps"]["content-state"]["isPaused"] for p in self.gateway.pushes(t)]
             self.assertIn(states, ([True, False], [False]))
+            if states == [True, False] and t in refused:
+                self.assertEqual(self.gateway.pushes(t)[0]["headers"]["apns-id"], refused[t])
+        # The start push (never merged) after the restart: the apns-id it had before the kill
+        # (docs/pushes.md, "Tracing").
+        self.assertEqual(len(self.gateway.pushes(S1)), 1)
+        self.assertEqual(self.gateway.pushes(S1)[0]["headers"]["apns-id"], refused[S1])
 
     def test_bad_settings_exit_with_a_message(self):
         def run(*args):

@@ -40,9 +40,9 @@ def api(port, method, path, body=None, tls=None):
 class ServeProcess:
     """`countdown serve` (the binary `countdown`) as a child: its socket and state file in
     `dir`, HTTP on a free loopback port, standard error appended to `dir`/serve.log, `extra`
-    flags after those. Started when made: its first line says it listens."""
+    flags after those, `env` added to the environment. Started when made: its first line says it listens."""
 
-    def __init__(self, countdown, dir, extra=()):
+    def __init__(self, countdown, dir, extra=(), env=None):
         self.dir = dir
         self.port = free_port()
         self.args = [countdown, "serve", "--socket", os.path.join(dir, "c.sock"),
@@ -50,7 +50,7 @@ class ServeProcess:
                      "--http", "127.0.0.1:%d" % self.port, *extra]
         self.log = open(os.path.join(dir, "serve.log"), "a")
         # SWIFTNIO_STRICT: work scheduled on a stopped event loop crashes instead of a warning.
-        env = dict(os.environ, SWIFTNIO_STRICT="1")
+        env = dict(os.environ, SWIFTNIO_STRICT="1", **(env or {}))
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True,
                                      env=env)
         self.start_line = self.proc.stdout.readline()
