@@ -206,7 +206,7 @@ tsan: deps pgdeps
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
 asan: deps pgdeps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCLI|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests|RelayedSourcesTests|UnsettledEventsTests|ServerLifetimeTests'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCommandTests|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests|RelayedSourcesTests|UnsettledEventsTests|ServerLifetimeTests'
 	# The cluster's store and shard leases in process (two nodes, each on an event loop of
 	# its own), a whole cluster node in process started and stopped, and two cluster nodes
 	# as sanitized children (a takeover, events passed on for a node killed before relaying
@@ -224,22 +224,25 @@ consumer: deps
 	.build-consumer/debug/LoopOnly
 	.build-consumer/debug/ClientOnly
 
-# libFuzzer over the wire decoder and a replay session (Fuzz/FuzzWire.swift), with
+# libFuzzer over the wire decoder and a replay session, and the nodes' protocol (PeerMessage,
+# GatheredList) on the same lines (Fuzz/FuzzWire.swift), with
 # AddressSanitizer and the engine's invariant checks, for FUZZ_SECONDS (default 60). The
 # Countdown sources and the target are compiled as one module; the corpus starts from the
 # replay fixtures and grows in .build-fuzz/corpus; a crash is saved as .build-fuzz/crash-*.
 FUZZ_SECONDS ?= 60
-FUZZ_SOURCES := $(wildcard Sources/Countdown/*.swift) Fuzz/FuzzWire.swift
+FUZZ_SOURCES := $(wildcard Sources/Countdown/*.swift) Sources/CountdownServer/PeerMessage.swift \
+  Sources/CountdownServer/GatheredList.swift Fuzz/FuzzWire.swift
 
-.build-fuzz/fuzz-wire: $(FUZZ_SOURCES) CSupport/CPrefetch/prefetch.h
+.build-fuzz/fuzz-wire: $(FUZZ_SOURCES) $(wildcard CSupport/CPrefetch/*.h)
 	mkdir -p .build-fuzz
 	$(SWIFT)c -sanitize=fuzzer,address -O -g -D DEBUG -parse-as-library -use-ld=lld \
 	  -I CSupport/CPrefetch -module-name CountdownFuzz -package-name countdown $(FUZZ_SOURCES) -o $@
 
 fuzz: .build-fuzz/fuzz-wire
 	mkdir -p .build-fuzz/corpus
-	cp Tests/CountdownTests/Fixtures/*.jsonl .build-fuzz/corpus/
+	cp Tests/CountdownCLITests/Fixtures/*.jsonl .build-fuzz/corpus/
 	for f in Examples/*.jsonl; do cp $$f .build-fuzz/corpus/example-$$(basename $$f); done
+	cp Fuzz/corpus/*.jsonl .build-fuzz/corpus/
 	.build-fuzz/fuzz-wire -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
 	  -dict=Fuzz/wire.dict -artifact_prefix=.build-fuzz/ -print_final_stats=1 .build-fuzz/corpus
 

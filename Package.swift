@@ -87,7 +87,9 @@ let package = Package(
       ]),
     .target(name: "CountdownClient", dependencies: ["Countdown"]),
     // What the SwiftNIO-based targets share: the one timer armed for what is due next.
-    .target(name: "CountdownNIO", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
+    .target(
+      name: "CountdownNIO",
+      dependencies: ["Countdown", .product(name: "NIOCore", package: "swift-nio")]),
     // Live Activity pushes' decisions (docs/pushes.md), pure and clock-free: the budget per
     // activity and token, what APNs's answers mean, the retry schedule.
     .target(name: "CountdownPush", dependencies: ["Countdown"]),
@@ -147,10 +149,9 @@ let package = Package(
     .target(
       name: "CountdownTestSupport", dependencies: ["Countdown"], path: "Tests/CountdownTestSupport"),
     .testTarget(
-      name: "CountdownTests",
-      dependencies: ["Countdown", "CLibUV", "CountdownCLI", "CountdownTestSupport"],
-      exclude: ["Fixtures"]
-    ),
+      name: "CountdownTests", dependencies: ["Countdown", "CLibUV", "CountdownTestSupport"]),
+    // The command line run as a process (`replay`, `format`), on the fixture files.
+    .testTarget(name: "CountdownCLITests", dependencies: ["CountdownCLI"], exclude: ["Fixtures"]),
     .testTarget(
       name: "CountdownLoopTests", dependencies: ["CountdownLoop", "Countdown", "CountdownCluster"]),
     .testTarget(name: "CountdownClientTests", dependencies: ["CountdownClient", "Countdown"]),

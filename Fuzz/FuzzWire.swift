@@ -19,12 +19,80 @@ public func fuzzWire(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   var number = 0
   for k in 0...size where k == size || input[k] == 0x0A {
     number += 1
-    session.handle(bytes: UnsafeBufferPointer(rebasing: input[start..<k]), number: number)
+    let line = UnsafeBufferPointer(rebasing: input[start..<k])
+    session.handle(bytes: line, number: number)
     start = k + 1
     session.engine?.checkInvariants()
     checkOutput(session.takeOutput())
+    peerLine(line)
   }
+  splitInPieces(input)
   return 0
+}
+
+/// The nodes' protocol on the same line (docs/cluster.md): every decoder of PeerMessage and
+/// GatheredList takes it without trapping, and what decodes encodes to a line that decodes to
+/// the same.
+private func peerLine(_ line: UnsafeBufferPointer<UInt8>) {
+  let bytes = Array(line)
+  if let r = PeerMessage.RelayRequest.decode(line) {
+    let again = r.line.dropLast().withUnsafeBufferPointer { PeerMessage.RelayRequest.decode($0) }
+    precondition(again == r, "RelayRequest \(r) does not decode to itself")
+  }
+  if let a = PeerMessage.RelayAnswer.decode(bytes) {
+    precondition(PeerMessage.RelayAnswer.decode(a.line.dropLast()) == a, "RelayAnswer \(a)")
+  }
+  if let s = PeerMessage.SnapshotRequest.decode(line) {
+    let again = s.line.withUnsafeBufferPointer { PeerMessage.SnapshotRequest.decode($0) }
+    precondition(again == s, "SnapshotRequest \(s) does not decode to itself")
+  }
+  if let (method, id, _) = PeerMessage.HTTPCommand.decode(line) {
+    // Its body written back as the command carries it: decodes to the same method and id.
+    var w = JSONWriter()
+    w.write(.object(decodedBody(line)))
+    let body = w.bytes
+    let again = PeerMessage.HTTPCommand(method: method, id: id, body: body).line
+      .withUnsafeBufferPointer { PeerMessage.HTTPCommand.decode($0) }
+    precondition(again?.method == method && again?.id == id, "HTTPCommand \(method) \(id ?? "-")")
+  }
+  _ = PeerMessage.RelayLine.decode(UnsafeRawBufferPointer(line))
+  _ = PeerMessage.SnapshotHead.decode(bytes)
+  _ = PeerMessage.isOK(bytes)
+  _ = PeerMessage.servedShards(in: bytes)
+  _ = PeerMessage.activity(in: bytes)
+  _ = PeerMessage.head(of: bytes)
+  if let items = GatheredList.activities(in: bytes) {
+    for item in items {
+      precondition(item.first == UInt8(ascii: "{") && item.last == UInt8(ascii: "}"))
+      _ = GatheredList.endDate(of: item)
+    }
+    _ = GatheredList.merge(bytes, peers: [bytes], soonest: items.count / 2)
+  }
+}
+
+/// The body member of a line HTTPCommand decoded.
+private func decodedBody(_ line: UnsafeBufferPointer<UInt8>) -> [String: JSONValue] {
+  PeerMessage.HTTPCommand.decode(line)?.body ?? [:]
+}
+
+/// The whole input through the peer connections' line splitter in pieces whose sizes the
+/// input's own bytes choose: the same lines, in order, as splitting it whole.
+private func splitInPieces(_ input: UnsafeBufferPointer<UInt8>) {
+  var whole: [[UInt8]] = []
+  var splitter = PeerMessage.LineSplitter()
+  splitter.split(bytes: UnsafeRawBufferPointer(input)) { whole.append(Array($0)) }
+  var pieces: [[UInt8]] = []
+  var again = PeerMessage.LineSplitter()
+  var at = 0
+  while at < input.count {
+    let size = max(1, Int(input[at] % 17))
+    let end = min(input.count, at + size)
+    again.split(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: input[at..<end]))) {
+      pieces.append(Array($0))
+    }
+    at = end
+  }
+  precondition(pieces == whole, "the splitter's lines depend on how the bytes came")
 }
 
 /// Every output line is a JSON object with `at`, `event` and `id`.

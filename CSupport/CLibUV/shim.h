@@ -31,16 +31,6 @@ static inline int64_t cdl_clock_ns(clockid_t clock) {
 static inline int64_t cdl_realtime_ns(void) { return cdl_clock_ns(CLOCK_REALTIME); }
 static inline int64_t cdl_monotonic_ns(void) { return cdl_clock_ns(CLOCK_MONOTONIC); }
 
-/// Names the calling thread (the kernel keeps the first 15 bytes); 0 or -errno.
-static inline int cdl_set_thread_name(const char *name) {
-#if CDL_HAVE_TIMERFD
-  return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0) == 0 ? 0 : -errno;
-#else
-  (void)name;
-  return -ENOSYS;
-#endif
-}
-
 /// Sets the calling thread's timer slack; 0 on success, -errno on failure.
 static inline int cdl_set_timer_slack_ns(unsigned long ns) {
 #if CDL_HAVE_TIMERFD

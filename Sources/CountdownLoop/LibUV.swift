@@ -20,10 +20,6 @@ struct LibUV: Sendable {
   static func monotonicNanoseconds() -> Int64 { cdl_monotonic_ns() }
   static func setTimerSlack(nanoseconds: UInt) -> Int32 { cdl_set_timer_slack_ns(nanoseconds) }
 
-  /// Names the calling thread `name` (the kernel keeps 15 bytes), as `top -H` and
-  /// /proc/PID/task/TID/comm show it (docs/driver.md, "Threads"). Best effort.
-  static func nameCurrentThread(_ name: String) { _ = cdl_set_thread_name(name) }
-
   // MARK: - Errors
 
   /// libuv's name of an error code (`EMFILE`); libuv's codes are -errno on Linux, so this

@@ -107,7 +107,7 @@ final class LoopCore: @unchecked Sendable {
   /// The loop thread's body.
   func run() {
     _ = LibUV.setTimerSlack(nanoseconds: 1)
-    LibUV.nameCurrentThread("countdown-loop")
+    nameCurrentThread("countdown-loop")
     PromptWakeups.request()
     if stepsOnStart {
       syncClock(&engine, stepping: true)

@@ -1,4 +1,7 @@
-import Countdown
+// Compiled alone with the core's sources too, in `make fuzz` (Fuzz/FuzzWire.swift).
+#if canImport(Countdown)
+  import Countdown
+#endif
 
 /// A list gathered from every node of a cluster (docs/cluster.md, "Lists across nodes"): the
 /// activity objects of this node's reply and of each peer's, as JSON bytes, merged without

@@ -1,5 +1,12 @@
-import Countdown
-import NIOCore
+// Compiled twice: in CountdownServer, and alone with the core's sources in `make fuzz`
+// (Fuzz/FuzzWire.swift), which has neither the Countdown module nor NIOCore: what writes into
+// a ByteBuffer is left out there.
+#if canImport(Countdown)
+  import Countdown
+#endif
+#if canImport(NIOCore)
+  import NIOCore
+#endif
 
 /// The nodes' own protocol (docs/cluster.md), encoded and decoded here and nowhere else: what
 /// one node asks another beside the socket protocol's ordinary requests (relays of its
@@ -102,18 +109,20 @@ enum PeerMessage {
     var sequence: UInt64
     var delivery: UInt64
 
-    /// Writes the head (the JSON and its newline follow).
-    func writeHead(into buffer: inout ByteBuffer) {
-      if let source {
-        buffer.writeStaticString("~")
-        buffer.writeString(String(source, radix: 16))
+    #if canImport(NIOCore)
+      /// Writes the head (the JSON and its newline follow).
+      func writeHead(into buffer: inout ByteBuffer) {
+        if let source {
+          buffer.writeStaticString("~")
+          buffer.writeString(String(source, radix: 16))
+          buffer.writeStaticString(" ")
+        }
+        PeerMessage.writeDecimal(sequence, into: &buffer)
+        buffer.writeStaticString(" ")
+        PeerMessage.writeDecimal(delivery, into: &buffer)
         buffer.writeStaticString(" ")
       }
-      PeerMessage.writeDecimal(sequence, into: &buffer)
-      buffer.writeStaticString(" ")
-      PeerMessage.writeDecimal(delivery, into: &buffer)
-      buffer.writeStaticString(" ")
-    }
+    #endif
 
     /// The head of the line in `bytes` and where its JSON starts, or nil when the line has no
     /// head (a malformed line).
@@ -307,23 +316,29 @@ enum PeerMessage {
   struct LineSplitter {
     private var partial: [UInt8] = []
 
-    /// Calls `line` with each whole line in `buffer`, in order, its newline included.
-    mutating func split(_ buffer: ByteBuffer, _ line: (UnsafeRawBufferPointer) -> Void) {
-      buffer.withUnsafeReadableBytes { bytes in
-        var start = 0
-        while let nl = bytes[start...].firstIndex(of: 0x0A) {
-          let piece = UnsafeRawBufferPointer(rebasing: bytes[start...nl])
-          if partial.isEmpty {
-            line(piece)
-          } else {
-            partial.append(contentsOf: piece)
-            partial.withUnsafeBytes { line($0) }
-            partial.removeAll(keepingCapacity: true)
-          }
-          start = nl + 1
-        }
-        partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
+    #if canImport(NIOCore)
+      /// Calls `line` with each whole line in `buffer`, in order, its newline included.
+      mutating func split(_ buffer: ByteBuffer, _ line: (UnsafeRawBufferPointer) -> Void) {
+        buffer.withUnsafeReadableBytes { split(bytes: $0, line) }
       }
+    #endif
+
+    /// Calls `line` with each whole line in `bytes` (what one read gave), in order, its
+    /// newline included.
+    mutating func split(bytes: UnsafeRawBufferPointer, _ line: (UnsafeRawBufferPointer) -> Void) {
+      var start = 0
+      while let nl = bytes[start...].firstIndex(of: 0x0A) {
+        let piece = UnsafeRawBufferPointer(rebasing: bytes[start...nl])
+        if partial.isEmpty {
+          line(piece)
+        } else {
+          partial.append(contentsOf: piece)
+          partial.withUnsafeBytes { line($0) }
+          partial.removeAll(keepingCapacity: true)
+        }
+        start = nl + 1
+      }
+      partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
     }
   }
 
@@ -395,15 +410,17 @@ enum PeerMessage {
     return o
   }
 
-  /// `value` in decimal, without making a string.
-  static func writeDecimal(_ value: UInt64, into buffer: inout ByteBuffer) {
-    var unit: UInt64 = 1
-    while unit <= value / 10 { unit *= 10 }
-    var rest = value
-    while unit > 0 {
-      buffer.writeInteger(UInt8(0x30 + rest / unit))
-      rest %= unit
-      unit /= 10
+  #if canImport(NIOCore)
+    /// `value` in decimal, without making a string.
+    static func writeDecimal(_ value: UInt64, into buffer: inout ByteBuffer) {
+      var unit: UInt64 = 1
+      while unit <= value / 10 { unit *= 10 }
+      var rest = value
+      while unit > 0 {
+        buffer.writeInteger(UInt8(0x30 + rest / unit))
+        rest %= unit
+        unit /= 10
+      }
     }
-  }
+  #endif
 }

@@ -1,3 +1,4 @@
+import Countdown
 import Foundation
 import GRDB
 
@@ -39,7 +40,7 @@ final class Checkpointer: @unchecked Sendable {
     config.label = "countdown.checkpoint"
     connection = try DatabaseQueue(path: path, configuration: config)
     let thread = Thread { [self] in
-      System.nameCurrentThread("countdown-ckpt")
+      nameCurrentThread("countdown-ckpt")
       run()
     }
     thread.start()

@@ -129,7 +129,7 @@ package final class StoreWriter: @unchecked Sendable {
     self.onPushes = pushes?.committed
     self.clock = pushes?.now
     let thread = Thread { [self] in
-      System.nameCurrentThread("countdown-store")
+      nameCurrentThread("countdown-store")
       run()
     }
     thread.start()

@@ -23,20 +23,6 @@ enum System {
     }
   }
 
-  /// Names the calling thread `name` (at most 15 bytes, the kernel's limit), as `top -H` and
-  /// /proc/PID/task/TID/comm show it (docs/driver.md, "Threads"). Best effort.
-  static func nameCurrentThread(_ name: String) {
-    #if os(Linux)
-      // The calling thread's own comm file: what prctl(PR_SET_NAME) sets. (Foundation's
-      // `Thread.current.name`, set first thing in a new Thread, is lost when the creating
-      // thread has not yet recorded the new one's pthread: seen once in six runs.)
-      let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-      guard fd >= 0 else { return }
-      _ = Array(name.utf8.prefix(15)).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-      close(fd)
-    #endif
-  }
-
   /// Whether this user may write to `path`.
   static func isWritable(_ path: String) -> Bool { access(path, W_OK) == 0 }
 
