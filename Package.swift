@@ -115,6 +115,8 @@ let package = Package(
       dependencies: [
         "Countdown", "CountdownLoop", "CountdownProtocol", "CountdownStore", "CountdownClient",
         "CountdownPush", "CountdownAPNs", "CountdownPostgres", "CountdownCluster", "CountdownNIO",
+        // memory.h's hold on the allocator's mmap threshold (docs/protocol.md, "Memory").
+        "CPrefetch",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -3,8 +3,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #if defined(__linux__)
 #include <sys/mman.h>
+#endif
+#if defined(__GLIBC__)
+#include <malloc.h>
 #endif
 
 // Asks the kernel to back the whole 2 MiB extents inside [p, p + bytes) with transparent huge
@@ -21,6 +25,20 @@ static inline void cd_advise_huge_pages(const void *p, size_t bytes) {
 #else
   (void)p;
   (void)bytes;
+#endif
+}
+
+// Holds glibc's mmap threshold at `bytes` (mallopt's M_MMAP_THRESHOLD): a block that large or
+// larger is mapped on its own and unmapped when freed. Without it glibc raises the threshold
+// to the size of each mapped block freed (up to 32 MiB), after which such blocks are carved
+// from the arenas of the threads that made them and their pages stay with the process.
+// Returns 1 when set, 0 where there is no such setting (not glibc) or it was refused.
+static inline int cd_hold_mmap_threshold(int bytes) {
+#if defined(__GLIBC__) && defined(M_MMAP_THRESHOLD)
+  return mallopt(M_MMAP_THRESHOLD, bytes);
+#else
+  (void)bytes;
+  return 0;
 #endif
 }
 

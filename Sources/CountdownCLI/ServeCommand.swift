@@ -338,6 +338,8 @@ struct ServeCommand: AsyncParsableCommand {
     }
     // A write past a file-size limit (ulimit -f) is an error to report, not a signal to die of.
     System.ignoreFileSizeSignal()
+    // Before the threads that allocate are made (docs/protocol.md, "Memory").
+    CountdownServer.holdAllocatorMmapThreshold()
     let server = CountdownServer(options: options, logger: logger)
     do {
       try server.start()

@@ -397,7 +397,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
       let key = ObjectIdentifier(channel)
       hub.eventLoop.execute {
         if let last {
-          hub.activate(key, first: [], fromSequence: last.from, cuts: last.cuts)
+          hub.activate(key, first: ByteBuffer(), fromSequence: last.from, cuts: last.cuts)
         } else {
           hub.unsubscribe(key)
         }

@@ -151,6 +151,14 @@ public final class CountdownServer: Service, @unchecked Sendable {
     var notifier: ServiceNotifier?
   }
 
+  /// Holds glibc's mmap threshold at 128 KiB for the whole process, unless the environment
+  /// sets one (`MALLOC_MMAP_THRESHOLD_`, `GLIBC_TUNABLES`), so that the megabytes of a large
+  /// listing or event-stream snapshot go back to the system when freed instead of staying in
+  /// the allocator's arenas (docs/protocol.md, "Memory"). `countdown serve` calls it first; a
+  /// process that embeds the server decides for itself. Whether it was set.
+  @discardableResult
+  public static func holdAllocatorMmapThreshold() -> Bool { System.holdMmapThreshold() }
+
   public init(options: ServerOptions, logger: Logger = Logger(label: "countdown.serve")) {
     self.options = options
     self.logger = logger

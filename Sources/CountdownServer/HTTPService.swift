@@ -467,7 +467,14 @@ struct HTTPRoutes: HTTPResponder {
       }
     }
     // `retry`: the browser reconnects after 1 s when the server goes away.
-    let first = Array("retry: 1000\n\n".utf8) + EventFraming.sse("snapshot", listing)
+    // The snapshot and, in the same buffer, the events that came while it was built; held
+    // only until it is handed to the connection: the body's closure lives as long as the
+    // stream, and five streams each keeping a 30 MB snapshot of 100k activities were most of
+    // a server's memory (docs/protocol.md, "Memory").
+    let first = NIOLockedValueBox<ByteBuffer?>(
+      EventFraming.sse(
+        "snapshot", listing, prefix: "retry: 1000\n\n", room: 64 << 10, allocator: sink.allocator))
+    listing = []
     let peerCuts = cuts
     // A comment every 15 s keeps proxies from closing a quiet stream and finds gone clients.
     let heartbeat = hub.eventLoop.scheduleRepeatedTask(
@@ -486,7 +493,11 @@ struct HTTPRoutes: HTTPResponder {
       // calling this), so what the hub writes to the connection from here on follows it.
       await sink.run {
         hub.eventLoop.execute {
-          hub.activate(sink.key, first: first, fromSequence: from, cuts: peerCuts)
+          let snapshot = first.withLockedValue { b in
+            defer { b = nil }
+            return b ?? ByteBuffer()
+          }
+          hub.activate(sink.key, first: snapshot, fromSequence: from, cuts: peerCuts)
         }
       }
       heartbeat.cancel()

@@ -143,13 +143,13 @@ final class Hub: @unchecked Sendable {
   /// On a cluster node, `cuts` says where the snapshot stands in each other node's events
   /// (by incarnation): their events numbered from there on follow it.
   func activate(
-    _ key: ObjectIdentifier, first: [UInt8], fromSequence: UInt64, cuts: [UInt64: UInt64] = [:]
+    _ key: ObjectIdentifier, first: ByteBuffer, fromSequence: UInt64, cuts: [UInt64: UInt64] = [:]
   ) {
     eventLoop.assertInEventLoop()
     guard let sub = subscribers[key], sub.output.isPending else { return }
     sub.fromSequence = fromSequence
     sub.cuts = cuts
-    var bytes = sub.sink.allocator.buffer(bytes: first)
+    var bytes = first
     sub.output.activate(from: fromSequence, cuts: cuts, after: &bytes)
     if bytes.readableBytes > 0 { sub.sink.write(bytes) }
     checkInvariants()
