@@ -83,10 +83,13 @@ enum TicksBeside {
     let what = (noiseFloor ? "nothing sent (noise floor)" : sent) + (pin ? ", pinned" : "")
     let extra = noiseFloor ? [] : sending
     print(
-      "\n| \(activities / 1000)k ticking, 1,000 updates/s | round | tick p50 | p99 | max | server CPU | ticks/s | `updated` p50 | p99 | max | \(answered) |"
+      "\n| \(activities / 1000)k ticking, 1,000 updates/s | round | tick p50 | p99 | max | server CPU | ticks/s | `updated` p50 | p99 | max | \(answered) | loop ns/tick |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     var p99: [Bool: [Double]] = [true: [], false: []]
+    var loopPerTick: [Bool: [Double]] = [true: [], false: []]
+    var cpu: [Bool: [Double]] = [true: [], false: []]
+    var counted: [Double] = []
     for round in 1...max(1, rounds) {
       for on in [false, true] {
         let state = PushBench.stateFile()
@@ -118,12 +121,16 @@ enum TicksBeside {
           child, activities: 5000, perSecond: 1000, until: stop)
         let r = ServeBench.measure(
           child, seconds: seconds, threads: [readerThread] + streams, stop: stop,
-          recorder: recorder)
+          recorder: recorder, counter: { peer.count })
         let u = Latency(updated.histogram())
+        let perTick = r.loopNanosecondsPerTick.map { String(format: "%.0f", $0) } ?? "–"
         print(
-          "| \(what) \(on ? "on" : "off") | \(round) | \(r.row) | \(fmt(u.p50)) | \(fmt(u.p99)) | \(fmt(u.max)) | \(peer.count) |"
+          "| \(what) \(on ? "on" : "off") | \(round) | \(r.row) | \(fmt(u.p50)) | \(fmt(u.p99)) | \(fmt(u.max)) | \(peer.count) | \(perTick) |"
         )
         p99[on]!.append(r.latency.p99)
+        if let t = r.loopNanosecondsPerTick { loopPerTick[on]!.append(t) }
+        cpu[on]!.append(Double(r.cpuNanoseconds))
+        if on { counted.append(Double(r.counted)) }
       }
     }
     func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
@@ -132,6 +139,25 @@ enum TicksBeside {
     print(
       "\n\(what) move the median tick p99 by \(String(format: "%+.1f", (on / off - 1) * 100))% (\(fmt(off)) → \(fmt(on)), \(p99[true]!.count) rounds each)"
     )
+    // The loop thread's own CPU per tick (schedstat), which the neighbours on two CPUs do not
+    // move as they move lateness; the spread of the rounds without sending is its A/A noise.
+    if let offTicks = loopPerTick[false], let onTicks = loopPerTick[true], !offTicks.isEmpty,
+      !onTicks.isEmpty
+    {
+      let a = median(offTicks)
+      let b = median(onTicks)
+      let spread = (offTicks.max()! - offTicks.min()!) / a * 100
+      let onSpread = (onTicks.max()! - onTicks.min()!) / b * 100
+      print(
+        "\(what) move the loop thread's CPU per tick by \(String(format: "%+.1f", (b / a - 1) * 100))% (median \(String(format: "%.0f", a)) → \(String(format: "%.0f", b)) ns; A/A spread of the rounds: \(String(format: "%.1f", spread))% without, \(String(format: "%.1f", onSpread))% with)"
+      )
+    }
+    if !counted.isEmpty, median(counted) > 0 {
+      let extra = median(cpu[true]!) - median(cpu[false]!)
+      print(
+        "each of the \(Int(median(counted))) \(answered) in the \(seconds) s window cost \(String(format: "%.1f", extra / median(counted) / 1000)) µs of the server's CPU, all threads (median CPU with minus without, over the median count)"
+      )
+    }
   }
 }
 

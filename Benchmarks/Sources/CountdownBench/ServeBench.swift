@@ -191,6 +191,13 @@ struct ServeBench: ParsableCommand {
     var rss: Int64
     /// The lateness of the events other than ticks, when timed apart (see `recordLateness`).
     var others: Latency?
+    /// The loop thread's CPU time in the measured window (its schedstat,
+    /// ``Child/threadCPUNanoseconds(named:)``) per tick received at the window's rate (ns).
+    var loopNanosecondsPerTick: Double?
+    /// The child's CPU time in the measured window (ns), all threads.
+    var cpuNanoseconds: Int64 = 0
+    /// What `measure`'s counter moved by in the window (pushes or deliveries answered).
+    var counted = 0
     var row: String {
       "\(fmt(latency.p50)) | \(fmt(latency.p99)) | \(fmt(latency.max)) | \(String(format: "%.1f%%", cpu * 100)) | \(Int(eventsPerSecond))"
     }
@@ -304,21 +311,34 @@ struct ServeBench: ParsableCommand {
   /// reader `threads` recorded; then stops them.
   static func measure(
     _ child: Child, seconds: Double, threads: [Thread], stop: StopFlag, recorder: LatencyBox,
-    warmup: Double = 1.5
+    warmup: Double = 1.5, counter: (() -> Int)? = nil
   ) -> LatenessResult {
     usleep(UInt32(warmup * 1_000_000))
     let cpu0 = child.cpuNanoseconds()
+    let loop0 = child.threadCPUNanoseconds(named: "countdown-loop")
+    let counted0 = counter?() ?? 0
     let t0 = monotonicNanoseconds()
     usleep(UInt32(seconds * 1_000_000))
     let cpu1 = child.cpuNanoseconds()
+    let loop1 = child.threadCPUNanoseconds(named: "countdown-loop")
+    let counted1 = counter?() ?? 0
     let rss = residentBytes(of: child.process.processIdentifier)
     let wall = Double(monotonicNanoseconds() - t0)
     stop.set()
     while threads.contains(where: { !$0.isFinished }) { usleep(10_000) }
     let h = recorder.histogram()
-    return LatenessResult(
+    var result = LatenessResult(
       latency: Latency(h), cpu: Double(cpu1 - cpu0) / wall,
       eventsPerSecond: Double(h.totalCount) / seconds, rss: rss)
+    result.cpuNanoseconds = cpu1 - cpu0
+    result.counted = counted1 - counted0
+    // The readers merge their counts when they stop: the ticks of the window are the rate
+    // they received (from the same warm-up on) over the window's length.
+    if let loop0, let loop1, result.eventsPerSecond > 0 {
+      result.loopNanosecondsPerTick =
+        Double(loop1 - loop0) / (result.eventsPerSecond * wall / 1_000_000_000)
+    }
+    return result
   }
 
   /// Pipelines `commands` requests over `connections` connections and times the replies.
@@ -417,6 +437,27 @@ final class Child {
     // After the command: state is field 3, utime 14 and stime 15 (1-based over the whole line).
     let ticks = (Int64(fields[11]) ?? 0) + (Int64(fields[12]) ?? 0)
     return ticks * 1_000_000_000 / Int64(sysconf(Int32(_SC_CLK_TCK)))
+  }
+
+  /// The time on a CPU of the child's thread named `name` (its `comm`), in nanoseconds, from
+  /// `/proc/PID/task/TID/schedstat` (the scheduler's own count, not rounded to clock ticks):
+  /// one thread's cost, which the other threads sharing two CPUs do not blur. Nil when no
+  /// thread has that name.
+  func threadCPUNanoseconds(named name: String) -> Int64? {
+    let task = "/proc/\(process.processIdentifier)/task"
+    guard let tids = try? FileManager.default.contentsOfDirectory(atPath: task) else {
+      return nil
+    }
+    for tid in tids {
+      guard
+        let comm = try? String(contentsOfFile: "\(task)/\(tid)/comm", encoding: .utf8),
+        comm.trimmingCharacters(in: .whitespacesAndNewlines) == name,
+        let stat = try? String(contentsOfFile: "\(task)/\(tid)/schedstat", encoding: .utf8),
+        let ns = stat.split(separator: " ").first.flatMap({ Int64($0) })
+      else { continue }
+      return ns
+    }
+    return nil
   }
 
   func stop() {
