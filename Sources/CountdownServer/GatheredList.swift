@@ -8,31 +8,56 @@
 /// being decoded again.
 enum GatheredList {
   /// The elements of the first `"activities":[…]` array (or `key`'s) in `json` (a reply line
-  /// or an HTTP listing), each an object's bytes; nil when there is none.
+  /// or an HTTP listing), each an object's bytes; nil when there is none, or when the array
+  /// holds anything but objects (whitespace aside): a part that is not a list of activities is
+  /// not spliced into one.
   static func activities(in json: [UInt8], key: String = "activities") -> [ArraySlice<UInt8>]? {
     let marker = Array("\"\(key)\":[".utf8)
     guard let start = json.firstRange(of: marker)?.upperBound else { return nil }
     var items: [ArraySlice<UInt8>] = []
     var depth = 0
-    var itemStart = start
+    var objectStart = start
+    // Objects since the last comma at the top level; anything else there makes it no list.
+    var inSegment = 0
+    var wellFormed = true
     var closed = false
     JSONScan.walk(json, from: start) { token in
-      guard case .byte(let i, let b) = token else { return true }
-      switch b {
-      case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-      case UInt8(ascii: "}"):
-        depth -= 1
-        if depth == 0 { items.append(json[itemStart...i]) }
-      case UInt8(ascii: "]") where depth == 0:
-        closed = true
-        return false
-      case UInt8(ascii: "]"): depth -= 1
-      case UInt8(ascii: ",") where depth == 0: itemStart = i + 1
-      default: break
+      switch token {
+      case .string:
+        if depth == 0 { wellFormed = false }
+        return wellFormed
+      case .byte(let i, let b):
+        switch b {
+        case UInt8(ascii: "{"):
+          if depth == 0 { objectStart = i }
+          depth += 1
+        case UInt8(ascii: "["):
+          if depth == 0 { wellFormed = false }
+          depth += 1
+        case UInt8(ascii: "}"):
+          depth -= 1
+          if depth == 0 {
+            items.append(json[objectStart...i])
+            inSegment += 1
+          }
+          if depth < 0 { wellFormed = false }
+        case UInt8(ascii: "]") where depth == 0:
+          // `[]`, or one object after the last comma.
+          if inSegment != 1 && !(items.isEmpty && inSegment == 0) { wellFormed = false }
+          closed = true
+          return false
+        case UInt8(ascii: "]"): depth -= 1
+        case UInt8(ascii: ",") where depth == 0:
+          if inSegment != 1 { wellFormed = false }
+          inSegment = 0
+        case 0x20, 0x09, 0x0A, 0x0D: break
+        default:
+          if depth == 0 { wellFormed = false }
+        }
+        return wellFormed
       }
-      return true
     }
-    return closed ? items : nil
+    return closed && wellFormed ? items : nil
   }
 
   /// `local` (this node's reply or listing) with the peers' activities spliced into its array

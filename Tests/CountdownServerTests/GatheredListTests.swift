@@ -22,6 +22,22 @@ struct GatheredListTests {
     #expect(GatheredList.activities(in: Self.bytes(#"{"ok":false,"code":"x"}"#)) == nil)
   }
 
+  @Test("Whitespace between the objects is allowed; anything else in the array is not a list")
+  func notAList() throws {
+    let spaced = try #require(
+      GatheredList.activities(in: Self.bytes(#"{"activities":[ {"id":"a"} ,\#n{"id":"b"} ]}"#)))
+    #expect(spaced.map { String(decoding: $0, as: UTF8.self) } == [#"{"id":"a"}"#, #"{"id":"b"}"#])
+    // Found by make fuzz: an element that was not an object came back as one.
+    for bad in [
+      #"{"activities":[1,{"id":"a"}]}"#, #"{"activities":[{"id":"a"} 1]}"#,
+      #"{"activities":["a"]}"#, #"{"activities":[[{"id":"a"}]]}"#, #"{"activities":[{"id":"a"},]}"#,
+      #"{"activities":[,{"id":"a"}]}"#, #"{"activities":[{"id":"a"}{"id":"b"}]}"#,
+      #"{"activities":[{"id":"a"}"#,
+    ] {
+      #expect(GatheredList.activities(in: Self.bytes(bad)) == nil, "\(bad)")
+    }
+  }
+
   @Test("Merged: this node's first, then each peer's; soonest k across all, by endDate")
   func merge() {
     let local = Self.bytes(#"{"rid":"r","ok":true,"at":5,"activities":[{"id":"a","endDate":30}]}"#)
