@@ -93,7 +93,11 @@ enum GatheredList {
     var i = r.upperBound
     var digits = 0
     while i < object.endIndex, let d = Optional(object[i]), d >= 0x30, d <= 0x39 {
-      v = v * 10 + Int64(d - 0x30)
+      // More digits than an Int64 holds: not an instant any node writes (and no trap).
+      let (times10, o1) = v.multipliedReportingOverflow(by: 10)
+      let (next, o2) = times10.addingReportingOverflow(Int64(d - 0x30))
+      guard !o1, !o2 else { return nil }
+      v = next
       i += 1
       digits += 1
     }

@@ -36,6 +36,9 @@ struct GatheredListTests {
     ] {
       #expect(GatheredList.activities(in: Self.bytes(bad)) == nil, "\(bad)")
     }
+    // An endDate of more digits than an Int64 holds is none (it trapped).
+    #expect(GatheredList.endDate(of: Self.bytes(#"{"endDate":99999999999999999999}"#)[...]) == nil)
+    #expect(GatheredList.endDate(of: Self.bytes(#"{"endDate":9223372036854775807}"#)[...]) == .max)
   }
 
   @Test("Merged: this node's first, then each peer's; soonest k across all, by endDate")
