@@ -626,9 +626,16 @@ struct ClusterOnPostgresTests {
       }
       try #require(restarted.withLockedValue { $0 }, "PostgreSQL never restarted").get()
       #expect(okAfter == 40, "the nodes did not take commands again: \(refused)")
-      // Nothing acknowledged is lost, on either node's shards, through either node.
+      // Nothing acknowledged is lost, on either node's shards, through either node. A shard
+      // still moving between the nodes answers `unavailable` ("try again"): asked again
+      // for up to 15 s, as a client would.
       for id in acked {
-        let r = try p.ca.request(#"{"op":"get","id":"\#(id)"}"#)
+        var r = try p.ca.request(#"{"op":"get","id":"\#(id)"}"#)
+        let retryUntil = nowMs() + 15_000
+        while r["code"] as? String == "unavailable", nowMs() < retryUntil {
+          usleep(100_000)
+          r = try p.ca.request(#"{"op":"get","id":"\#(id)"}"#)
+        }
         #expect(r["ok"] as? Bool == true, "\(id) acknowledged, then lost: \(r)")
       }
       // Both nodes still run and serve their share.
