@@ -81,7 +81,6 @@ let package = Package(
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
-        .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         .product(name: "NIOSSL", package: "swift-nio-ssl"),
         .product(name: "Logging", package: "swift-log"),
       ]),
@@ -119,7 +118,6 @@ let package = Package(
         "CPrefetch",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
-        .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "Hummingbird", package: "hummingbird"),
@@ -195,16 +193,36 @@ let package = Package(
         "CountdownPostgres", "CountdownStore", "CountdownCluster", "Countdown",
         "CountdownTestSupport",
       ]),
+    // What the server's tests and the served process's share: a client socket, a server run in
+    // the test's process, `countdown serve` as a child, a partitioning proxy.
+    .target(
+      name: "CountdownServerTestSupport",
+      dependencies: [
+        "CountdownServer", "CountdownClient", "Countdown", "CountdownTestSupport",
+        .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+      ],
+      path: "Tests/CountdownServerTestSupport"),
+    // The server's parts, in the test's process.
     .testTarget(
       name: "CountdownServerTests",
       dependencies: [
-        "CountdownServer", "CountdownNIO", "CountdownStore", "Countdown", "CountdownCLI",
-        "CountdownClient", "CountdownCluster",
+        "CountdownServer", "CountdownNIO", "CountdownStore", "Countdown",
+        "CountdownClient", "CountdownCluster", "CountdownServerTestSupport",
         "CountdownTestSupport", "CountdownPostgres", .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+      ]),
+    // `countdown serve` run as a process (the executable built from CountdownCLI): restarts,
+    // kill -9, signals, file modes, limits, TLS files, a cluster of nodes.
+    .testTarget(
+      name: "CountdownServeTests",
+      dependencies: [
+        "CountdownCLI", "CountdownServer", "CountdownStore", "Countdown", "CountdownClient",
+        "CountdownCluster", "CountdownServerTestSupport", "CountdownTestSupport",
+        "CountdownPostgres", .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
       ]),
   ],

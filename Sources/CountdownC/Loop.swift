@@ -1,7 +1,6 @@
 import CCountdownABI
 import Countdown
 import CountdownLoop
-import Dispatch
 
 /// What a `cd_loop *` points to: the loop, the style of event texts, and the host's callback.
 final class CLoop: Sendable {
@@ -32,14 +31,12 @@ final class CLoop: Sendable {
             "\(what) waits for the loop, and this is the loop's own thread (an event callback); use cd_loop_request_async"
         ))
     }
-    let done = DispatchSemaphore(value: 0)
-    let box = ResultBox<T>()
-    loop.submit(body) { result in
-      box.result = result
-      done.signal()
+    let answer = Locked<Result<T, CountdownError>?>(nil)
+    loop.submit(body) { result in answer.withLockWaking { $0 = result } }
+    answer.wait(until: { $0 != nil })
+    return answer.withLock { $0! }.mapError {
+      CLoopFailure(status: cd_status($0.code), message: $0.message)
     }
-    done.wait()
-    return box.result!.mapError { CLoopFailure(status: cd_status($0.code), message: $0.message) }
   }
 }
 
@@ -50,12 +47,6 @@ struct CLoopFailure: Error {
 
   /// Records the message for `cd_last_error_message` and returns the status.
   func record() -> cd_status { LastError.fail(status, message) }
-}
-
-/// A result passed from the loop thread to the waiting one. `@unchecked Sendable`: written
-/// once before the semaphore is signalled, read after it is waited on.
-final class ResultBox<T>: @unchecked Sendable {
-  var result: Result<T, CountdownError>?
 }
 
 /// The host's event callback and its context. `@unchecked Sendable`: the context is the

@@ -1,5 +1,5 @@
+import Countdown
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
 
@@ -12,9 +12,9 @@ extension PostgresConnection {
   /// connection is closed, so the query fails and nothing more is sent on it, and
   /// ``NoAnswer`` is thrown.
   func answer<T: Sendable>(to answer: EventLoopFuture<T>, within timeout: TimeAmount) throws -> T {
-    let late = NIOLockedValueBox(false)
+    let late = Locked(false)
     let timer = eventLoop.scheduleTask(in: timeout) { [self] in
-      late.withLockedValue { $0 = true }
+      late.withLock { $0 = true }
       let closing: EventLoopFuture<Void> = close()
       _ = closing
     }
@@ -22,7 +22,7 @@ extension PostgresConnection {
     do {
       return try answer.wait()
     } catch {
-      if late.withLockedValue({ $0 }) { throw NoAnswer(timeout: timeout) }
+      if late.withLock({ $0 }) { throw NoAnswer(timeout: timeout) }
       throw error
     }
   }

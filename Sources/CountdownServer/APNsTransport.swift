@@ -5,7 +5,6 @@ import CountdownNIO
 import CountdownPush
 import CountdownStore
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -19,7 +18,7 @@ extension OutboxSender where Transport == APNsTransport {
   /// and nil when it sends again (the systemd `STATUS=` line).
   convenience init(
     endpoint: APNsEndpoint, token: ProviderToken, writer: StoreWriter,
-    loop: NIOLockedValueBox<CountdownLoop?>, metrics: PushMetrics, logger: Logger,
+    loop: Locked<CountdownLoop?>, metrics: PushMetrics, logger: Logger,
     held: @escaping @Sendable (String?) -> Void = { _ in }
   ) throws(ServerStartError) {
     try self.init(
@@ -77,7 +76,7 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
   // transport is called there); the rest is immutable.
   private let client: APNsClient
   private var tokens: ProviderTokens
-  private let loop: NIOLockedValueBox<CountdownLoop?>
+  private let loop: Locked<CountdownLoop?>
   private let metrics: PushMetrics
   private let logger: Logger
   /// The reason of the last answer that held the sender (``DeliveryOutcome/hold``).
@@ -119,7 +118,7 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
   }
 
   init(
-    client: APNsClient, token: ProviderToken, loop: NIOLockedValueBox<CountdownLoop?>,
+    client: APNsClient, token: ProviderToken, loop: Locked<CountdownLoop?>,
     metrics: PushMetrics, logger: Logger, held: @escaping @Sendable (String?) -> Void
   ) {
     self.held = held
@@ -177,7 +176,7 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
   /// Removes a token APNs no longer takes from its activity (an update on the loop, written
   /// like any other; an activity already gone has nothing to remove).
   private func removeToken(_ key: PushBudget.Key) {
-    guard let loop = loop.withLockedValue({ $0 }) else { return }
+    guard let loop = loop.withLock({ $0 }) else { return }
     let patch = JSONValue.object([
       "pushTokens": .object([key.token: .null]), "startTokens": .object([key.token: .null]),
     ])

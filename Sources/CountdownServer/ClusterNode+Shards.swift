@@ -12,7 +12,7 @@ extension ClusterNode {
   /// Starts writing `shard` and assembles its rows into the engine; lets its commands in once
   /// they are there. A load that fails is tried again a second later while the shard is wanted.
   func take(_ shard: Int, epoch: Int64) {
-    guard state.withLockedValue({ $0.wanted[shard] == epoch }) else { return }
+    guard state.withLock({ $0.wanted[shard] == epoch }) else { return }
     store.serve(shard, epoch: epoch)
     let rows: EngineSnapshot?
     var pushes: (pending: [(seq: Int64, item: PushItem)], budget: [PushBudgetRow])?
@@ -43,7 +43,7 @@ extension ClusterNode {
     if let u = unsettledRow, u.incarnation != incarnation, !u.lines.isEmpty {
       relayLinks?.recover(from: u.incarnation, u.lines)
     }
-    guard let loop = loop.withLockedValue({ $0 }) else { return }
+    guard let loop = loop.withLock({ $0 }) else { return }
     let taken = rows.map { [$0] } ?? []
     let refusal = Refusals()
     loop.rebuildEngine(
@@ -62,7 +62,7 @@ extension ClusterNode {
           unrestorable(shard, epoch: epoch, failure)
           return
         }
-        let opened = state.withLockedValue { s in
+        let opened = state.withLock { s in
           guard s.wanted[shard] == epoch else { return false }
           s.open[shard] = epoch
           s.unrestorable[shard] = nil
@@ -80,7 +80,7 @@ extension ClusterNode {
   /// lists name it), it is reported, and its rows are read and tried again in a while, for as
   /// long as this node holds it (a person may mend the rows meanwhile).
   func unrestorable(_ shard: Int, epoch: Int64, _ error: CountdownError) {
-    let held = state.withLockedValue { s in
+    let held = state.withLock { s in
       s.open[shard] = nil
       guard s.wanted[shard] == epoch else { return false }
       s.unrestorable[shard] = error.message
@@ -93,7 +93,7 @@ extension ClusterNode {
     // Nothing of it is written or sent meanwhile (a change of the engine alone writes the
     // engine row of every shard served): its rows and outbox stay as its last owner left them.
     writer.perform { [self] in
-      if state.withLockedValue({ $0.open[shard] == nil }) { letGo(shard) }
+      if state.withLock({ $0.open[shard] == nil }) { letGo(shard) }
     }
     DispatchQueue.global().asyncAfter(deadline: .now() + Self.restoreRetry) { [weak self] in
       guard let self else { return }
@@ -115,7 +115,7 @@ extension ClusterNode {
   }
 
   /// Shards held whose rows cannot be restored, with why.
-  var unrestorableShards: [Int: String] { state.withLockedValue { $0.unrestorable } }
+  var unrestorableShards: [Int: String] { state.withLock { $0.unrestorable } }
 
   /// What an assembly on the loop thread left out, for its completion (on the same thread).
   private final class Refusals: @unchecked Sendable {
@@ -125,7 +125,7 @@ extension ClusterNode {
   /// Stops writing `shard` and drops its activities from the engine.
   func drop(_ shard: Int) {
     letGo(shard)
-    guard let loop = loop.withLockedValue({ $0 }) else { return }
+    guard let loop = loop.withLock({ $0 }) else { return }
     loop.rebuildEngine(
       { [self] current throws(CountdownError) in
         let a = ShardAssembly.assemble(
@@ -147,7 +147,7 @@ extension ClusterNode {
   /// reported and tried again (``unrestorableShards``); the others are served.
   func reload(epoch: UInt64) {
     guard
-      state.withLockedValue({ s in
+      state.withLock({ s in
         guard epoch >= s.reloading else { return false }
         s.reloading = epoch
         return true
@@ -172,7 +172,7 @@ extension ClusterNode {
       }
       return
     }
-    guard let loop = loop.withLockedValue({ $0 }) else { return }
+    guard let loop = loop.withLock({ $0 }) else { return }
     let journal = self.journal
     let logger = self.logger
     let refusal = Refusals()

@@ -8,7 +8,6 @@ import CountdownStore
 import Dispatch
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// A cluster node's side of the cluster (docs/cluster.md, "Serving shards"): carries out what the
@@ -29,13 +28,13 @@ final class ClusterNode: @unchecked Sendable {
   let options: ClusterOptions
   let store: PostgresStore
   let writer: StoreWriter
-  let loop: NIOLockedValueBox<CountdownLoop?>
+  let loop: Locked<CountdownLoop?>
   let journal: Journal
   let logger: Logger
   /// NIO's lock, as everywhere in the server (ThreadSanitizer sees a pthread mutex).
-  let state = NIOLockedValueBox(State())
+  let state = Locked(State())
   /// The lease driver, once it has joined (it calls back into this node from its start).
-  let driver = NIOLockedValueBox<LeaseDriver?>(nil)
+  let driver = Locked<LeaseDriver?>(nil)
   /// The connections to the other nodes, with `--cluster-token`; nil: nothing is forwarded.
   let links: PeerLinks?
   /// The server's network threads (forwarded HTTP commands wait on one).
@@ -78,7 +77,7 @@ final class ClusterNode: @unchecked Sendable {
 
   init(
     options: ClusterOptions, store: PostgresStore, writer: StoreWriter,
-    loop: NIOLockedValueBox<CountdownLoop?>, journal: Journal, logger: Logger,
+    loop: Locked<CountdownLoop?>, journal: Journal, logger: Logger,
     group: any EventLoopGroup, hub: Hub, delivery: PushDelivery? = nil,
     webhooks: WebhookDelivery? = nil
   ) {
@@ -126,7 +125,7 @@ final class ClusterNode: @unchecked Sendable {
     ShardGate(
       admission: { [self] id throws(CountdownError) in
         let shard = shard(of: id)
-        let (open, lease, peer, broken) = state.withLockedValue { s in
+        let (open, lease, peer, broken) = state.withLock { s in
           (
             s.open[shard] != nil, s.leases[shard],
             s.leases[shard]?.owner.flatMap { s.nodes[$0] }, s.unrestorable[shard]
@@ -142,7 +141,7 @@ final class ClusterNode: @unchecked Sendable {
         throw refusal
       },
       makeID: { [self] in
-        state.withLockedValue { s in
+        state.withLock { s in
           guard !s.open.isEmpty else { return nil }
           while true {
             let id = s.ids.uuid()
@@ -155,7 +154,7 @@ final class ClusterNode: @unchecked Sendable {
   }
 
   /// The shards whose commands are let in, in order: their activities are all in the engine.
-  var openShards: [Int] { state.withLockedValue { $0.open.keys.sorted() } }
+  var openShards: [Int] { state.withLock { $0.open.keys.sorted() } }
 
   /// Whether a list or snapshot made of this node's part (`served`: its shards when it ran)
   /// and the other nodes' `replies` (each saying its shards in `servedShards`) is whole: nil
@@ -182,7 +181,7 @@ final class ClusterNode: @unchecked Sendable {
     }
     let why: String
     if !missing.isEmpty {
-      let broken = state.withLockedValue { s in missing.filter { s.unrestorable[$0] != nil } }
+      let broken = state.withLock { s in missing.filter { s.unrestorable[$0] != nil } }
       why =
         "no node serves \(named(missing)) now"
         + (broken.isEmpty
@@ -198,7 +197,7 @@ final class ClusterNode: @unchecked Sendable {
   /// The cluster as this node last read it: the nodes by name, each shard with its owner
   /// (nil while no live lease holds it) and epoch.
   var view: ClusterView {
-    state.withLockedValue { s in
+    state.withLock { s in
       ClusterView(
         node: options.node,
         nodes: s.nodes.values.sorted { $0.name < $1.name }.map {
@@ -237,7 +236,7 @@ final class ClusterNode: @unchecked Sendable {
   /// closes its connections to the other nodes and lets go of its lease driver, which holds
   /// this node's callbacks (kept, the two would keep each other alive past the server).
   func leave() {
-    let driver = self.driver.withLockedValue { d in
+    let driver = self.driver.withLock { d in
       defer { d = nil }
       return d
     }
@@ -252,10 +251,10 @@ final class ClusterNode: @unchecked Sendable {
   func changed(_ change: LeaseDriver.Change) {
     switch change {
     case .serve(let shard, let epoch):
-      state.withLockedValue { $0.wanted[shard] = epoch }
+      state.withLock { $0.wanted[shard] = epoch }
       writer.perform { [self] in take(shard, epoch: epoch) }
     case .stop(let shard, let reason):
-      state.withLockedValue {
+      state.withLock {
         $0.wanted[shard] = nil
         $0.open[shard] = nil
         $0.unrestorable[shard] = nil
@@ -267,12 +266,12 @@ final class ClusterNode: @unchecked Sendable {
 
   /// Shards served now and what the lease driver has done, for `/metrics`.
   var leaseFigures: (served: Int, counts: LeaseDriver.Counts) {
-    state.withLockedValue { ($0.open.count, $0.counts) }
+    state.withLock { ($0.open.count, $0.counts) }
   }
 
   /// The other live nodes with an address, by name: where a list is gathered from.
   var livePeers: [String] {
-    state.withLockedValue { s in
+    state.withLock { s in
       s.nodes.values.filter { $0.alive && $0.advertise != nil && $0.name != options.node }
         .map(\.name).sorted()
     }
@@ -361,7 +360,7 @@ final class ClusterNode: @unchecked Sendable {
   func observed(
     _ table: [LeaseDriver.Lease], _ nodes: [LeaseDriver.Node], _ counts: LeaseDriver.Counts
   ) {
-    let peers = state.withLockedValue { s in
+    let peers = state.withLock { s in
       s.counts = counts
       for lease in table { s.leases[lease.shard] = lease }
       s.nodes = Dictionary(nodes.map { ($0.name, $0) }) { a, _ in a }
@@ -405,7 +404,7 @@ final class ClusterNode: @unchecked Sendable {
   func forward(_ line: [UInt8], to node: String, on eventLoop: any EventLoop)
     -> EventLoopFuture<[UInt8]>
   {
-    guard let links, let address = state.withLockedValue({ $0.nodes[node]?.advertise }) else {
+    guard let links, let address = state.withLock({ $0.nodes[node]?.advertise }) else {
       return eventLoop.makeFailedFuture(PeerError("where it is reached is not known"))
     }
     return links.send(line, to: node, at: address).hop(to: eventLoop)

@@ -7,7 +7,6 @@ import CountdownProtocol
 import CountdownPush
 import CountdownStore
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -98,7 +97,7 @@ extension CountdownServer {
     let core = ServerCore(
       options: options, loop: loop, hub: hub, logger: logger, durable: durable, group: group,
       metrics: metrics, connectionLimit: connectionLimit, cluster: cluster)
-    state.withLockedValue {
+    state.withLock {
       $0.group = group
       $0.core = core
       $0.identity = identity
@@ -110,14 +109,14 @@ extension CountdownServer {
         // The manager owns the file (its mode is SocketMode= in the unit) and keeps it.
         let unix = try bootstrap(group, core, tcp: false, identity: nil)
           .withBoundSocket(socket.fd).wait()
-        state.withLockedValue { $0.listeners.append(unix) }
+        state.withLock { $0.listeners.append(unix) }
       } else {
         // Mode 0600 from the start: the socket file is created under umask 0177.
         let unix = try System.withFileModeMask(0o177) {
           try bootstrap(group, core, tcp: false, identity: nil)
             .bind(unixDomainSocketPath: options.socketPath).wait()
         }
-        state.withLockedValue {
+        state.withLock {
           $0.listeners.append(unix)
           $0.socketBound = true
         }
@@ -127,7 +126,7 @@ extension CountdownServer {
         let channel =
           try handed.listen.map { try tcpBootstrap.withBoundSocket($0.fd).wait() }
           ?? tcpBootstrap.bind(host: tcp.host, port: tcp.port).wait()
-        state.withLockedValue { $0.listeners.append(channel) }
+        state.withLock { $0.listeners.append(channel) }
       }
     } catch {
       stop()
@@ -138,13 +137,13 @@ extension CountdownServer {
         let front = try HTTPFrontEnd(
           core: core, host: http.host, port: http.port, handed: handed.http?.fd,
           identity: identity, logger: logger)
-        state.withLockedValue { $0.http = front }
+        state.withLock { $0.http = front }
       } catch {
         stop()
         throw error
       }
     }
-    state.withLockedValue { $0.notifier = notifier }
+    state.withLock { $0.notifier = notifier }
   }
 
   /// The stages of start-up that set something up, each added to `stages` with its teardown
@@ -194,10 +193,10 @@ extension CountdownServer {
     let options = self.options
     // The writer is made before the loop and the senders it calls back: they are handed to
     // it once they are up.
-    let loopBox = NIOLockedValueBox<CountdownLoop?>(nil)
-    let clusterBox = NIOLockedValueBox<ClusterNode?>(nil)
-    let deliveryBox = NIOLockedValueBox<PushDelivery?>(nil)
-    let webhookBox = NIOLockedValueBox<WebhookDelivery?>(nil)
+    let loopBox = Locked<CountdownLoop?>(nil)
+    let clusterBox = Locked<ClusterNode?>(nil)
+    let deliveryBox = Locked<PushDelivery?>(nil)
+    let webhookBox = Locked<WebhookDelivery?>(nil)
     var pushHooks: PushHooks?
     var webhookHooks: WebhookHooks?
     var pending: [(seq: Int64, item: PushItem)] = []
@@ -210,7 +209,7 @@ extension CountdownServer {
         pending = outbox.pending
         pushHooks = PushHooks(
           planner: planner, now: { SystemWallClock.now().milliseconds },
-          committed: { pushes in deliveryBox.withLockedValue { $0 }?.committed(pushes) })
+          committed: { pushes in deliveryBox.withLock { $0 }?.committed(pushes) })
       }
       if let w = options.webhooks {
         pendingWebhooks = try store.loadWebhooks()
@@ -222,7 +221,7 @@ extension CountdownServer {
             out.webhook(event, state)
             return out.take()
           },
-          committed: { deliveries in webhookBox.withLockedValue { $0 }?.committed(deliveries) })
+          committed: { deliveries in webhookBox.withLock { $0 }?.committed(deliveries) })
       }
     } catch {
       throw ServerStartError(error.message)
@@ -230,11 +229,11 @@ extension CountdownServer {
     let writer = StoreWriter(
       store: store,
       reload: { snapshot, epoch in
-        if let cluster = clusterBox.withLockedValue({ $0 }) {
+        if let cluster = clusterBox.withLock({ $0 }) {
           cluster.reload(epoch: epoch)
           return
         }
-        guard let loop = loopBox.withLockedValue({ $0 }) else { return }
+        guard let loop = loopBox.withLock({ $0 }) else { return }
         Self.reload(
           snapshot, epoch: epoch, loop: loop, journal: journal, options: options, logger: logger)
       },
@@ -250,7 +249,7 @@ extension CountdownServer {
         endpoint: endpoint, token: token, writer: writer, loop: loopBox,
         metrics: metrics.pushes, logger: logger, held: { notifier?.pushes(heldFor: $0) })
       stages.add("push sender") { sender.stop() }
-      deliveryBox.withLockedValue { $0 = sender }
+      deliveryBox.withLock { $0 = sender }
       // Before the loop runs: what a restored engine does at once (deadlines that passed
       // while the server was down) pushes after what was pending.
       sender.restore(pending)
@@ -261,7 +260,7 @@ extension CountdownServer {
       let sender = try WebhookDelivery(
         options: w, writer: writer, metrics: metrics.webhooks, logger: logger)
       stages.add("webhook sender") { sender.stop() }
-      webhookBox.withLockedValue { $0 = sender }
+      webhookBox.withLock { $0 = sender }
       sender.restore(pendingWebhooks)
       webhooks = sender
     }
@@ -276,7 +275,7 @@ extension CountdownServer {
       throw ServerStartError("cannot restore the state in \(options.statePlace): \(error)")
     }
     stages.add("loop") { loop.shutdown() }
-    loopBox.withLockedValue { $0 = loop }
+    loopBox.withLock { $0 = loop }
     var cluster: ClusterNode?
     if let c = options.cluster, let nodeStore = store as? PostgresStore {
       // The node serves nothing until the driver says which shards (docs/cluster.md).
@@ -284,13 +283,13 @@ extension CountdownServer {
         options: c, store: nodeStore, writer: writer, loop: loopBox, journal: journal,
         logger: logger, group: group, hub: hub, delivery: delivery,
         webhooks: webhooks)
-      clusterBox.withLockedValue { $0 = node }
+      clusterBox.withLock { $0 = node }
       do throws(StoreError) {
         let driver = try LeaseDriver(
           node: c.node, shardCount: c.shards, timing: .init(leaseMs: c.leaseMs),
           location: nodeStore.location, advertise: c.advertise, onChange: node.changed,
           onObserve: node.observed)
-        node.driver.withLockedValue { $0 = driver }
+        node.driver.withLock { $0 = driver }
       } catch {
         throw ServerStartError(error.message)
       }

@@ -6,9 +6,7 @@ import CountdownPostgres
 import CountdownProtocol
 import CountdownPush
 import CountdownStore
-import Dispatch
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -30,7 +28,7 @@ final class ServerCore: @unchecked Sendable {
   /// Connections of every transport at once: `maxConnections`, or less where the file limit
   /// leaves fewer descriptors.
   let connectionLimit: Int
-  let connections = NIOLockedValueBox([ObjectIdentifier: Channel]())
+  let connections = Locked([ObjectIdentifier: Channel]())
   private let activities = Atomic<Int>(0)
   /// A cluster node's (docs/cluster.md): what it does with shards, and the gate every
   /// command passes; nil for a single server.
@@ -71,7 +69,7 @@ final class ServerCore: @unchecked Sendable {
 
   /// Counts a new connection in (socket, TCP or HTTP); false when the server is at its limit.
   func connectionOpened(_ channel: Channel) -> Bool {
-    connections.withLockedValue { c in
+    connections.withLock { c in
       guard c.count < connectionLimit else { return false }
       c[ObjectIdentifier(channel)] = channel
       return true
@@ -79,7 +77,7 @@ final class ServerCore: @unchecked Sendable {
   }
 
   func connectionClosed(_ channel: Channel) {
-    _ = connections.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+    _ = connections.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
   }
 
   /// On the loop thread, in a command's completion: hands `result` to `deliver` now (in
@@ -132,12 +130,12 @@ public final class CountdownServer: Service, @unchecked Sendable {
   // @unchecked Sendable: `state` is locked; everything else is immutable.
   public let options: ServerOptions
   let logger: Logger
-  let state = NIOLockedValueBox(RunState())
+  let state = Locked(RunState())
 
   /// How many activities the state file gave back at start (nil for `:memory:`).
   public internal(set) var restoredCount: Int? {
-    get { state.withLockedValue { $0.restored } }
-    set { state.withLockedValue { $0.restored = newValue } }
+    get { state.withLock { $0.restored } }
+    set { state.withLock { $0.restored = newValue } }
   }
 
   struct RunState {
@@ -166,16 +164,16 @@ public final class CountdownServer: Service, @unchecked Sendable {
 
   /// The TCP address actually bound (its port when `listen` asked for port 0), once started.
   public var tcpAddress: SocketAddress? {
-    state.withLockedValue { $0.listeners.dropFirst().first?.localAddress }
+    state.withLock { $0.listeners.dropFirst().first?.localAddress }
   }
 
   /// The HTTP address actually bound (its port when `http` asked for port 0), once started.
   public var httpAddress: SocketAddress? {
-    state.withLockedValue { $0.http?.address }
+    state.withLock { $0.http?.address }
   }
 
   /// What runs while the server is started (nil before and after).
-  var core: ServerCore? { state.withLockedValue { $0.core } }
+  var core: ServerCore? { state.withLock { $0.core } }
 
   /// Whether HTTP and TCP are served over TLS.
   public var usesTLS: Bool { options.tlsCertificatePath != nil }
@@ -183,7 +181,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
   /// Reads `--tls-cert` and `--tls-key` again (SIGHUP): new connections present the new
   /// certificate; those open keep theirs. On an error the old pair stays in use.
   public func reloadTLS() throws(ServerStartError) {
-    guard let identity = state.withLockedValue({ $0.identity }) else {
+    guard let identity = state.withLock({ $0.identity }) else {
       throw ServerStartError("the server does not serve TLS (no --tls-cert and --tls-key)")
     }
     try identity.reload()
@@ -201,7 +199,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
   /// Stops accepting, answers every request already read, closes the connections, stops the
   /// loop and removes the socket file. Safe to call more than once.
   public func stop() {
-    let (group, core, listeners, socketBound, http, notifier) = state.withLockedValue { s in
+    let (group, core, listeners, socketBound, http, notifier) = state.withLock { s in
       defer {
         s.group = nil
         s.core = nil
@@ -222,15 +220,15 @@ public final class CountdownServer: Service, @unchecked Sendable {
     if let core {
       // Every batch read so far is ahead of this one in the loop's queue; once it is done, their
       // replies are queued on the connections' event loops, ahead of the closes below.
-      let semaphore = DispatchSemaphore(value: 0)
-      core.loop.submit({ _ in }, completion: { _ in semaphore.signal() })
-      semaphore.wait()
+      let drained = Locked(false)
+      core.loop.submit({ _ in }, completion: { _ in drained.withLockWaking { $0 = true } })
+      drained.wait(until: { $0 })
       // With a state file, those replies go out once their wakes are committed.
       core.durable?.writer.flush()
       // A cluster node hands its shards over: the others take them at their next look.
       core.cluster?.leave()
       core.durable?.writer.flush()
-      let channels = core.connections.withLockedValue { Array($0.values) }
+      let channels = core.connections.withLock { Array($0.values) }
       for c in channels {
         try? c.eventLoop.submit {}.wait()
         try? c.close().wait()
@@ -250,7 +248,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
   /// (``ServerOptions/serviceManager``), runs until graceful shutdown (SIGTERM or SIGINT in a
   /// `ServiceGroup`), then stops.
   public func run() async throws {
-    if state.withLockedValue({ $0.core == nil }) { try start() }
+    if state.withLock({ $0.core == nil }) { try start() }
     // READY=1 once signals are trapped (the group does that before its services run): a
     // manager that stops the service the moment it is ready gets a graceful stop.
     notifyReady()
@@ -261,7 +259,7 @@ public final class CountdownServer: Service, @unchecked Sendable {
   /// Sends `READY=1` to the service manager and begins the watchdog's beats (nothing without
   /// ``ServerOptions/serviceManager``'s notify socket). ``run()`` calls it.
   func notifyReady() {
-    let (notifier, core) = state.withLockedValue { ($0.notifier, $0.core) }
+    let (notifier, core) = state.withLock { ($0.notifier, $0.core) }
     if let notifier, let core {
       notifier.ready(activities: restoredCount ?? 0, loop: core.loop, on: core.hub.eventLoop)
     }

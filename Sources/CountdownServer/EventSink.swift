@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import Countdown
 import NIOCore
 import NIOHTTPTypes
 import Synchronization
@@ -48,7 +48,7 @@ final class StreamSink: EventSink, Sendable {
   private let channel: any Channel
   private let closed = Atomic<Bool>(false)
   /// The body task's wait for the end of the stream, and whether it has ended.
-  private let end = NIOLockedValueBox<(waiter: CheckedContinuation<Void, Never>?, ended: Bool)>(
+  private let end = Locked<(waiter: CheckedContinuation<Void, Never>?, ended: Bool)>(
     (nil, false))
 
   init(hub: Hub, channel: any Channel) {
@@ -87,7 +87,7 @@ final class StreamSink: EventSink, Sendable {
   func run(_ start: () -> Void) async {
     start()
     await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-      let done = end.withLockedValue { e in
+      let done = end.withLock { e in
         if e.ended { return true }
         e.waiter = c
         return false
@@ -97,7 +97,7 @@ final class StreamSink: EventSink, Sendable {
   }
 
   private func ended() {
-    let waiter = end.withLockedValue { e in
+    let waiter = end.withLock { e in
       e.ended = true
       defer { e.waiter = nil }
       return e.waiter

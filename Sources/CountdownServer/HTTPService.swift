@@ -4,12 +4,10 @@
 import Countdown
 import CountdownLoop
 import CountdownProtocol
-import Dispatch
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOExtras
 import NIOHTTP1
@@ -30,10 +28,10 @@ import Synchronization
 /// them: the routes answer, an error they throw is a 500, every answer carries `Date`.
 final class HTTPFrontEnd: Sendable {
   private let task: Task<Void, Never>
-  private let finished: DispatchSemaphore
+  private let finished: Locked<Bool>
   /// Released by `stop()`, while the event loops run: its deinit completes a promise on one.
-  private let quiescing: NIOLockedValueBox<ServerQuiescingHelper?>
-  private let serverChannel: NIOLockedValueBox<(any Channel)?>
+  private let quiescing: Locked<ServerQuiescingHelper?>
+  private let serverChannel: Locked<(any Channel)?>
   /// The address bound (its real port when the port asked for was 0).
   let address: SocketAddress?
 
@@ -77,10 +75,10 @@ final class HTTPFrontEnd: Sendable {
             quiescing.makeServerChannelHandler(channel: channel))
         }
       }
-    let ready = DispatchSemaphore(value: 0)
-    let failure = NIOLockedValueBox<(any Error)?>(nil)
-    let serverChannel = NIOLockedValueBox<(any Channel)?>(nil)
-    let finished = DispatchSemaphore(value: 0)
+    let ready = Locked(false)
+    let failure = Locked<(any Error)?>(nil)
+    let serverChannel = Locked<(any Channel)?>(nil)
+    let finished = Locked(false)
     let tls = identity.map { ReloadingTLSChannel(base: http1, identity: $0) }
     task = Task.detached {
       do {
@@ -94,8 +92,8 @@ final class HTTPFrontEnd: Sendable {
         } else {
           server = try await bootstrap.bind(host: host, port: port) { setup($0) }
         }
-        serverChannel.withLockedValue { $0 = server.channel }
-        ready.signal()
+        serverChannel.withLock { $0 = server.channel }
+        ready.withLockWaking { $0 = true }
         await withDiscardingTaskGroup { group in
           do {
             try await server.executeThenClose { inbound in
@@ -108,22 +106,22 @@ final class HTTPFrontEnd: Sendable {
           }
         }
       } catch {
-        failure.withLockedValue { $0 = error }
-        ready.signal()
+        failure.withLock { $0 = error }
+        ready.withLockWaking { $0 = true }
       }
-      finished.signal()
+      finished.withLockWaking { $0 = true }
     }
-    self.quiescing = NIOLockedValueBox(quiescing)
+    self.quiescing = Locked(quiescing)
     self.serverChannel = serverChannel
     self.finished = finished
     // A bind that fails answers at once; only a server whose task has not run yet waits here.
     // That task needs a thread of Swift's cooperative pool (two on two cores), which other
     // work in the process can hold for long (a test run's synchronous suites held both for
     // over 30 s): wait up to two minutes rather than fail a server that would start.
-    _ = ready.wait(timeout: .now() + .seconds(120))
-    address = serverChannel.withLockedValue { $0?.localAddress }
+    ready.wait(until: { $0 }, deadline: Lock.deadline(after: 120))
+    address = serverChannel.withLock { $0?.localAddress }
     if address == nil {
-      let error = failure.withLockedValue { $0 }
+      let error = failure.withLock { $0 }
       stop()
       throw ServerStartError(
         "cannot listen for HTTP on \(host):\(port): \(error.map { "\($0)" } ?? "it did not start within 120 s")"
@@ -135,21 +133,21 @@ final class HTTPFrontEnd: Sendable {
   /// the hub) and idle connections close, and waits for the server to be gone (at most 5 s,
   /// then it is cancelled).
   func stop() {
-    let quiescing = self.quiescing.withLockedValue { q in
+    let quiescing = self.quiescing.withLock { q in
       defer { q = nil }
       return q
     }
-    if let quiescing, let channel = serverChannel.withLockedValue({ $0 }) {
+    if let quiescing, let channel = serverChannel.withLock({ $0 }) {
       // Done once the listener is closed and every connection with it.
       let promise = channel.eventLoop.makePromise(of: Void.self)
-      let quiet = DispatchSemaphore(value: 0)
-      promise.futureResult.whenComplete { _ in quiet.signal() }
+      let quiet = Locked(false)
+      promise.futureResult.whenComplete { _ in quiet.withLockWaking { $0 = true } }
       quiescing.initiateShutdown(promise: promise)
-      _ = quiet.wait(timeout: .now() + .seconds(5))
+      quiet.wait(until: { $0 }, deadline: Lock.deadline(after: 5))
     }
-    if finished.wait(timeout: .now() + .seconds(5)) == .timedOut {
+    if !finished.wait(until: { $0 }, deadline: Lock.deadline(after: 5)) {
       task.cancel()
-      _ = finished.wait(timeout: .now() + .seconds(5))
+      finished.wait(until: { $0 }, deadline: Lock.deadline(after: 5))
     }
   }
 }
@@ -471,7 +469,7 @@ struct HTTPRoutes: HTTPResponder {
     // only until it is handed to the connection: the body's closure lives as long as the
     // stream, and five streams each keeping a 30 MB snapshot of 100k activities were most of
     // a server's memory (docs/protocol.md, "Memory").
-    let first = NIOLockedValueBox<ByteBuffer?>(
+    let first = Locked<ByteBuffer?>(
       EventFraming.sse(
         "snapshot", listing, prefix: "retry: 1000\n\n", room: 64 << 10, allocator: sink.allocator))
     listing = []
@@ -493,7 +491,7 @@ struct HTTPRoutes: HTTPResponder {
       // calling this), so what the hub writes to the connection from here on follows it.
       await sink.run {
         hub.eventLoop.execute {
-          let snapshot = first.withLockedValue { b in
+          let snapshot = first.withLock { b in
             defer { b = nil }
             return b ?? ByteBuffer()
           }

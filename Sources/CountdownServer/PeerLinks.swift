@@ -1,5 +1,4 @@
 import Countdown
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -31,7 +30,7 @@ final class PeerLinks: Sendable {
   private let token: String
   /// How long a forwarded request may wait for its reply.
   private let answerTimeout: TimeAmount
-  private let links = NIOLockedValueBox([String: Link]())
+  private let links = Locked([String: Link]())
 
   init(group: any EventLoopGroup, token: String, answerTimeout: TimeAmount) {
     self.group = group
@@ -42,7 +41,7 @@ final class PeerLinks: Sendable {
   /// Sends `line` (one request, without its newline) to `node` at `address` (HOST:PORT);
   /// its reply line (without the newline) back.
   func send(_ line: [UInt8], to node: String, at address: String) -> EventLoopFuture<[UInt8]> {
-    let link = links.withLockedValue { links in
+    let link = links.withLock { links in
       if let l = links[node], l.address == address, !l.isClosed { return l }
       let l = Link(address: address, eventLoop: group.next(), answerTimeout: answerTimeout)
       links[node] = l
@@ -54,7 +53,7 @@ final class PeerLinks: Sendable {
 
   /// Closes every connection.
   func close() {
-    let all = links.withLockedValue { links in
+    let all = links.withLock { links in
       defer { links = [:] }
       return Array(links.values)
     }
@@ -71,9 +70,9 @@ final class PeerLinks: Sendable {
     private var pending: [EventLoopPromise<[UInt8]>] = []
     /// Lines sent before the connection was up.
     private var queued: [[UInt8]] = []
-    private let closedFlag = NIOLockedValueBox(false)
+    private let closedFlag = Locked(false)
 
-    var isClosed: Bool { closedFlag.withLockedValue { $0 } }
+    var isClosed: Bool { closedFlag.withLock { $0 } }
 
     init(address: String, eventLoop: any EventLoop, answerTimeout: TimeAmount) {
       self.address = address
@@ -160,7 +159,7 @@ final class PeerLinks: Sendable {
 
     /// Fails what waits and closes; the next request makes a new link.
     fileprivate func fail(_ why: String) {
-      closedFlag.withLockedValue { $0 = true }
+      closedFlag.withLock { $0 = true }
       let waiting = pending
       pending = []
       queued = []

@@ -4,7 +4,6 @@ import CountdownLoop
 import CountdownProtocol
 import CountdownPush
 import Metrics
-import NIOConcurrencyHelpers
 import Prometheus
 
 /// The service's metrics (`GET /metrics`, docs/http.md), kept through swift-metrics in a
@@ -49,7 +48,7 @@ final class ServerMetrics: Sendable {
   /// name: each one's last reading, so that its counter grows by the difference. NIO's lock,
   /// as everywhere in the server: a pthread mutex, which ThreadSanitizer sees
   /// (`Synchronization.Mutex` waits on a raw futex it cannot; see CountdownLoop's `Locked`).
-  private let totalsSeen = NIOLockedValueBox([String: Int64]())
+  private let totalsSeen = Locked([String: Int64]())
   /// Live Activity pushes (docs/pushes.md).
   let pushes: PushMetrics
   /// Webhook deliveries (docs/webhooks.md).
@@ -146,7 +145,7 @@ final class ServerMetrics: Sendable {
 
   /// Grows each counter by what its running total (`name`'s) grew by since it was last read.
   private func count(_ totals: [(name: String, total: Int64, counter: CoreMetrics.Counter?)]) {
-    let deltas = totalsSeen.withLockedValue { seen in
+    let deltas = totalsSeen.withLock { seen in
       totals.map { t -> Int64 in
         let before = seen[t.name, default: 0]
         seen[t.name] = max(before, t.total)

@@ -1,6 +1,6 @@
+import Countdown
 import CountdownLoop
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// What a service manager (systemd, or anything speaking its two small protocols) gave
@@ -213,11 +213,11 @@ final class ServiceNotifier: Sendable {
   let beat: TimeAmount
   let watchdog: Bool
   private let logger: Logger
-  private let state = NIOLockedValueBox(WatchdogState())
-  private let task = NIOLockedValueBox<RepeatedTask?>(nil)
+  private let state = Locked(WatchdogState())
+  private let task = Locked<RepeatedTask?>(nil)
   /// Why the push sender holds (docs/pushes.md, "Configuration faults hold"), nil while it
   /// does not: said in each `STATUS=` after the count.
-  private let pushesHeld = NIOLockedValueBox<String?>(nil)
+  private let pushesHeld = Locked<String?>(nil)
 
   /// Beats every half of the watchdog's interval, or every 10 s without one (status only).
   init(path: String, watchdogMicroseconds: UInt64?, logger: Logger) {
@@ -245,28 +245,28 @@ final class ServiceNotifier: Sendable {
 
   /// The `STATUS=` line of `activities` as things stand.
   private func status(_ activities: Int) -> String {
-    Self.status(activities, pushesHeld: pushesHeld.withLockedValue { $0 })
+    Self.status(activities, pushesHeld: pushesHeld.withLock { $0 })
   }
 
   /// The push sender holds for `why` (nil: it sends again): said at once in `STATUS=`, with
   /// the last activity count, and in each beat's until it changes.
   func pushes(heldFor why: String?) {
-    pushesHeld.withLockedValue { $0 = why }
-    send(status(state.withLockedValue { $0.activities }))
+    pushesHeld.withLock { $0 = why }
+    send(status(state.withLock { $0.activities }))
   }
 
   /// Sends `READY=1` and begins the beats on `eventLoop`, asking `loop` for its count.
   func ready(activities: Int, loop: CountdownLoop, on eventLoop: any EventLoop) {
-    state.withLockedValue { $0.answered(activities: activities) }
+    state.withLock { $0.answered(activities: activities) }
     send("READY=1\nMAINPID=\(System.processID)\n\(status(activities))")
     let repeated = eventLoop.scheduleRepeatedTask(initialDelay: beat, delay: beat) {
       [self] _ in
-      switch state.withLockedValue({ $0.beat() }) {
+      switch state.withLock({ $0.beat() }) {
       case .ping(let count):
         send(watchdog ? "WATCHDOG=1\n\(status(count))" : status(count))
         loop.submit({ engine in engine.count }) { [self] result in
           if case .success(let n) = result {
-            state.withLockedValue { $0.answered(activities: n) }
+            state.withLock { $0.answered(activities: n) }
           }
         }
       case .withhold(let first):
@@ -277,12 +277,12 @@ final class ServiceNotifier: Sendable {
         }
       }
     }
-    task.withLockedValue { $0 = repeated }
+    task.withLock { $0 = repeated }
   }
 
   /// Sends `STOPPING=1` and ends the beats.
   func stopping() {
-    task.withLockedValue {
+    task.withLock {
       $0?.cancel()
       $0 = nil
     }

@@ -1,6 +1,6 @@
+import Countdown
 import HummingbirdCore
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOSSL
 
@@ -11,22 +11,22 @@ import NIOSSL
 final class TLSIdentity: Sendable {
   let certificatePath: String
   let keyPath: String
-  private let current: NIOLockedValueBox<NIOSSLContext>
+  private let current: Locked<NIOSSLContext>
 
   /// Loads the pair; a missing, unreadable or mismatched file is an error that names it.
   init(certificatePath: String, keyPath: String) throws(ServerStartError) {
     self.certificatePath = certificatePath
     self.keyPath = keyPath
-    current = NIOLockedValueBox(try Self.load(certificatePath, keyPath))
+    current = Locked(try Self.load(certificatePath, keyPath))
   }
 
   /// The context for a connection accepted now.
-  var context: NIOSSLContext { current.withLockedValue { $0 } }
+  var context: NIOSSLContext { current.withLock { $0 } }
 
   /// Reads the files again and uses them for new connections.
   func reload() throws(ServerStartError) {
     let fresh = try Self.load(certificatePath, keyPath)
-    current.withLockedValue { $0 = fresh }
+    current.withLock { $0 = fresh }
   }
 
   /// A TLS server handler for a new connection.

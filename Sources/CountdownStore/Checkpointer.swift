@@ -22,7 +22,7 @@ final class Checkpointer: @unchecked Sendable {
   // @unchecked Sendable: `stopping` and `finished` are guarded by `condition`; `connection` is
   // used by the checkpoint thread only, then closed by `stop` after that thread has ended.
   private let connection: DatabaseQueue
-  private let condition = NSCondition()
+  private let condition = Lock()
   private var stopping = false
   private var finished = false
   /// How often the log is copied while it grows.
@@ -51,7 +51,7 @@ final class Checkpointer: @unchecked Sendable {
     var lastFrames: Int?
     condition.lock()
     while !stopping {
-      _ = condition.wait(until: Date().addingTimeInterval(interval))
+      condition.wait(untilNanoseconds: Lock.deadline(after: interval))
       if stopping { break }
       condition.unlock()
       // A row of (busy, frames in the log, frames copied); none when the checkpoint failed.

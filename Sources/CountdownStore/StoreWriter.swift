@@ -75,7 +75,7 @@ package final class StoreWriter: @unchecked Sendable {
   }
 
   private let store: any DurableStore
-  private let condition = NSCondition()
+  private let condition = Lock()
   private var queue: [Unit] = []
   private var closing = false
   private var busy = false
@@ -103,7 +103,7 @@ package final class StoreWriter: @unchecked Sendable {
   private var answered: [Int64] = []
   /// When the oldest of `answered` came: they wait at most ``forgetDelay`` for a commit of
   /// changes to ride on, then get one of their own.
-  private var answeredSince: Date?
+  private var answeredSince: UInt64?
   /// How long answered pushes wait for a commit of changes (a crash in that time sends them
   /// again after the restart: delivery is at least once).
   package static let forgetDelay: TimeInterval = 1
@@ -175,7 +175,7 @@ package final class StoreWriter: @unchecked Sendable {
     // the changes' commits wait (a sync of the file each).
     // The writer wakes to set its deadline (and to commit a full batch), not to commit at once.
     if answeredSince == nil || answered.count >= 4096 { condition.signal() }
-    if answeredSince == nil { answeredSince = Date() }
+    if answeredSince == nil { answeredSince = Lock.now() }
     condition.unlock()
   }
 
@@ -206,13 +206,13 @@ package final class StoreWriter: @unchecked Sendable {
       while queue.isEmpty && !closing {
         if needsReload {
           // Retry reading the committed state every second until it works.
-          _ = condition.wait(until: Date().addingTimeInterval(1))
+          condition.wait(untilNanoseconds: Lock.deadline(after: 1))
           break
         }
         if let since = answeredSince {
-          let due = since.addingTimeInterval(Self.forgetDelay)
-          if answered.count >= 4096 || due <= Date() { break }
-          _ = condition.wait(until: due)
+          let due = since + UInt64(Self.forgetDelay * 1e9)
+          if answered.count >= 4096 || due <= Lock.now() { break }
+          condition.wait(untilNanoseconds: due)
           continue
         }
         condition.wait()
@@ -261,7 +261,7 @@ package final class StoreWriter: @unchecked Sendable {
           condition.lock()
           // Answered pushes stay answered: their deletion waits for the next commit.
           answered.insert(contentsOf: forget, at: 0)
-          if !forget.isEmpty, answeredSince == nil { answeredSince = Date() }
+          if !forget.isEmpty, answeredSince == nil { answeredSince = Lock.now() }
           acceptedEpoch = max(acceptedEpoch, units.map(\.epoch).max() ?? 0) + 1
           needsReload = true
           lastFailure = error

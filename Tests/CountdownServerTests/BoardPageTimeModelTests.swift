@@ -140,6 +140,8 @@ enum BoardScript {
 
   struct Missing: Error, CustomStringConvertible {
     var description: String
+    /// Chromium wrote no page at all (it did not run the script).
+    var noPage = false
   }
 
   /// From the page's `const pad2` to just before `function remember(`: the formatter and the
@@ -159,6 +161,21 @@ enum BoardScript {
   /// page's answers as strings: value, next change, overtime, progress, the sort key's two
   /// parts and the text.
   static func run(_ cases: [String], chromium: String) throws -> [[String]] {
+    // Headless Chromium sometimes exits with status 5 and an empty page when the machine is
+    // loaded (the whole suite running beside it on two cores): a browser that gave no page is
+    // started again, up to three times; any page it gives is checked in full.
+    var attempt = 1
+    while true {
+      do {
+        return try runOnce(cases, chromium: chromium)
+      } catch let e as Missing where e.noPage && attempt < 3 {
+        attempt += 1
+      }
+    }
+  }
+
+  /// One run of Chromium over `cases` (see ``run(_:chromium:)``).
+  static func runOnce(_ cases: [String], chromium: String) throws -> [[String]] {
     let dir = FileManager.default.temporaryDirectory
       .appendingPathComponent("board-diff-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -197,7 +214,8 @@ enum BoardScript {
       a.upperBound <= b.lowerBound
     else {
       throw Missing(
-        description: "Chromium (exit \(p.terminationStatus)) gave no answers: \(dom.prefix(500))")
+        description: "Chromium (exit \(p.terminationStatus)) gave no answers: \(dom.prefix(500))",
+        noPage: dom.isEmpty)
     }
     let json = String(dom[a.upperBound..<b.lowerBound])
       .replacingOccurrences(of: "&amp;", with: "&").replacingOccurrences(of: "&lt;", with: "<")

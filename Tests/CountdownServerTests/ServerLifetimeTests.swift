@@ -1,4 +1,5 @@
 import CountdownLoop
+import CountdownServerTestSupport
 import CountdownStore
 import CountdownTestSupport
 import Crypto

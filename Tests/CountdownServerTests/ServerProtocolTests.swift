@@ -1,5 +1,6 @@
 import Countdown
 import CountdownClient
+import CountdownServerTestSupport
 import Foundation
 import Testing
 

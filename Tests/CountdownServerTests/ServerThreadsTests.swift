@@ -1,4 +1,5 @@
 import CountdownLoop
+import CountdownServerTestSupport
 import CountdownTestSupport
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import CountdownServerTestSupport
 import Crypto
 import Foundation
 import NIOConcurrencyHelpers

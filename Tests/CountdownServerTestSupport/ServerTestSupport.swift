@@ -6,30 +6,30 @@ import Testing
 @testable import CountdownServer
 
 /// A real client socket (Unix or TCP) with line reads bounded in time.
-final class TestClient {
-  let fd: Int32
+package final class TestClient {
+  package let fd: Int32
   private var buffer: [UInt8] = []
 
-  init(unix path: String) throws { fd = try UnixSocket.connect(path) }
+  package init(unix path: String) throws { fd = try UnixSocket.connect(path) }
 
   /// `receiveBuffer` sets SO_RCVBUF before connecting (set after, the window already offered
   /// shrinks, and the kernel then sends what waits only at zero-window probe pace).
-  init(tcpPort port: Int, receiveBuffer: Int32? = nil) throws {
+  package init(tcpPort port: Int, receiveBuffer: Int32? = nil) throws {
     fd = try UnixSocket.connect(loopbackPort: port, receiveBuffer: receiveBuffer)
   }
 
   deinit { close(fd) }
 
-  func send(_ text: String) { sendBytes(Array(text.utf8)) }
+  package func send(_ text: String) { sendBytes(Array(text.utf8)) }
 
-  func sendBytes(_ bytes: [UInt8]) { UnixSocket.sendAll(fd, bytes) }
+  package func sendBytes(_ bytes: [UInt8]) { UnixSocket.sendAll(fd, bytes) }
 
   /// Where the unread bytes of `buffer` start (lines are not shifted out one by one: that
   /// would cost a copy of the whole buffer per line).
   private var head = 0
 
   /// The next line, or nil when the connection closed or `timeout` passed first.
-  func line(timeout: Double = 5) -> String? {
+  package func line(timeout: Double = 5) -> String? {
     let deadline = Date().addingTimeInterval(timeout)
     while true {
       if let k = buffer[head...].firstIndex(of: 0x0A) {
@@ -51,7 +51,7 @@ final class TestClient {
   }
 
   /// The next line as a JSON object.
-  func json(timeout: Double = 5) throws -> [String: Any] {
+  package func json(timeout: Double = 5) throws -> [String: Any] {
     guard let text = line(timeout: timeout) else {
       throw TestFailure("no line within \(timeout) s")
     }
@@ -62,14 +62,14 @@ final class TestClient {
   }
 
   /// Sends `request` and returns its reply.
-  func request(_ request: String, timeout: Double = 5) throws -> [String: Any] {
+  package func request(_ request: String, timeout: Double = 5) throws -> [String: Any] {
     send(request + "\n")
     return try json(timeout: timeout)
   }
 
   /// Starts countdowns `a0`…`a{n-1}`, the k-th ending `endingAfter + k` ms from now (so that
   /// their ticks spread over the second), in one write, and reads the n replies.
-  func startCountdowns(_ n: Int, endingAfter ms: Int64) throws {
+  package func startCountdowns(_ n: Int, endingAfter ms: Int64) throws {
     let base = nowMs() + ms
     var batch = ""
     for k in 0..<n {
@@ -83,7 +83,7 @@ final class TestClient {
   }
 
   /// Whether the server closed the connection within `timeout`.
-  func closed(within timeout: Double) -> Bool {
+  package func closed(within timeout: Double) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while deadline.timeIntervalSinceNow > 0 {
       if line(timeout: deadline.timeIntervalSinceNow) == nil {
@@ -98,13 +98,13 @@ final class TestClient {
   }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-  var description: String
-  init(_ d: String) { description = d }
+package struct TestFailure: Error, CustomStringConvertible {
+  package var description: String
+  package init(_ d: String) { description = d }
 }
 
 /// A fresh temporary directory, removed by `cleanup()`.
-func temporaryDirectory() -> URL {
+package func temporaryDirectory() -> URL {
   // Short: a Unix socket path must fit in 108 bytes.
   let dir = URL(fileURLWithPath: "/tmp/cd-\(UInt32.random(in: 0...UInt32.max))")
   try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -112,12 +112,12 @@ func temporaryDirectory() -> URL {
 }
 
 /// A server in this process on a socket in a temporary directory.
-final class RunningServer {
-  let dir: URL
-  let server: CountdownServer
-  var socket: String { server.options.socketPath }
+package final class RunningServer {
+  package let dir: URL
+  package let server: CountdownServer
+  package var socket: String { server.options.socketPath }
 
-  init(_ configure: (inout ServerOptions) -> Void = { _ in }) throws {
+  package init(_ configure: (inout ServerOptions) -> Void = { _ in }) throws {
     dir = temporaryDirectory()
     var options = ServerOptions(socketPath: dir.appendingPathComponent("c.sock").path)
     configure(&options)
@@ -125,14 +125,15 @@ final class RunningServer {
     try server.start()
   }
 
-  func client() throws -> TestClient { try TestClient(unix: socket) }
+  package func client() throws -> TestClient { try TestClient(unix: socket) }
 
   /// A server on a state file that a server of this process just closed. A child process
   /// that another test spawned in that instant holds a copy of the closed lock descriptor
   /// until it execs (O_CLOEXEC closes the copy only then), and so the file's lock for a
   /// moment: the lock error is retried for up to 5 s (500 tries), as `StateFileTests.reopen`
   /// does for the store. Any other error is thrown at once.
-  static func reopening(_ configure: (inout ServerOptions) -> Void) throws -> RunningServer {
+  package static func reopening(_ configure: (inout ServerOptions) -> Void) throws -> RunningServer
+  {
     for _ in 0..<500 {
       do {
         return try RunningServer(configure)
@@ -152,7 +153,7 @@ final class RunningServer {
 /// A TCP socket bound to a free port of 127.0.0.1; with `listening`, it listens and never
 /// accepts: the kernel completes connections into its backlog and nothing ever answers (a
 /// peer that hangs).
-func loopbackSocket(listening: Bool) throws -> (fd: Int32, port: Int) {
+package func loopbackSocket(listening: Bool) throws -> (fd: Int32, port: Int) {
   let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
   var address = sockaddr_in()
   address.sin_family = sa_family_t(AF_INET)
@@ -171,28 +172,28 @@ func loopbackSocket(listening: Bool) throws -> (fd: Int32, port: Int) {
 }
 
 /// Milliseconds since 1970 by the wall clock.
-func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+package func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
 /// The built `countdown` executable, beside the test bundle.
-var countdownExecutable: URL {
+package var countdownExecutable: URL {
   var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
   while dir.pathExtension == "xctest" { dir.deleteLastPathComponent() }
   return dir.appendingPathComponent("countdown")
 }
 
 /// `countdown serve` as a child process; waits for its start-up line.
-final class ServerProcess {
-  let process = Process()
-  let output = Pipe()
+package final class ServerProcess {
+  package let process = Process()
+  package let output = Pipe()
   /// Where the process's standard error goes: a file, not a pipe, so that a process writing
   /// more than a pipe holds (64 KiB: a sanitizer's report at exit, a chatty log) never blocks
   /// on it while the test waits for it to exit.
-  let errorsPath =
+  package let errorsPath =
     NSTemporaryDirectory() + "countdown-serve-stderr-\(UUID().uuidString).log"
-  let startLine: String
+  package let startLine: String
 
   /// `launcher`, when given, runs the server (`prlimit --fsize=N --`, `setpriv …`).
-  init(
+  package init(
     _ arguments: [String], in dir: URL, via launcher: [String] = [],
     environment: [String: String]? = nil, executable: URL = countdownExecutable
   ) throws {
@@ -224,22 +225,22 @@ final class ServerProcess {
     startLine = String(decoding: line, as: UTF8.self)
   }
 
-  var pid: Int32 { process.processIdentifier }
+  package var pid: Int32 { process.processIdentifier }
 
   /// The HTTP port its start-up line names (`--http 127.0.0.1:0`).
-  var httpPort: Int? {
+  package var httpPort: Int? {
     startLine.firstMatch(of: /http http:\/\/127\.0\.0\.1:(\d+)\//).flatMap { Int($0.1) }
   }
 
   /// Resident memory of the server, in KiB.
-  var rssKiB: Int {
+  package var rssKiB: Int {
     let status = readTextFile("/proc/\(pid)/status")
     let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
   }
 
   /// The names of the process's threads (`/proc/PID/task/*/comm`), sorted.
-  var threadNames: [String] {
+  package var threadNames: [String] {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
     return tasks.map {
       readTextFile("/proc/\(pid)/task/\($0)/comm").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -247,7 +248,7 @@ final class ServerProcess {
   }
 
   /// What the process has written to standard error so far (all of it once it has exited).
-  var errorText: String {
+  package var errorText: String {
     readTextFile(errorsPath)
   }
 
@@ -258,7 +259,7 @@ final class ServerProcess {
   /// cores that window was long enough for a forwarded request to be answered (CI, stop 52).
   /// True once every thread's state in `/proc/PID/task/*/stat` is `T` or `t`.
   @discardableResult
-  func stop() -> Bool {
+  package func stop() -> Bool {
     kill(pid, SIGSTOP)
     let deadline = Date().addingTimeInterval(5)
     while deadline.timeIntervalSinceNow > 0 {
@@ -276,7 +277,7 @@ final class ServerProcess {
   }
 
   /// Waits for the process to exit, up to `timeout` seconds; its status or nil.
-  func exitStatus(within timeout: Double) -> Int32? {
+  package func exitStatus(within timeout: Double) -> Int32? {
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning && deadline.timeIntervalSinceNow > 0 { usleep(10_000) }
     return process.isRunning ? nil : process.terminationStatus
@@ -293,7 +294,7 @@ final class ServerProcess {
 
 /// Runs a blocking test body on a thread of its own, so that socket waits never hold one of
 /// the few threads of Swift's cooperative pool (the real-loop tests need them meanwhile).
-func onThread(_ body: @escaping @Sendable () throws -> Void) async throws {
+package func onThread(_ body: @escaping @Sendable () throws -> Void) async throws {
   final class Box: @unchecked Sendable {  // written by the thread, read after it resumed us
     var error: (any Error)?
   }

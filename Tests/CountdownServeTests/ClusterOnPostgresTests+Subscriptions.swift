@@ -1,4 +1,5 @@
 import CountdownCluster
+import CountdownServerTestSupport
 import Foundation
 import Testing
 

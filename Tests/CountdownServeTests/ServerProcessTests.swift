@@ -1,3 +1,4 @@
+import CountdownServerTestSupport
 import Foundation
 import Testing
 

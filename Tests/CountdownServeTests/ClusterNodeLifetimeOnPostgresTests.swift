@@ -1,5 +1,6 @@
 import CountdownLoop
 import CountdownPostgres
+import CountdownServerTestSupport
 import CountdownTestSupport
 import Foundation
 import Testing
@@ -45,7 +46,7 @@ struct ClusterNodeLifetimeOnPostgresTests {
         let core = try #require(running.server.core)
         let node = try #require(core.cluster)
         watched.node = node
-        watched.driver = node.driver.withLockedValue { $0 }
+        watched.driver = node.driver.withLock { $0 }
         watched.relayLinks = node.relayLinks
         watched.hub = core.hub
         watched.loop = core.loop

@@ -1,4 +1,5 @@
 import CountdownPostgres
+import CountdownServerTestSupport
 import CountdownStore
 import CountdownTestSupport
 import Foundation

@@ -6,10 +6,10 @@ import NIOConcurrencyHelpers
 /// reset and no error, and a peer waiting for an answer waits; the bytes wait in the kernel's
 /// buffers, none lost, and go on once healed. New connections are accepted meanwhile (the
 /// kernel completes the handshake) and hang as the others do.
-final class PartitionProxy: @unchecked Sendable {
+package final class PartitionProxy: @unchecked Sendable {
   // @unchecked Sendable: the flags are locked boxes; the descriptors are set once.
   /// The port it listens on, on 127.0.0.1.
-  let port: Int
+  package let port: Int
   private let target: Int
   private let listener: Int32
   private let held = NIOLockedValueBox(false)
@@ -18,7 +18,7 @@ final class PartitionProxy: @unchecked Sendable {
   private let threads = NIOLockedValueBox(0)
 
   /// Listens on a free loopback port and forwards each connection to `target` on 127.0.0.1.
-  init(to target: Int) throws {
+  package init(to target: Int) throws {
     self.target = target
     let (fd, port) = try loopbackSocket(listening: true)
     listener = fd
@@ -27,17 +27,17 @@ final class PartitionProxy: @unchecked Sendable {
   }
 
   /// `url` (a `postgres://…@127.0.0.1:PORT/…` URL) through this proxy.
-  func through(_ url: String) -> String {
+  package func through(_ url: String) -> String {
     url.replacingOccurrences(of: ":\(target)/", with: ":\(port)/")
   }
 
   /// Cuts the link: nothing more is forwarded, either way.
-  func hold() { held.withLockedValue { $0 = true } }
+  package func hold() { held.withLockedValue { $0 = true } }
   /// Mends it: what waited is forwarded.
-  func heal() { held.withLockedValue { $0 = false } }
+  package func heal() { held.withLockedValue { $0 = false } }
 
   /// Closes everything and waits for its threads.
-  func stop() {
+  package func stop() {
     stopped.withLockedValue { $0 = true }
     let until = Date().addingTimeInterval(5)
     while threads.withLockedValue({ $0 }) > 0, Date() < until { usleep(10_000) }
