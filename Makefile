@@ -87,10 +87,12 @@ chaos: deps pgdeps
 	  --filter "ClusterOnPostgresTests/(killedUnderStream|handBack)"
 
 # Live Activity pushes end to end: `countdown serve --apns-*` (the debug build) against the
-# APNs stand-in, real TLS and HTTP/2 on loopback (Tests/pushes; scratch in .build-pushes).
+# APNs stand-in, real TLS and HTTP/2 on loopback (Tests/pushes; scratch in .build-pushes),
+# broadcast channels and the channel management API included.
 pushes: deps pushdeps
 	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-pushes python3 Tests/pushes/test_pushes.py
+	SCRATCH=$(CURDIR)/.build-pushes python3 Tests/pushes/test_channels.py
 
 # Pushes and webhooks from cluster nodes: two nodes on a PostgreSQL of their own, the APNs
 # stand-in and a webhook receiver; kill -9 of one with a push and a delivery pending.

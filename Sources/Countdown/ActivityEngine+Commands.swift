@@ -168,6 +168,12 @@ extension ActivityEngine {
     // A Live Activity's payloads are checked against the state after the update.
     var live = cold[s].liveActivity
     if let patch = u.liveActivity { live = try LiveActivity.patched(live, with: patch) }
+    if let channel = u.channelID {
+      guard live?.channel != nil else {
+        throw .payload("activity \(JSONValue.string(id)) has no broadcast channel to set")
+      }
+      live?.channelId = channel
+    }
     // The milestones' content patches still to apply, over the content after the update: new
     // milestones all, else (when the content changes, or for the pushes' size) those not yet
     // passed.
@@ -236,7 +242,7 @@ extension ActivityEngine {
     if let overtime = u.overtime, overtime != cold[s].overtime { cold[s].overtime = overtime }
     if let content { cold[s].content = content }
     if let ts = u.timestamp { cold[s].lastTimestamp = ts.milliseconds }
-    if u.liveActivity != nil { cold[s].liveActivity = live }
+    if u.liveActivity != nil || u.channelID != nil { cold[s].liveActivity = live }
     emit(.updated, slot, at: now)
     refresh(slot, skippingPassedMilestones: true)
     runDue(upTo: now)

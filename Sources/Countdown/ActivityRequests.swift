@@ -85,6 +85,9 @@ public struct ActivityUpdate: Sendable, Hashable {
   /// A merge patch of the `liveActivity` object (``LiveActivity/patched(_:with:)``): nil keeps
   /// it, `.null` removes it.
   public var liveActivity: Optional<JSONValue>
+  /// The server's own change of `liveActivity.channelId` (the channel APNs made, or nil once
+  /// APNs said it is gone): never from a request (docs/pushes.md, "Broadcast channels").
+  package var channelID: String?? = nil
 
   @inlinable
   public init(

@@ -37,6 +37,8 @@ public struct LiveActivity: Sendable, Hashable {
     var dateEncoding: DateEncoding
     var priority: Int
     var sound: String?
+    var channel: String?
+    var channelId: String?
   }
 
   private var storage: Storage
@@ -93,6 +95,31 @@ public struct LiveActivity: Sendable, Hashable {
   /// The longest sound name, in bytes.
   public static let maximumSoundLength = 256
 
+  /// The broadcast channel asked for at the start (docs/pushes.md, "Broadcast channels"):
+  /// ``createChannel`` (the server makes one through APNs's channel management API), a channel
+  /// id the caller made (base64), or nil for none. Fixed once the activity has started.
+  public var channel: String? {
+    get { storage.fields.channel }
+    set { change { $0.channel = newValue } }
+  }
+
+  /// The channel the activity's updates and end are broadcast on: the caller's id at once, or
+  /// the one APNs made for ``createChannel`` once it has answered (nil until then, and after
+  /// APNs said the channel is gone). Set by the server only.
+  public var channelId: String? {
+    get { storage.fields.channelId }
+    set { change { $0.channelId = newValue } }
+  }
+
+  /// `channel`'s value that asks the server to make the channel.
+  public static let createChannel = "create"
+
+  /// The longest channel id, in characters of base64.
+  public static let maximumChannelLength = 256
+
+  /// Whether the server made the channel (and so deletes it when the activity is dismissed).
+  public var ownsChannel: Bool { channel == Self.createChannel }
+
   public static func == (a: Self, b: Self) -> Bool {
     a.storage === b.storage || a.storage.fields == b.storage.fields
   }
@@ -104,23 +131,25 @@ public struct LiveActivity: Sendable, Hashable {
   /// The longest token, in hex digits.
   public static let maximumTokenLength = 512
 
-  /// The members a `liveActivity` object may have.
+  /// The members a `liveActivity` object may have (`channelId` as the server wrote it).
   public static let members: Set<String> = [
     "pushTokens", "startTokens", "attributesType", "attributes", "keys", "dateEncoding",
-    "priority", "sound",
+    "priority", "sound", "channel", "channelId",
   ]
 
   public init(
     pushTokens: [String] = [], startTokens: [String] = [], attributesType: String? = nil,
     attributes: [String: JSONValue]? = nil, keys: [String: String] = Dictionary(),
-    dateEncoding: DateEncoding = .reference, priority: Int = 5, sound: String? = nil
+    dateEncoding: DateEncoding = .reference, priority: Int = 5, sound: String? = nil,
+    channel: String? = nil, channelId: String? = nil
   ) {
     storage = Storage(
       Fields(
         pushTokens: pushTokens.map { $0.lowercased() }.sorted(),
         startTokens: startTokens.map { $0.lowercased() }.sorted(),
         attributesType: attributesType, attributes: attributes, keys: keys,
-        dateEncoding: dateEncoding, priority: priority, sound: sound))
+        dateEncoding: dateEncoding, priority: priority, sound: sound, channel: channel,
+        channelId: channelId ?? (channel == Self.createChannel ? nil : channel)))
   }
 
   /// The object form: what activity objects carry, and what a merge patch applies to.
@@ -135,12 +164,15 @@ public struct LiveActivity: Sendable, Hashable {
       "keys": .object(keys.mapValues(JSONValue.string)),
       "dateEncoding": .string(dateEncoding.rawValue), "priority": .int(Int64(priority)),
       "sound": sound.map(JSONValue.string) ?? .null,
+      "channel": channel.map(JSONValue.string) ?? .null,
+      "channelId": channelId.map(JSONValue.string) ?? .null,
     ]
   }
 
   /// Reads and checks a `liveActivity` object. Every error names the member
-  /// (`liveActivity.pushTokens: "xyz" is not a hex token`).
-  public init(object o: [String: JSONValue]) throws(CountdownError) {
+  /// (`liveActivity.pushTokens: "xyz" is not a hex token`). A caller's object may not set
+  /// `channelId` (the server does); `stored` reads one as the server wrote it.
+  public init(object o: [String: JSONValue], stored: Bool = false) throws(CountdownError) {
     if let unknown = o.keys.sorted().first(where: { !Self.members.contains($0) }) {
       throw .payload(
         "liveActivity.\(unknown) is not a member of liveActivity (\(Self.members.sorted().joined(separator: ", ")))"
@@ -206,9 +238,51 @@ public struct LiveActivity: Sendable, Hashable {
         "liveActivity.sound must be a sound file's name or \"default\" (1 to \(Self.maximumSoundLength) bytes), not \(v.canonicalText)"
       )
     }
+    var channel: String?
+    switch o["channel"] {
+    case nil, .null?: break
+    case .string(let c)? where c == Self.createChannel || Self.isChannelID(c): channel = c
+    case let v?:
+      throw .payload(
+        "liveActivity.channel must be \"create\" (the server makes a broadcast channel) or a channel id APNs gave (base64, at most \(Self.maximumChannelLength) characters), not \(v.canonicalText)"
+      )
+    }
+    var channelId: String?
+    switch o["channelId"] {
+    case nil, .null?: break
+    case .string(let c)? where stored && Self.isChannelID(c): channelId = c
+    case let v?:
+      guard stored else {
+        throw .payload(
+          "liveActivity.channelId is set by the server (the channel APNs made for \"channel\": \"create\"), not by a request; give liveActivity.channel instead"
+        )
+      }
+      throw .payload("liveActivity.channelId must be a base64 channel id, not \(v.canonicalText)")
+    }
+    if !stored, channel != nil, channel != Self.createChannel { channelId = channel }
     self.init(
       pushTokens: push, startTokens: start, attributesType: type, attributes: attributes,
-      keys: keys, dateEncoding: encoding, priority: priority, sound: sound)
+      keys: keys, dateEncoding: encoding, priority: priority, sound: sound, channel: channel,
+      channelId: channelId)
+  }
+
+  /// Whether `s` is a channel id as APNs gives them: base64 (standard alphabet, padded), 4 to
+  /// ``maximumChannelLength`` characters.
+  public static func isChannelID(_ s: String) -> Bool {
+    let u = Array(s.utf8)
+    guard u.count >= 4, u.count <= maximumChannelLength, u.count % 4 == 0 else { return false }
+    var padding = 0
+    for (k, c) in u.enumerated() {
+      let letter = (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c)
+      let digit = (0x30...0x39).contains(c)
+      if c == 0x3D {
+        padding += 1
+        guard k >= u.count - 2 else { return false }
+      } else {
+        guard padding == 0, letter || digit || c == 0x2B || c == 0x2F else { return false }
+      }
+    }
+    return true
   }
 
   /// Reads and checks a `liveActivity` value, which must be an object (``init(object:)``).
@@ -267,8 +341,18 @@ public struct LiveActivity: Sendable, Hashable {
           Dictionary(t.map { ($0.key.lowercased(), $0.value) }) { _, last in last })
       }
     }
+    if let given = p["channelId"], given != (current?.channelId.map(JSONValue.string) ?? .null) {
+      throw .payload(
+        "liveActivity.channelId is set by the server (the channel APNs made for \"channel\": \"create\"), not by a request"
+      )
+    }
+    if let given = p["channel"], given != (current?.channel.map(JSONValue.string) ?? .null) {
+      throw .payload(
+        "liveActivity.channel is given when the activity starts and cannot change (its channel is made, used and deleted with the activity); start another activity for another channel"
+      )
+    }
     var o = current?.object ?? [:]
     MergePatch.apply(p, to: &o)
-    return try LiveActivity(object: o)
+    return try LiveActivity(object: o, stored: true)
   }
 }

@@ -160,7 +160,16 @@ public enum LiveActivityPush {
     }
     out.raw(",\"event\":")
     out.write(string: event.rawValue)
-    if event == .start { out.raw(",\"input-push-token\":1") }
+    if event == .start {
+      // A phone started remotely joins the activity's broadcast channel when it has one
+      // (docs/pushes.md, "Broadcast channels"), else sends back its update token.
+      if let channel = config.channelId {
+        out.raw(",\"input-push-channel\":")
+        out.write(string: channel)
+      } else {
+        out.raw(",\"input-push-token\":1")
+      }
+    }
     if let r = s.content["relevance"], r != .null {
       out.raw(",\"relevance-score\":")
       out.write(r)

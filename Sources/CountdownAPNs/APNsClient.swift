@@ -15,6 +15,8 @@ public struct APNsEndpoint: Sendable {
   public var caPEM: [UInt8]?
   /// `apns-topic`: the app's bundle id followed by `.push-type.liveactivity`.
   public var topic: String
+  /// The app's bundle id: broadcasts and channel requests name it in their paths.
+  public var bundleID: String
   /// How long a request may wait for its answer before the connection is given up.
   public var requestTimeout: TimeAmount = .seconds(10)
   public var connectTimeout: TimeAmount = .seconds(5)
@@ -24,6 +26,16 @@ public struct APNsEndpoint: Sendable {
     self.port = port
     self.caPEM = caPEM
     self.topic = bundleID + ".push-type.liveactivity"
+    self.bundleID = bundleID
+  }
+
+  /// Apple's channel management API (docs/pushes.md, "Broadcast channels"): port 2196 in
+  /// production, 2195 in development.
+  public static func appleChannels(production: Bool, bundleID: String) -> APNsEndpoint {
+    APNsEndpoint(
+      host: production
+        ? "api-manage-broadcast.push.apple.com" : "api-manage-broadcast.sandbox.push.apple.com",
+      port: production ? 2196 : 2195, caPEM: nil, bundleID: bundleID)
   }
 
   /// Apple's production or development gateway.
@@ -33,30 +45,31 @@ public struct APNsEndpoint: Sendable {
       caPEM: nil, bundleID: bundleID)
   }
 
-  /// `https://HOST[:PORT]` (another gateway: a staging or test stand-in).
-  public static func parse(url: String, caPEM: [UInt8]?, bundleID: String)
-    throws(APNsConfigurationError) -> APNsEndpoint
-  {
+  /// `https://HOST[:PORT]` (another gateway: a staging or test stand-in); `flag` names the
+  /// setting in errors.
+  public static func parse(
+    url: String, caPEM: [UInt8]?, bundleID: String, flag: String = "--apns-url"
+  ) throws(APNsConfigurationError) -> APNsEndpoint {
     guard url.hasPrefix("https://") else {
       throw APNsConfigurationError(
-        "--apns-url \(url) must be https://HOST[:PORT] (APNs is HTTP/2 over TLS)")
+        "\(flag) \(url) must be https://HOST[:PORT] (APNs is HTTP/2 over TLS)")
     }
     var rest = Substring(url.dropFirst("https://".count))
     if rest.hasSuffix("/") { rest = rest.dropLast() }
     guard !rest.isEmpty, !rest.contains("/") else {
-      throw APNsConfigurationError("--apns-url \(url) must be https://HOST[:PORT], with no path")
+      throw APNsConfigurationError("\(flag) \(url) must be https://HOST[:PORT], with no path")
     }
     var host = String(rest)
     var port = 443
     if let colon = rest.lastIndex(of: ":"), !rest.hasSuffix("]") {
       guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else {
-        throw APNsConfigurationError("--apns-url \(url) has a port that is not 1 to 65535")
+        throw APNsConfigurationError("\(flag) \(url) has a port that is not 1 to 65535")
       }
       port = p
       host = String(rest[..<colon])
     }
     if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-    guard !host.isEmpty else { throw APNsConfigurationError("--apns-url \(url) has no host") }
+    guard !host.isEmpty else { throw APNsConfigurationError("\(flag) \(url) has no host") }
     return APNsEndpoint(host: host, port: port, caPEM: caPEM, bundleID: bundleID)
   }
 
@@ -97,6 +110,10 @@ public struct APNsResponse: Sendable, Equatable {
   public var reason: String?
   /// `apns-id`.
   public var apnsID: String?
+  /// `apns-channel-id`: the channel a creation made (docs/pushes.md, "Broadcast channels").
+  public var channelID: String?
+  /// The body, up to the request's limit (a channel list's JSON; an error's `{"reason":…}`).
+  public var body: [UInt8] = []
 }
 
 /// One HTTP/2 connection over TLS to APNs, multiplexing requests up to the gateway's stream
@@ -140,16 +157,7 @@ public final class APNsClient: @unchecked Sendable {
     apnsID: String = "", _ answer: @escaping (Result<APNsResponse, APNsTransportError>) -> Void
   ) {
     eventLoop.preconditionInEventLoop()
-    var headers = HPACKHeaders()
-    headers.reserveCapacity(10)
-    headers.add(name: ":method", value: "POST")
-    headers.add(name: ":scheme", value: "https")
-    // A path per device token and a length per payload: not indexed, so that HPACK's
-    // dynamic table keeps the headers every request repeats (the JWT, the topic) and its
-    // search stays short.
-    headers.add(name: ":path", value: "/3/device/" + deviceToken, indexing: .nonIndexable)
-    headers.add(name: ":authority", value: endpoint.host)
-    headers.add(name: "authorization", value: "bearer " + jwt)
+    var headers = request("POST", "/3/device/" + deviceToken, jwt: jwt)
     headers.add(name: "apns-push-type", value: "liveactivity")
     headers.add(name: "apns-topic", value: endpoint.topic)
     headers.add(name: "apns-priority", value: String(priority))
@@ -157,12 +165,78 @@ public final class APNsClient: @unchecked Sendable {
     if !apnsID.isEmpty { headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable) }
     headers.add(name: "content-type", value: "application/json")
     headers.add(name: "content-length", value: String(payload.count), indexing: .nonIndexable)
+    enqueue(headers, payload, bodyLimit: 4096, answer)
+  }
+
+  /// Sends one broadcast push on the channel `channelID` (docs/pushes.md, "Broadcast
+  /// channels": `POST /4/broadcasts/apps/{bundleId}`, on the push gateway, no `apns-topic`);
+  /// `requestID` is `apns-request-id`.
+  public func broadcast(
+    channelID: String, priority: Int, payload: [UInt8], jwt: String, expiration: Int64?,
+    requestID: String = "", _ answer: @escaping (Result<APNsResponse, APNsTransportError>) -> Void
+  ) {
+    eventLoop.preconditionInEventLoop()
+    var headers = request("POST", "/4/broadcasts/apps/" + endpoint.bundleID, jwt: jwt)
+    headers.add(name: "apns-channel-id", value: channelID, indexing: .nonIndexable)
+    headers.add(name: "apns-push-type", value: "liveactivity")
+    headers.add(name: "apns-priority", value: String(priority))
+    if let expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
+    if !requestID.isEmpty {
+      headers.add(name: "apns-request-id", value: requestID, indexing: .nonIndexable)
+    }
+    headers.add(name: "content-type", value: "application/json")
+    headers.add(name: "content-length", value: String(payload.count), indexing: .nonIndexable)
+    enqueue(headers, payload, bodyLimit: 4096, answer)
+  }
+
+  /// One request to APNs's channel management API (docs/pushes.md, "Broadcast channels"):
+  /// `method` on `/1/apps/{bundleId}/` + `resource` (`channels`, `all-channels`), naming
+  /// `channelID` in `apns-channel-id` when given. The answer keeps up to 1 MiB of body (a list
+  /// of 10,000 channels).
+  public func manage(
+    _ method: String, _ resource: String, channelID: String? = nil, body: [UInt8] = [],
+    jwt: String, requestID: String = "",
+    _ answer: @escaping (Result<APNsResponse, APNsTransportError>) -> Void
+  ) {
+    eventLoop.preconditionInEventLoop()
+    var headers = request(method, "/1/apps/\(endpoint.bundleID)/\(resource)", jwt: jwt)
+    if let channelID {
+      headers.add(name: "apns-channel-id", value: channelID, indexing: .nonIndexable)
+    }
+    if !requestID.isEmpty {
+      headers.add(name: "apns-request-id", value: requestID, indexing: .nonIndexable)
+    }
+    if !body.isEmpty {
+      headers.add(name: "content-type", value: "application/json")
+      headers.add(name: "content-length", value: String(body.count), indexing: .nonIndexable)
+    }
+    enqueue(headers, body, bodyLimit: 1 << 20, answer)
+  }
+
+  /// The headers every request starts with. A path per device token or channel and a length
+  /// per payload are not indexed, so that HPACK's dynamic table keeps the headers every
+  /// request repeats (the JWT, the topic) and its search stays short.
+  private func request(_ method: String, _ path: String, jwt: String) -> HPACKHeaders {
+    var headers = HPACKHeaders()
+    headers.reserveCapacity(10)
+    headers.add(name: ":method", value: method)
+    headers.add(name: ":scheme", value: "https")
+    headers.add(name: ":path", value: path, indexing: .nonIndexable)
+    headers.add(name: ":authority", value: endpoint.host)
+    headers.add(name: "authorization", value: "bearer " + jwt)
+    return headers
+  }
+
+  /// Puts a request on the connection (made first when there is none).
+  private func enqueue(
+    _ headers: HPACKHeaders, _ body: [UInt8], bodyLimit: Int, _ answer: @escaping Answer
+  ) {
     if let c = connection, c.handler.isClosed {
       // Closed, and its closeFuture's callback has not run yet: a new connection.
       drop(c, reason: "the connection closed")
     }
     let c = connection ?? connect()
-    c.handler.send(headers: headers, body: payload, answer)
+    c.handler.send(headers: headers, body: body, bodyLimit: bodyLimit, answer)
     // A connection whose stream ids run out takes no more: the next request opens another.
     if c.handler.isExhausted { retire(c) }
   }
@@ -285,290 +359,5 @@ private final class FlushPerTurn: ChannelOutboundHandler, RemovableChannelHandle
       scheduled = false
       context.flush()
     }
-  }
-}
-
-/// The requests of one HTTP/2 connection, as frames behind NIOHTTP2's connection handler
-/// (which keeps the protocol's state: stream states, flow control, HPACK): each request is a
-/// HEADERS and a DATA frame on a new stream id; its answer is the HEADERS (and DATA) that come
-/// back on that id. A stream that closes without an answer (RST_STREAM, refused after GOAWAY,
-/// the connection lost) fails its request.
-///
-/// Requests wait in one queue, in order, until the connection is up and while the gateway's
-/// limit of concurrent streams is reached (its SETTINGS; 100 until they come, as NIOHTTP2
-/// assumes): a stream id is taken only when the request goes out, so ids rise in the order the
-/// requests were made and the gateway's answers close the oldest streams first. One timer
-/// watches the oldest request: unanswered (or not sent) after the timeout, the connection is
-/// given up (``onTimeout``).
-final class APNsConnection: ChannelInboundHandler, @unchecked Sendable {
-  // @unchecked Sendable: made on the client's event loop, then touched on its connection's
-  // event loop (the same) only.
-  typealias InboundIn = HTTP2Frame
-  typealias OutboundOut = HTTP2Frame
-
-  private struct Request {
-    var headers: HPACKHeaders
-    var body: [UInt8]
-    var answer: APNsClient.Answer
-    var deadline: NIODeadline
-  }
-
-  private struct Pending {
-    var answer: APNsClient.Answer
-    var response = APNsResponse(status: 0)
-    var body: [UInt8] = []
-  }
-
-  private enum Phase {
-    /// Not connected yet (the handler is made before its channel).
-    case connecting
-    case active
-    /// GOAWAY came: what is in flight is answered, nothing new is sent.
-    case goingAway
-    case closed
-  }
-
-  private let requestTimeout: TimeAmount
-  private var context: ChannelHandlerContext?
-  private var phase = Phase.connecting
-  /// Requests not yet on a stream, oldest first.
-  private var queued = CircularBuffer<Request>()
-  /// The gateway's limit of concurrent streams.
-  private var maxStreams = 100
-  private var nextStreamID: Int32 = 1
-  private var pending: [HTTP2StreamID: Pending] = [:]
-  /// Requests on streams in the order sent, with their deadlines (answered ones are skipped
-  /// when met).
-  private var deadlines = CircularBuffer<(stream: HTTP2StreamID, deadline: NIODeadline)>()
-  private var timer: Scheduled<Void>?
-  /// Bytes of answers taken since the connection's window was last given back.
-  private var unacknowledged = 0
-  var onGoAway: (() -> Void)?
-  var onTimeout: (() -> Void)?
-
-  private let eventLoop: EventLoop
-
-  init(requestTimeout: TimeAmount, eventLoop: EventLoop) {
-    self.requestTimeout = requestTimeout
-    self.eventLoop = eventLoop
-  }
-
-  /// No stream id left for another request beside those queued (2^31 − 1 is the last).
-  var isExhausted: Bool { Int(nextStreamID) + 2 * queued.count > Int(Int32.max) - 2 }
-
-  /// The connection has closed (or the handler left it).
-  var isClosed: Bool { phase == .closed }
-
-  func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-  func handlerRemoved(context: ChannelHandlerContext) {
-    self.context = nil
-    failAll("the connection closed")
-  }
-
-  func send(headers: HPACKHeaders, body: [UInt8], _ answer: @escaping APNsClient.Answer) {
-    switch phase {
-    case .closed, .goingAway:
-      answer(.failure(.closed("the connection closed")))
-      return
-    case .connecting, .active:
-      guard !isExhausted else {
-        answer(.failure(.closed("the connection has no stream id left")))
-        return
-      }
-    }
-    queued.append(
-      Request(headers: headers, body: body, answer: answer, deadline: .now() + requestTimeout))
-    sendQueued()
-    if timer == nil { arm() }
-  }
-
-  /// Puts queued requests on streams while the gateway's limit allows.
-  private func sendQueued() {
-    guard phase == .active, let context else { return }
-    while pending.count < maxStreams, let r = queued.popFirst() {
-      write(r, context)
-    }
-  }
-
-  private func write(_ r: Request, _ context: ChannelHandlerContext) {
-    let stream = HTTP2StreamID(nextStreamID)
-    nextStreamID += 2
-    pending[stream] = Pending(answer: r.answer)
-    deadlines.append((stream, r.deadline))
-    context.write(
-      wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: r.headers)))),
-      promise: nil)
-    let sent = context.eventLoop.makePromise(of: Void.self)
-    sent.futureResult.whenFailure { [self] error in
-      finish(stream, .failure(.closed("the request could not be sent: \(error)")))
-    }
-    let data = HTTP2Frame.FramePayload.Data(
-      data: .byteBuffer(context.channel.allocator.buffer(bytes: r.body)), endStream: true)
-    context.write(
-      wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(data))), promise: sent)
-    // Each request flushed on its own (in order); `FlushPerTurn` below gives TLS one flush a turn.
-    context.flush()
-  }
-
-  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-    let frame = unwrapInboundIn(data)
-    let stream = frame.streamID
-    switch frame.payload {
-    case .headers(let h):
-      guard var p = pending[stream] else { break }
-      if let s = h.headers.first(name: ":status"), let status = Int(s),
-        p.response.status == 0 || (100..<200).contains(p.response.status)
-      {
-        p.response.status = status
-      }
-      if let id = h.headers.first(name: "apns-id") { p.response.apnsID = id }
-      pending[stream] = p
-      if h.endStream { complete(stream) }
-    case .data(let d):
-      if case .byteBuffer(let b) = d.data {
-        giveBack(b.readableBytes + (d.paddingBytes.map { $0 + 1 } ?? 0), context)
-        if var p = pending[stream] {
-          if p.body.count < 4096 { p.body += b.readableBytesView.prefix(4096 - p.body.count) }
-          pending[stream] = p
-        }
-      }
-      if d.endStream { complete(stream) }
-    case .rstStream(let code):
-      finish(stream, .failure(.closed("the gateway reset the stream (\(code))")))
-    case .settings(.settings(let settings)):
-      for setting in settings where setting.parameter == .maxConcurrentStreams {
-        maxStreams = setting.value
-      }
-      sendQueued()
-    case .goAway:
-      // NIOHTTP2 closes the streams the gateway will not answer (each fails below, as its
-      // StreamClosedEvent comes); what was not sent fails now; new requests go to a new
-      // connection.
-      if phase == .active { phase = .goingAway }
-      let refused = queued
-      queued.removeAll()
-      for r in refused { r.answer(.failure(.closed("the gateway sent GOAWAY"))) }
-      onGoAway?()
-      onGoAway = nil
-    default:
-      break
-    }
-  }
-
-  func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-    if let closed = event as? StreamClosedEvent {
-      finish(
-        closed.streamID,
-        .failure(
-          .closed(
-            "the stream closed before an answer (\(closed.reason.map { "\($0)" } ?? "no error"))")
-        ))
-    }
-    context.fireUserInboundEventTriggered(event)
-  }
-
-  func channelActive(context: ChannelHandlerContext) {
-    if phase == .connecting { phase = .active }
-    context.fireChannelActive()
-    sendQueued()
-  }
-
-  func channelInactive(context: ChannelHandlerContext) {
-    failAll("the connection closed")
-    context.fireChannelInactive()
-  }
-
-  func errorCaught(context: ChannelHandlerContext, error: any Error) {
-    if let e = error as? NIOHTTP2Errors.StreamError {
-      finish(e.streamID, .failure(.closed("\(e.baseError)")))
-      return
-    }
-    failAll("\(error)")
-    context.close(promise: nil)
-  }
-
-  /// Gives the connection's window back to the gateway once 32 KiB of answers are read
-  /// (without a channel per stream, the connection's window is this handler's to manage; each
-  /// stream's own window is far larger than an answer).
-  private func giveBack(_ bytes: Int, _ context: ChannelHandlerContext) {
-    unacknowledged += bytes
-    guard unacknowledged >= 32_768 else { return }
-    let update = HTTP2Frame(
-      streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledged))
-    unacknowledged = 0
-    context.writeAndFlush(wrapOutboundOut(update), promise: nil)
-  }
-
-  private func complete(_ stream: HTTP2StreamID) {
-    guard let p = pending[stream] else { return }
-    guard p.response.status >= 200 else {
-      finish(stream, .failure(.closed("the gateway's answer had no status")))
-      return
-    }
-    var response = p.response
-    response.reason = Self.reason(p.body)
-    finish(stream, .success(response))
-  }
-
-  private func finish(_ stream: HTTP2StreamID, _ result: Result<APNsResponse, APNsTransportError>) {
-    guard let p = pending.removeValue(forKey: stream) else { return }
-    p.answer(result)
-    sendQueued()
-  }
-
-  /// Fails every request, in the order made, and takes no more: those in flight as closed,
-  /// those never sent as `reason` (a connection that never came up: why).
-  func failAll(_ reason: String) {
-    let neverUp = phase == .connecting
-    phase = .closed
-    timer?.cancel()
-    timer = nil
-    let all = pending
-    pending = [:]
-    deadlines.removeAll()
-    let waiting = queued
-    queued.removeAll()
-    for (_, p) in all.sorted(by: { $0.key < $1.key }) { p.answer(.failure(.closed(reason))) }
-    for r in waiting {
-      r.answer(.failure(neverUp ? .connectionFailed(reason) : .closed(reason)))
-    }
-  }
-
-  /// Sets the timer for the oldest request: the oldest on a stream or, if older, the first
-  /// still queued.
-  private func arm() {
-    while let first = deadlines.first, pending[first.stream] == nil { deadlines.removeFirst() }
-    let oldest: NIODeadline
-    switch (deadlines.first?.deadline, queued.first?.deadline) {
-    case (let a?, let b?): oldest = min(a, b)
-    case (let a?, nil), (nil, let a?): oldest = a
-    case (nil, nil):
-      timer = nil
-      return
-    }
-    timer = eventLoop.scheduleTask(deadline: oldest) { [self] in
-      timer = nil
-      while let f = deadlines.first, pending[f.stream] == nil { deadlines.removeFirst() }
-      let now = NIODeadline.now()
-      if let f = deadlines.first, f.deadline <= now {
-        finish(f.stream, .failure(.timedOut))
-        onTimeout?()
-        return
-      }
-      if let q = queued.first, q.deadline <= now {
-        queued.removeFirst().answer(.failure(.timedOut))
-        onTimeout?()
-        return
-      }
-      arm()
-    }
-  }
-
-  /// `reason` of a JSON body `{"reason":"…"}`; nil for any other body.
-  static func reason(_ body: [UInt8]) -> String? {
-    guard !body.isEmpty, let text = String(validating: body, as: UTF8.self),
-      case .object(let o)? = try? JSONParser.parse(text), case .string(let r)? = o["reason"]
-    else { return nil }
-    return r
   }
 }

@@ -41,6 +41,57 @@ public struct PushItem: Sendable, Hashable {
   }
 }
 
+/// Where an outbox push goes, as its `token` says (docs/pushes.md, "Broadcast channels"): a
+/// device token (hex), a broadcast on a channel (`channel:ID`), or a request to APNs's channel
+/// management API (`create-channel`, `delete-channel:ID`). Hex tokens and base64 ids hold no
+/// `:` and no `-`, so the forms cannot be mistaken for each other.
+public enum PushTarget: Sendable, Hashable {
+  /// A push to one device's token.
+  case device(String)
+  /// One push on a broadcast channel, which APNs fans out to every phone subscribed.
+  case channel(String)
+  /// Make the activity's channel (`POST /1/apps/{bundleId}/channels`).
+  case createChannel
+  /// Delete the channel `id` (`DELETE /1/apps/{bundleId}/channels`).
+  case deleteChannel(String)
+
+  /// The target as an outbox row's `token` keeps it.
+  public init(column: String) {
+    if column.hasPrefix("channel:") {
+      self = .channel(String(column.dropFirst("channel:".count)))
+    } else if column == "create-channel" {
+      self = .createChannel
+    } else if column.hasPrefix("delete-channel:") {
+      self = .deleteChannel(String(column.dropFirst("delete-channel:".count)))
+    } else {
+      self = .device(column)
+    }
+  }
+
+  /// The `token` form.
+  public var column: String {
+    switch self {
+    case .device(let t): t
+    case .channel(let id): "channel:" + id
+    case .createChannel: "create-channel"
+    case .deleteChannel(let id): "delete-channel:" + id
+    }
+  }
+
+  /// Whether it goes to the channel management API rather than the push gateway.
+  public var isManagement: Bool {
+    switch self {
+    case .createChannel, .deleteChannel: true
+    case .device, .channel: false
+    }
+  }
+}
+
+extension PushItem {
+  /// Where the push goes (``PushTarget``).
+  public var target: PushTarget { PushTarget(column: token) }
+}
+
 /// What the outbox does with a planned push.
 public enum PushOperation: Equatable, Sendable {
   /// A new push.
@@ -91,11 +142,15 @@ public struct PushPlanner: Sendable {
   private var tokens: [String: [String]] = [:]
   /// Each push's `apns-id`, drawn when it is planned (and so stored with it).
   private var apnsIDs: SplitMix64
+  /// Whether broadcast channels are on (`--apns-channels`): without, `liveActivity.channel`
+  /// is kept and nothing is made or broadcast.
+  public let channels: Bool
 
   /// A planner whose pushes' `apns-id`s are drawn from `seed` (random by default; a test
-  /// fixes it).
-  public init(seed: UInt64 = .random(in: .min ... .max)) {
+  /// fixes it); `channels` turns broadcast channels on.
+  public init(seed: UInt64 = .random(in: .min ... .max), channels: Bool = false) {
     apnsIDs = SplitMix64(state: seed)
+    self.channels = channels
   }
 
   /// The pushes of `events` (one wake's, in order), given the rows after the wake by id,
@@ -106,6 +161,7 @@ public struct PushPlanner: Sendable {
     var out: [PushOperation] = []
     for e in events {
       if e.kind == .dismissed {
+        if let item = deleteChannel(of: e, now: now) { out.append(.add(item)) }
         known[e.id] = nil
         shown[e.id] = nil
         tokens[e.id] = nil
@@ -114,6 +170,8 @@ public struct PushPlanner: Sendable {
         continue
       }
       guard var row = rows[e.id] ?? known[e.id]?.row, let live = row.liveActivity else {
+        // The Live Activity was removed: a channel the server made goes with it.
+        if let item = deleteChannel(of: e, now: now) { out.append(.add(item)) }
         known[e.id] = nil
         shown[e.id] = nil
         tokens[e.id] = nil
@@ -141,7 +199,10 @@ public struct PushPlanner: Sendable {
       case .started:
         tokens = live.startTokens
         event = .start
-        self.tokens[e.id] = live.pushTokens
+        self.tokens[e.id] = updateTargets(live)
+        if channels, live.ownsChannel, live.channelId == nil {
+          out.append(.add(createChannel(for: e, now: now)))
+        }
       case .updated:
         tokens = live.pushTokens
         event = .update
@@ -154,18 +215,21 @@ public struct PushPlanner: Sendable {
         // The update tokens before this event (none for an activity that had no Live
         // Activity): one added since gets the catch-up push.
         let previousTokens = self.tokens[e.id] ?? []
-        self.tokens[e.id] = live.pushTokens
+        tokens = updateTargets(live)
+        self.tokens[e.id] = tokens
         if !alert, let shown = shown[e.id], shown == showing {
-          tokens = live.pushTokens.filter { !previousTokens.contains($0) }
+          // A channel APNs has just made joins late too: the phones that subscribe to it
+          // get the activity as it is now (and APNs keeps it for those that come later).
+          tokens = tokens.filter { !previousTokens.contains($0) }
           guard !tokens.isEmpty else { continue }
           urgent = true
           if row.phase == .ended { event = .end }
         }
       case .paused, .resumed, .milestone:
-        tokens = live.pushTokens
+        tokens = updateTargets(live)
         event = .update
       case .ended:
-        tokens = live.pushTokens
+        tokens = updateTargets(live)
         event = .end
       case .tick, .stale, .expired, .dismissed:
         continue
@@ -207,6 +271,39 @@ public struct PushPlanner: Sendable {
     return out
   }
 
+  /// Where an activity's `update` and `end` pushes go: its update tokens, and its broadcast
+  /// channel once it has one (`channel:ID`, a budget and a waiting line of its own).
+  func updateTargets(_ live: LiveActivity) -> [String] {
+    guard channels, let channel = live.channelId else { return live.pushTokens }
+    return live.pushTokens + [PushTarget.channel(channel).column]
+  }
+
+  /// The request that makes `e`'s activity a broadcast channel (docs/pushes.md, "Broadcast
+  /// channels"): stored in the outbox like a push, sent to the channel management API.
+  mutating func createChannel(for e: Event, now: Int64) -> PushItem {
+    PushItem(
+      activity: e.id, token: PushTarget.createChannel.column, event: .start, priority: 10,
+      timestamp: e.at / 1000, notBefore: now, eventAt: e.at,
+      payload: Array(Self.channelRequestBody.utf8), apnsID: apnsIDs.uuid(), expiration: nil)
+  }
+
+  /// The body of a channel's creation: the most recent message kept for phones offline
+  /// (`message-storage-policy` 1), for Live Activities.
+  public static let channelRequestBody = #"{"message-storage-policy":1,"push-type":"LiveActivity"}"#
+
+  /// The deletion of the channel the server made for `e`'s activity, if it has one (its
+  /// activity dismissed, or its Live Activity removed); nil otherwise. A channel the caller
+  /// made is the caller's to delete.
+  mutating func deleteChannel(of e: Event, now: Int64) -> PushItem? {
+    guard channels, let live = known[e.id]?.row.liveActivity, live.ownsChannel,
+      let channel = live.channelId
+    else { return nil }
+    return PushItem(
+      activity: e.id, token: PushTarget.deleteChannel(channel).column, event: .end,
+      priority: 10, timestamp: e.at / 1000, notBefore: now, eventAt: e.at, payload: [],
+      apnsID: apnsIDs.uuid(), expiration: nil)
+  }
+
   /// After a restart: the activities' rows as the state file has them, and the budget it
   /// kept (``PushBudget/restore(_:timestamp:notBefore:)``).
   public mutating func restore(
@@ -219,7 +316,7 @@ public struct PushPlanner: Sendable {
       if case .string(let m)? = subject?.content["alertMessage"] { alert = m }
       known[row.id] = (row, alert)
       shown[row.id] = subject.map { Self.shows($0, live) }
-      tokens[row.id] = live.pushTokens
+      tokens[row.id] = updateTargets(live)
     }
     for b in budget { self.budget.restore(b.key, timestamp: b.timestamp, notBefore: b.notBefore) }
   }

@@ -16,21 +16,35 @@ extension OutboxSender where Transport == APNsTransport {
   /// A sender to `endpoint` with `token`, on a thread of its own; a token APNs no longer takes
   /// is removed from its activity by an update on `loop`; `held` hears why the sender holds,
   /// and nil when it sends again (the systemd `STATUS=` line).
+  ///
+  /// With `channels` (the channel management API's endpoint, `--apns-channels`), a second
+  /// destination takes the channels' creations and deletions (docs/pushes.md, "Broadcast
+  /// channels"); broadcasts go with the pushes, to the push gateway. With `reconcile`, that
+  /// destination first deletes the app's channels that no activity holds (their ids).
   convenience init(
-    endpoint: APNsEndpoint, token: ProviderToken, writer: StoreWriter,
-    loop: Locked<CountdownLoop?>, metrics: PushMetrics, logger: Logger,
-    held: @escaping @Sendable (String?) -> Void = { _ in }
+    endpoint: APNsEndpoint, channels: APNsEndpoint? = nil, reconcile: Set<String>? = nil,
+    token: ProviderToken, writer: StoreWriter, loop: Locked<CountdownLoop?>,
+    metrics: PushMetrics, logger: Logger, held: @escaping @Sendable (String?) -> Void = { _ in }
   ) throws(ServerStartError) {
+    let manages = channels != nil
     try self.init(
       threadName: "countdown-push", writer: writer, queueGauge: metrics.queue, logger: logger,
-      route: { _ in 0 },
+      route: { item in item.target.isManagement ? (manages ? 1 : nil) : 0 },
       makeTransports: { eventLoop throws(ServerStartError) in
         do throws(APNsConfigurationError) {
-          return [
+          var transports = [
             APNsTransport(
               client: try APNsClient(endpoint: endpoint, eventLoop: eventLoop), token: token,
               loop: loop, metrics: metrics, logger: logger, held: held)
           ]
+          if let channels {
+            let manager = APNsTransport(
+              client: try APNsClient(endpoint: channels, eventLoop: eventLoop), token: token,
+              loop: loop, metrics: metrics, logger: logger, held: held)
+            if let reconcile { eventLoop.execute { manager.reconcile(holding: reconcile) } }
+            transports.append(manager)
+          }
+          return transports
         } catch {
           throw ServerStartError(error.message)
         }
@@ -72,8 +86,8 @@ extension OutboxSender where Transport == APNsTransport {
 /// connection with a provider token (renewed when APNs says it expired); a token APNs no longer
 /// takes is removed from its activity by an update on the loop.
 final class APNsTransport: OutboxTransport, @unchecked Sendable {
-  // @unchecked Sendable: `tokens` changes, on the sender's event loop only (every method of a
-  // transport is called there); the rest is immutable.
+  // @unchecked Sendable: `tokens`, `reconciling` and `deferred` change on the sender's event
+  // loop only (every method of a transport is called there); the rest is immutable.
   private let client: APNsClient
   private var tokens: ProviderTokens
   private let loop: Locked<CountdownLoop?>
@@ -85,9 +99,35 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
   private var holdPush = ""
   /// Told why the sender holds, and nil when it sends again.
   private let held: @Sendable (String?) -> Void
+  /// While `--apns-channels-reconcile` lists and deletes: requests wait in `deferred`.
+  private var reconciling = false
+  private var deferred: [() -> Void] = []
+
+  /// The channel management API's endpoint for `o` (`--apns-manage-url`, else Apple's for the
+  /// environment), nil without `--apns-channels`.
+  static func channelsEndpoint(_ o: APNsOptions, caPEM: [UInt8]?) throws(ServerStartError)
+    -> APNsEndpoint?
+  {
+    guard o.channels else { return nil }
+    do throws(APNsConfigurationError) {
+      var endpoint =
+        try o.manageURL.map { url throws(APNsConfigurationError) in
+          try APNsEndpoint.parse(
+            url: url, caPEM: caPEM, bundleID: o.bundleID, flag: "--apns-manage-url")
+        } ?? APNsEndpoint.appleChannels(production: o.production, bundleID: o.bundleID)
+      endpoint.caPEM = caPEM
+      endpoint.requestTimeout = .milliseconds(o.requestTimeoutMilliseconds)
+      try endpoint.check()
+      return endpoint
+    } catch {
+      throw ServerStartError(error.message)
+    }
+  }
 
   /// The settings read and checked: a message and no server when a piece is missing or bad.
-  static func prepare(_ o: APNsOptions) throws(ServerStartError) -> (APNsEndpoint, ProviderToken) {
+  static func prepare(_ o: APNsOptions) throws(ServerStartError) -> (
+    APNsEndpoint, APNsEndpoint?, ProviderToken
+  ) {
     let pem = try System.readSmallFile(o.keyPath).mapError {
       ServerStartError("--apns-key: \($0.message)")
     }.get()
@@ -114,7 +154,7 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
     } catch {
       throw ServerStartError(error.message)
     }
-    return (endpoint, token)
+    return (endpoint, try channelsEndpoint(o, caPEM: ca), token)
   }
 
   init(
@@ -136,7 +176,22 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
     _ entry: PushQueue.Entry, now: Int64, random: Double,
     answer: @escaping @Sendable (DeliveryOutcome) -> Void
   ) {
+    if reconciling {
+      // The app's channels are being listed: a channel made now would be taken for one no
+      // activity holds.
+      deferred.append { [self] in send(entry, now: now, random: random, answer: answer) }
+      return
+    }
     let jwt = tokens.jwt(now: now, random: random)
+    switch entry.item.target {
+    case .device: break
+    case .channel(let channel):
+      broadcast(entry, on: channel, jwt: jwt, answer: answer)
+      return
+    case .createChannel, .deleteChannel:
+      manage(entry, jwt: jwt, answer: answer)
+      return
+    }
     client.send(
       deviceToken: entry.item.token, priority: entry.item.priority, payload: entry.item.payload,
       jwt: jwt, expiration: entry.item.expiration, apnsID: entry.item.apnsID
@@ -146,23 +201,217 @@ final class APNsTransport: OutboxTransport, @unchecked Sendable {
       case .success(let r):
         outcome = DeliveryOutcome(status: r.status, reason: r.reason)
         if outcome == .hold {
-          // Said once, when the sender holds (``holdChanged(_:waiting:)``).
-          holdReason = "\(r.status) \(r.reason ?? "")"
-          holdPush = entry.item.apnsID
+          held(by: r, entry.item)
         } else if outcome != .delivered {
           logger.notice(
             "APNs answered \(r.status) \(r.reason ?? "") to push \(entry.item.apnsID) of \(entry.item.activity): \(outcome.metricName)"
           )
         }
       case .failure(let e):
-        outcome = .retry
-        logger.notice(
-          "push \(entry.item.apnsID) of \(entry.item.activity) got no answer: \(e); it will be retried"
-        )
+        outcome = unanswered("push", entry.item, e)
       }
-      if outcome == .renewProviderToken { tokens.expired(jwt) }
-      answer(outcome)
+      conclude(outcome, jwt: jwt, answer)
     }
+  }
+
+  /// One push on a broadcast channel (docs/pushes.md, "Broadcast channels"). A channel APNs
+  /// no longer has (`BadChannelId`, `ChannelNotRegistered`) is dropped from its activity.
+  private func broadcast(
+    _ entry: PushQueue.Entry, on channel: String, jwt: String,
+    answer: @escaping @Sendable (DeliveryOutcome) -> Void
+  ) {
+    let item = entry.item
+    client.broadcast(
+      channelID: channel, priority: item.priority, payload: item.payload, jwt: jwt,
+      expiration: item.expiration, requestID: item.apnsID
+    ) { [self] result in
+      var outcome: DeliveryOutcome
+      switch result {
+      case .success(let r):
+        outcome = DeliveryOutcome(status: r.status, reason: r.reason)
+        if r.reason == "BadChannelId" || r.reason == "ChannelNotRegistered"
+          || outcome == .removeToken
+        {
+          outcome = .drop
+          logger.notice(
+            "APNs answered \(r.status) \(r.reason ?? "") to broadcast \(item.apnsID) of \(item.activity) on channel \(channel): the channel is gone; the activity's updates go to its tokens alone"
+          )
+          setChannel(of: item.activity, to: nil, made: channel)
+        } else if outcome == .hold {
+          held(by: r, item)
+        } else if outcome != .delivered {
+          logger.notice(
+            "APNs answered \(r.status) \(r.reason ?? "") to broadcast \(item.apnsID) of \(item.activity) on channel \(channel): \(outcome.metricName)"
+          )
+        }
+      case .failure(let e):
+        outcome = unanswered("broadcast", item, e)
+      }
+      conclude(outcome, jwt: jwt, answer)
+    }
+  }
+
+  /// A channel's creation or deletion on the channel management API. A creation's answer
+  /// names the channel (`apns-channel-id`), which is set on its activity by an update on the
+  /// loop (an `updated` event: the backend hands the id to the phones); an activity gone by
+  /// then has its new channel deleted at once. A deletion APNs answers 404 for was already
+  /// done.
+  private func manage(
+    _ entry: PushQueue.Entry, jwt: String, answer: @escaping @Sendable (DeliveryOutcome) -> Void
+  ) {
+    let item = entry.item
+    if case .deleteChannel(let channel) = item.target {
+      client.manage(
+        "DELETE", "channels", channelID: channel, jwt: jwt, requestID: item.apnsID,
+        done(item, "the deletion of channel \(channel)", creating: false, jwt: jwt, answer))
+    } else {
+      client.manage(
+        "POST", "channels", body: item.payload, jwt: jwt, requestID: item.apnsID,
+        done(item, "the creation of a channel", creating: true, jwt: jwt, answer))
+    }
+  }
+
+  /// What a channel request's answer means (``manage(_:jwt:answer:)``).
+  private func done(
+    _ item: PushItem, _ what: String, creating: Bool, jwt: String,
+    _ answer: @escaping @Sendable (DeliveryOutcome) -> Void
+  ) -> (Result<APNsResponse, APNsTransportError>) -> Void {
+    { [self] result in
+      var outcome: DeliveryOutcome
+      switch result {
+      case .success(let r) where (200..<300).contains(r.status):
+        outcome = .delivered
+        if creating {
+          if let channel = r.channelID, LiveActivity.isChannelID(channel) {
+            logger.info("APNs made channel \(channel) for \(item.activity)")
+            setChannel(of: item.activity, to: channel, made: channel)
+          } else {
+            outcome = .retry
+            logger.notice(
+              "APNs answered \(r.status) to \(what) for \(item.activity) (\(item.apnsID)) without a channel id in apns-channel-id; it will be asked again"
+            )
+          }
+        }
+      case .success(let r) where !creating && r.status == 404:
+        outcome = .delivered
+      case .success(let r):
+        outcome = DeliveryOutcome(status: r.status, reason: r.reason)
+        if outcome == .removeToken { outcome = .drop }
+        if outcome == .hold {
+          held(by: r, item)
+        } else {
+          logger.notice(
+            "APNs answered \(r.status) \(r.reason ?? "") to \(what) for \(item.activity) (\(item.apnsID)): \(outcome.metricName)"
+          )
+        }
+      case .failure(let e):
+        outcome = unanswered(what, item, e)
+      }
+      conclude(outcome, jwt: jwt, answer)
+    }
+  }
+
+  /// An answer that holds the sender: said once, when it holds (``holdChanged(_:waiting:)``).
+  private func held(by r: APNsResponse, _ item: PushItem) {
+    holdReason = "\(r.status) \(r.reason ?? "")"
+    holdPush = item.apnsID
+  }
+
+  /// No answer (a lost connection, a timeout): logged, and `retry`.
+  private func unanswered(_ what: String, _ item: PushItem, _ e: APNsTransportError)
+    -> DeliveryOutcome
+  {
+    logger.notice(
+      "\(what) \(item.apnsID) of \(item.activity) got no answer: \(e); it will be retried")
+    return .retry
+  }
+
+  /// Hands the outcome to the sender, after a new provider token when APNs said it expired.
+  private func conclude(
+    _ outcome: DeliveryOutcome, jwt: String, _ answer: @Sendable (DeliveryOutcome) -> Void
+  ) {
+    if outcome == .renewProviderToken { tokens.expired(jwt) }
+    answer(outcome)
+  }
+
+  /// Sets (or clears) the channel of `activity` by an update on the loop. When the activity
+  /// is gone or ended (its Live Activity cannot use the channel any more), a channel APNs has
+  /// just `made` for it is deleted at once instead: no outbox item of its own (a crash here
+  /// leaves it to `--apns-channels-reconcile`).
+  private func setChannel(of activity: String, to channel: String?, made: String) {
+    guard let loop = loop.withLock({ $0 }) else { return }
+    let logger = self.logger
+    let update = {
+      var u = ActivityUpdate()
+      u.channelID = .some(channel)
+      return u
+    }()
+    loop.submit(
+      { engine throws(CountdownError) in try engine.update(activity, update) },
+      completion: { [self] result in
+        guard case .failure(let e) = result else { return }
+        guard channel != nil else { return }
+        logger.notice(
+          "channel \(made) was made for \(activity), which \(e.code == .notFound ? "is gone" : "cannot take it") (\(e.message)): deleting it"
+        )
+        client.eventLoop.execute { [self] in
+          let jwt = tokens.jwt(now: SystemWallClock.now().milliseconds, random: 0.5)
+          client.manage("DELETE", "channels", channelID: made, jwt: jwt) { _ in }
+        }
+      })
+  }
+
+  /// `--apns-channels-reconcile` (docs/pushes.md, "Broadcast channels"): lists the app's
+  /// channels and deletes those not in `holding` (the channel ids the activities hold at
+  /// start), before this destination sends anything. A channel made by a creation whose
+  /// answer was never committed (a crash between the two) is found this way. A list that
+  /// fails is logged, and sending goes on.
+  func reconcile(holding: Set<String>) {
+    reconciling = true
+    let jwt = tokens.jwt(now: SystemWallClock.now().milliseconds, random: 0.5)
+    client.manage("GET", "all-channels", jwt: jwt) { [self] result in
+      var gone: [String] = []
+      switch result {
+      case .success(let r) where r.status == 200:
+        let listed = Self.channels(inList: r.body)
+        gone = listed.filter { !holding.contains($0) }
+        logger.notice(
+          "--apns-channels-reconcile: APNs lists \(listed.count) channels, activities hold \(holding.count); deleting the \(gone.count) no activity holds"
+        )
+      case .success(let r):
+        logger.error(
+          "--apns-channels-reconcile: APNs answered \(r.status) \(r.reason ?? "") to the list of channels; none deleted"
+        )
+      case .failure(let e):
+        logger.error("--apns-channels-reconcile: no list of channels (\(e)); none deleted")
+      }
+      var left = gone.count
+      func finish() {
+        reconciling = false
+        let waiting = deferred
+        deferred = []
+        for send in waiting { send() }
+      }
+      if left == 0 { return finish() }
+      for channel in gone {
+        client.manage("DELETE", "channels", channelID: channel, jwt: jwt) { [self] result in
+          if case .success(let r) = result, (200..<300).contains(r.status) || r.status == 404 {
+          } else {
+            logger.notice("--apns-channels-reconcile: channel \(channel) not deleted: \(result)")
+          }
+          left -= 1
+          if left == 0 { finish() }
+        }
+      }
+    }
+  }
+
+  /// The ids of a channel list's body (`{"channels":["…",…]}`); none when it is not one.
+  static func channels(inList body: [UInt8]) -> [String] {
+    guard let text = String(validating: body, as: UTF8.self),
+      case .object(let o)? = try? JSONParser.parse(text), case .array(let list)? = o["channels"]
+    else { return [] }
+    return list.compactMap { if case .string(let id) = $0 { id } else { nil } }
   }
 
   func answered(

@@ -54,6 +54,11 @@ extension CountdownServer {
           "Live Activity pushes need a state file (--state FILE, not :memory:) or --postgres: each push is written with the change that made it, and sent after a restart"
         )
       }
+      if o.reconcileChannels, options.cluster != nil {
+        throw ServerStartError(
+          "--apns-channels-reconcile deletes every channel of the app that this server's activities do not hold: a cluster node holds only its shards' (docs/pushes.md, \"Broadcast channels\")"
+        )
+      }
       return try APNsTransport.prepare(o)
     }
     if let w = options.webhooks {
@@ -151,7 +156,8 @@ extension CountdownServer {
   /// the store, its writer, the senders, the loop restored from the store and, for a cluster
   /// node, its lease driver.
   private func startParts(
-    apns: (APNsEndpoint, ProviderToken)?, notifier: ServiceNotifier?, stages: inout StartStages
+    apns: (APNsEndpoint, APNsEndpoint?, ProviderToken)?, notifier: ServiceNotifier?,
+    stages: inout StartStages
   ) throws(ServerStartError) -> (
     group: MultiThreadedEventLoopGroup, hub: Hub, loop: CountdownLoop, durable: Durable?,
     cluster: ClusterNode?
@@ -204,7 +210,7 @@ extension CountdownServer {
     do throws(StoreError) {
       if apns != nil {
         let outbox = try store.loadPushes()
-        var planner = PushPlanner()
+        var planner = PushPlanner(channels: options.apns?.channels ?? false)
         planner.restore(rows: snapshot?.activities ?? [], budget: outbox.budget)
         pending = outbox.pending
         pushHooks = PushHooks(
@@ -244,10 +250,15 @@ extension CountdownServer {
       }, pushes: pushHooks, webhooks: webhookHooks)
     stages.add("store writer", takingOver: "store") { writer.close() }
     var delivery: PushDelivery?
-    if let (endpoint, token) = apns {
+    if let (endpoint, channels, token) = apns {
+      // --apns-channels-reconcile: the channels the activities hold at start are kept.
+      let holding: Set<String>? =
+        options.apns?.reconcileChannels == true
+        ? Set((snapshot?.activities ?? []).compactMap { $0.liveActivity?.channelId }) : nil
       let sender = try PushDelivery(
-        endpoint: endpoint, token: token, writer: writer, loop: loopBox,
-        metrics: metrics.pushes, logger: logger, held: { notifier?.pushes(heldFor: $0) })
+        endpoint: endpoint, channels: channels, reconcile: holding, token: token, writer: writer,
+        loop: loopBox, metrics: metrics.pushes, logger: logger,
+        held: { notifier?.pushes(heldFor: $0) })
       stages.add("push sender") { sender.stop() }
       deliveryBox.withLock { $0 = sender }
       // Before the loop runs: what a restored engine does at once (deadlines that passed

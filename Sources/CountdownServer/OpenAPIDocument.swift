@@ -148,50 +148,56 @@ enum OpenAPIDocument {
   type":"object","additionalProperties":{"type":"string"}},"dateEncoding":{"type":"string","enum":\####
   ["reference","unix","unixMs","iso8601"]},"priority":{"type":"integer","enum":[5,10]},"sound":{"t\####
   ype":["string","null"],"minLength":1,"description":"`aps.alert.sound` of the pushes that carry a\####
-  n alert: a sound file of the app, or `default`."}}},"Dismissal":{"description":"`immediate`, `de\####
-  fault` (four hours after the end) or `{\"after\": instant}`.","oneOf":[{"type":"string","enum":[\####
-  "immediate","default"]},{"type":"object","required":["after"],"additionalProperties":false,"prop\####
-  erties":{"after":{"$ref":"#/components/schemas/Instant"}}}]},"StartRequest":{"type":"object","ad\####
-  ditionalProperties":false,"required":["kind","title"],"properties":{"id":{"type":"string","minLe\####
-  ngth":1,"maxLength":128},"kind":{"type":"string","enum":["countdown","elapsed"]},"endDate":{"$re\####
-  f":"#/components/schemas/Instant"},"startDate":{"$ref":"#/components/schemas/Instant"},"goalMs":\####
-  {"type":"integer","minimum":0},"title":{"type":"string"},"subtitle":{"type":"string"},"alertMess\####
-  age":{"type":"string"},"color":{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},\####
-  "fields":{"type":"object"},"relevance":{"type":"number"},"staleDate":{"$ref":"#/components/schem\####
-  as/Instant"},"milestones":{"type":"array","items":{"$ref":"#/components/schemas/Milestone"}},"en\####
-  dOnExpiry":{"$ref":"#/components/schemas/Dismissal"},"overtime":{"type":"boolean"},"liveActivity\####
-  ":{"$ref":"#/components/schemas/LiveActivity"}}},"UpdateRequest":{"type":"object","additionalPro\####
-  perties":false,"description":"A merge patch; `null` removes a member where the member may be abs\####
-  ent.","properties":{"title":{"type":"string"},"subtitle":{"type":["string","null"]},"alertMessag\####
-  e":{"type":["string","null"]},"color":{"oneOf":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0\####
-  -9A-Fa-f]{8})$"},{"type":"null"}]},"fields":{"type":["object","null"]},"relevance":{"type":["num\####
-  ber","null"]},"endDate":{"$ref":"#/components/schemas/Instant"},"startDate":{"$ref":"#/component\####
-  s/schemas/Instant"},"staleDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"\####
-  }]},"milestones":{"type":"array","items":{"$ref":"#/components/schemas/Milestone"}},"endOnExpiry\####
-  ":{"oneOf":[{"$ref":"#/components/schemas/Dismissal"},{"type":"null"}]},"overtime":{"type":"bool\####
-  ean"},"timestamp":{"$ref":"#/components/schemas/Instant"},"liveActivity":{"oneOf":[{"$ref":"#/co\####
-  mponents/schemas/LiveActivity"},{"type":"null"}]}}},"PauseRequest":{"type":"object","additionalP\####
-  roperties":false,"properties":{"timestamp":{"$ref":"#/components/schemas/Instant"}}},"EndRequest\####
-  ":{"type":"object","additionalProperties":false,"properties":{"dismissal":{"$ref":"#/components/\####
-  schemas/Dismissal"},"timestamp":{"$ref":"#/components/schemas/Instant"},"title":{"type":"string"\####
-  },"subtitle":{"type":["string","null"]},"alertMessage":{"type":["string","null"]},"color":{"oneO\####
-  f":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},{"type":"null"}]},"fields":\####
-  {"type":["object","null"]},"relevance":{"type":["number","null"]}}},"Activity":{"type":"object",\####
-  "description":"An activity object (docs/protocol.md, \"Activity objects\").","required":["id","k\####
-  ind","phase","value","text","progress","stale","overtime","content","endDate","startDate","pause\####
-  dAt","goalMs","milestone","nextMilestone","liveActivity"],"properties":{"id":{"type":"string"},"\####
-  kind":{"type":"string","enum":["countdown","elapsed"]},"phase":{"type":"string","enum":["active"\####
-  ,"paused","ended"]},"value":{"type":"integer","description":"The whole seconds shown (negative p\####
-  ast the end of a countdown in overtime)."},"text":{"type":"string","description":"The value in t\####
-  he server's `--style`."},"progress":{"type":["number","null"],"minimum":0,"maximum":1},"stale":{\####
-  "type":"boolean"},"overtime":{"type":"boolean"},"content":{"$ref":"#/components/schemas/Content"\####
-  },"endDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"startDate":{"on\####
-  eOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"pausedAt":{"oneOf":[{"$ref":"#/\####
-  components/schemas/Instant"},{"type":"null"}]},"goalMs":{"type":["integer","null"]},"milestone":\####
-  {"type":["string","null"]},"nextMilestone":{"oneOf":[{"type":"object","required":["name","at"],"\####
-  properties":{"name":{"type":"string"},"at":{"type":"integer"}}},{"type":"null"}]},"liveActivity"\####
-  :{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"type":"null"}]},"shard":{"type":"integ\####
-  er","minimum":0,"description":"The activity's shard; only from a cluster node (docs/cluster.md).\####
-  "}}}}}}
+  n alert: a sound file of the app, or `default`."},"channel":{"type":["string","null"],"pattern":\####
+  "^(create|[A-Za-z0-9+/]+={0,2})$","description":"A broadcast channel (iOS 18, `--apns-channels`)\####
+  : `create` (the server makes one through APNs's channel management API) or a channel id the call\####
+  er made (base64). Given at the start only (docs/pushes.md, \"Broadcast channels\")."},"channelId\####
+  ":{"type":["string","null"],"readOnly":true,"description":"The channel the activity's updates an\####
+  d end are broadcast on: the caller's id, or the one APNs made (null until it has answered). Set \####
+  by the server; the app's backend hands it to the phones (`pushType: .channel(id)`)."}}},"Dismiss\####
+  al":{"description":"`immediate`, `default` (four hours after the end) or `{\"after\": instant}`.\####
+  ","oneOf":[{"type":"string","enum":["immediate","default"]},{"type":"object","required":["after"\####
+  ],"additionalProperties":false,"properties":{"after":{"$ref":"#/components/schemas/Instant"}}}]}\####
+  ,"StartRequest":{"type":"object","additionalProperties":false,"required":["kind","title"],"prope\####
+  rties":{"id":{"type":"string","minLength":1,"maxLength":128},"kind":{"type":"string","enum":["co\####
+  untdown","elapsed"]},"endDate":{"$ref":"#/components/schemas/Instant"},"startDate":{"$ref":"#/co\####
+  mponents/schemas/Instant"},"goalMs":{"type":"integer","minimum":0},"title":{"type":"string"},"su\####
+  btitle":{"type":"string"},"alertMessage":{"type":"string"},"color":{"type":"string","pattern":"^\####
+  #([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},"fields":{"type":"object"},"relevance":{"type":"number"},"st\####
+  aleDate":{"$ref":"#/components/schemas/Instant"},"milestones":{"type":"array","items":{"$ref":"#\####
+  /components/schemas/Milestone"}},"endOnExpiry":{"$ref":"#/components/schemas/Dismissal"},"overti\####
+  me":{"type":"boolean"},"liveActivity":{"$ref":"#/components/schemas/LiveActivity"}}},"UpdateRequ\####
+  est":{"type":"object","additionalProperties":false,"description":"A merge patch; `null` removes \####
+  a member where the member may be absent.","properties":{"title":{"type":"string"},"subtitle":{"t\####
+  ype":["string","null"]},"alertMessage":{"type":["string","null"]},"color":{"oneOf":[{"type":"str\####
+  ing","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$"},{"type":"null"}]},"fields":{"type":["object\####
+  ","null"]},"relevance":{"type":["number","null"]},"endDate":{"$ref":"#/components/schemas/Instan\####
+  t"},"startDate":{"$ref":"#/components/schemas/Instant"},"staleDate":{"oneOf":[{"$ref":"#/compone\####
+  nts/schemas/Instant"},{"type":"null"}]},"milestones":{"type":"array","items":{"$ref":"#/componen\####
+  ts/schemas/Milestone"}},"endOnExpiry":{"oneOf":[{"$ref":"#/components/schemas/Dismissal"},{"type\####
+  ":"null"}]},"overtime":{"type":"boolean"},"timestamp":{"$ref":"#/components/schemas/Instant"},"l\####
+  iveActivity":{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"type":"null"}]}}},"PauseRe\####
+  quest":{"type":"object","additionalProperties":false,"properties":{"timestamp":{"$ref":"#/compon\####
+  ents/schemas/Instant"}}},"EndRequest":{"type":"object","additionalProperties":false,"properties"\####
+  :{"dismissal":{"$ref":"#/components/schemas/Dismissal"},"timestamp":{"$ref":"#/components/schema\####
+  s/Instant"},"title":{"type":"string"},"subtitle":{"type":["string","null"]},"alertMessage":{"typ\####
+  e":["string","null"]},"color":{"oneOf":[{"type":"string","pattern":"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f\####
+  ]{8})$"},{"type":"null"}]},"fields":{"type":["object","null"]},"relevance":{"type":["number","nu\####
+  ll"]}}},"Activity":{"type":"object","description":"An activity object (docs/protocol.md, \"Activ\####
+  ity objects\").","required":["id","kind","phase","value","text","progress","stale","overtime","c\####
+  ontent","endDate","startDate","pausedAt","goalMs","milestone","nextMilestone","liveActivity"],"p\####
+  roperties":{"id":{"type":"string"},"kind":{"type":"string","enum":["countdown","elapsed"]},"phas\####
+  e":{"type":"string","enum":["active","paused","ended"]},"value":{"type":"integer","description":\####
+  "The whole seconds shown (negative past the end of a countdown in overtime)."},"text":{"type":"s\####
+  tring","description":"The value in the server's `--style`."},"progress":{"type":["number","null"\####
+  ],"minimum":0,"maximum":1},"stale":{"type":"boolean"},"overtime":{"type":"boolean"},"content":{"\####
+  $ref":"#/components/schemas/Content"},"endDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"\####
+  },{"type":"null"}]},"startDate":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"\####
+  }]},"pausedAt":{"oneOf":[{"$ref":"#/components/schemas/Instant"},{"type":"null"}]},"goalMs":{"ty\####
+  pe":["integer","null"]},"milestone":{"type":["string","null"]},"nextMilestone":{"oneOf":[{"type"\####
+  :"object","required":["name","at"],"properties":{"name":{"type":"string"},"at":{"type":"integer"\####
+  }}},{"type":"null"}]},"liveActivity":{"oneOf":[{"$ref":"#/components/schemas/LiveActivity"},{"ty\####
+  pe":"null"}]},"shard":{"type":"integer","minimum":0,"description":"The activity's shard; only fr\####
+  om a cluster node (docs/cluster.md)."}}}}}}
   """####
 }

@@ -182,6 +182,12 @@ public struct APNsOptions: Sendable {
   public var caPath: String?
   /// How long a request may wait for its answer before the connection is given up.
   public var requestTimeoutMilliseconds: Int64 = 10_000
+  /// `--apns-channels`: broadcast channels (docs/pushes.md, "Broadcast channels").
+  public var channels = false
+  /// `--apns-manage-url`: another channel management API, `https://HOST[:PORT]`.
+  public var manageURL: String?
+  /// `--apns-channels-reconcile`: at start, delete the app's channels no activity holds.
+  public var reconcileChannels = false
 
   public init(
     keyPath: String, keyID: String, teamID: String, bundleID: String, production: Bool,

@@ -324,7 +324,7 @@ package final class StoreWriter: @unchecked Sendable {
     do throws(StoreError) {
       let snapshot = try store.load()
       if plannerIsAhead {
-        var fresh = PushPlanner()
+        var fresh = PushPlanner(channels: planner?.channels ?? false)
         fresh.restore(rows: snapshot?.activities ?? [], budget: try store.loadPushes().budget)
         planner = fresh
         plannerIsAhead = false

@@ -94,7 +94,7 @@ extension ActivityColumn {
         throw bad("liveActivity \(text) is not a JSON object")
       }
       do {
-        liveActivity = try LiveActivity(object: o)
+        liveActivity = try LiveActivity(object: o, stored: true)
       } catch {
         throw bad("liveActivity: \(error.message)")
       }

@@ -189,6 +189,107 @@ struct PushPlannerTests {
     #expect(h.wake(now: 6_001).map(\.item.token) == ["dd04"])
   }
 
+  @Test(
+    "A channel: made at the start, caught up once APNs named it, one broadcast per change beside the tokens, deleted at the dismissal"
+  )
+  func channelMadeUsedDeleted() throws {
+    var h = Harness()
+    h.planner = PushPlanner(channels: true)
+    var r = ActivityRequest.countdown(id: "gate", to: at(600_000), title: "Gate 12")
+    r.liveActivity = LiveActivity(pushTokens: ["aa01"], channel: LiveActivity.createChannel)
+    try h.engine.start(r, at: at(100))
+    let started = h.wake(now: 101)
+    #expect(started.map(\.item.target) == [.createChannel])
+    let create = try #require(started.first?.item)
+    #expect(create.activity == "gate" && create.priority == 10 && create.expiration == nil)
+    let body = try #require(
+      JSONSerialization.jsonObject(with: Data(create.payload)) as? [String: Any])
+    #expect(body["message-storage-policy"] as? Int == 1)
+    #expect(body["push-type"] as? String == "LiveActivity")
+    // Before APNs names the channel, changes go to the token alone.
+    try h.engine.update(
+      "gate", ActivityUpdate(content: ["title": .string("Gate 13")]), at: at(1_000))
+    #expect(h.wake(now: 1_001).map(\.item.target) == [.device("aa01")])
+    // The server sets the channel APNs made: the phones that subscribe get the activity as it
+    // is, on the channel only (the token has it already).
+    var named = ActivityUpdate()
+    named.channelID = .some("Q0hBTk5FTA==")
+    try h.engine.update("gate", named, at: at(2_000))
+    let caughtUp = h.wake(now: 2_001)
+    #expect(caughtUp.map(\.item.target) == [.channel("Q0hBTk5FTA==")])
+    #expect(caughtUp.first?.item.priority == 10)
+    // Each change from now on: one push to the token and one broadcast, the same payload.
+    try h.engine.pause("gate", at: at(3_000))
+    let paused = h.wake(now: 3_001)
+    #expect(paused.map(\.item.target) == [.device("aa01"), .channel("Q0hBTk5FTA==")])
+    #expect(paused[0].item.payload == paused[1].item.payload)
+    #expect(paused[1].item.expiration == paused[0].item.expiration)
+    // The broadcast decodes into the app's state with Foundation, as the phones decode it.
+    struct GateState: Decodable {
+      var endDate: Date
+      var title: String
+      var isPaused: Bool
+    }
+    let aps = try aps(paused[1].item)
+    let state = try JSONDecoder().decode(
+      GateState.self,
+      from: JSONSerialization.data(withJSONObject: try #require(aps["content-state"])))
+    #expect(state.title == "Gate 13" && state.isPaused)
+    // The end is broadcast too; the dismissal deletes the channel the server made.
+    try h.engine.end("gate", ActivityEnding(dismissal: .immediate), at: at(4_000))
+    let ended = h.wake(now: 4_001)
+    #expect(
+      ended.map(\.item.target) == [
+        .device("aa01"), .channel("Q0hBTk5FTA=="), .deleteChannel("Q0hBTk5FTA=="),
+      ])
+    #expect(ended[1].item.event == .end)
+  }
+
+  @Test(
+    "A caller's channel is used at once and never deleted; without --apns-channels no channel is made or used"
+  )
+  func callersChannelAndChannelsOff() throws {
+    for channels in [true, false] {
+      var h = Harness()
+      h.planner = PushPlanner(channels: channels)
+      var r = ActivityRequest.countdown(id: "m", to: at(600_000), title: "Match")
+      r.liveActivity = LiveActivity(
+        pushTokens: ["aa01"], startTokens: ["cc03"], attributesType: "A", attributes: [:],
+        channel: "T1dO")
+      try h.engine.start(r, at: at(100))
+      let started = h.wake(now: 101)
+      #expect(started.map(\.item.target) == [.device("cc03")])
+      // A phone started remotely joins the channel (docs/pushes.md).
+      #expect(try aps(started[0].item)["input-push-channel"] as? String == "T1dO")
+      try h.engine.pause("m", at: at(1_000))
+      #expect(
+        h.wake(now: 1_001).map(\.item.target)
+          == (channels ? [.device("aa01"), .channel("T1dO")] : [.device("aa01")]))
+      try h.engine.end("m", ActivityEnding(dismissal: .immediate), at: at(2_000))
+      #expect(
+        h.wake(now: 2_001).map(\.item.target)
+          == (channels ? [.device("aa01"), .channel("T1dO")] : [.device("aa01")]),
+        "the caller's channel is the caller's to delete")
+      // "create" without --apns-channels: kept, nothing made.
+      var off = Harness()
+      off.planner = PushPlanner(channels: channels)
+      var c = ActivityRequest.countdown(id: "c", to: at(600_000), title: "C")
+      c.liveActivity = LiveActivity(pushTokens: ["aa01"], channel: LiveActivity.createChannel)
+      try off.engine.start(c, at: at(100))
+      #expect(off.wake(now: 101).map(\.item.target) == (channels ? [.createChannel] : []))
+    }
+  }
+
+  @Test("An outbox row's token names the target: a device, a channel, a creation or a deletion")
+  func targets() {
+    let all: [PushTarget] = [
+      .device("aa01"), .channel("Q0g="), .createChannel, .deleteChannel("Q0g="),
+    ]
+    for t in all { #expect(PushTarget(column: t.column) == t) }
+    #expect(all.map(\.isManagement) == [false, false, true, true])
+    #expect(PushTarget.channel("Q0g=").column == "channel:Q0g=")
+  }
+
   @Test("An update that changes nothing a phone shows pushes nothing; a restored planner goes on")
   func quietUpdatesAndRestore() throws {
     var h = Harness()

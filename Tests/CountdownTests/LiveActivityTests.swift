@@ -114,6 +114,64 @@ struct LiveActivityTests {
     #expect(state.liveActivity?.priority == 5)
   }
 
+  @Test(
+    "liveActivity.channel: \"create\" or a base64 id (which is the channelId at once); channelId is the server's; channel fixed after the start"
+  )
+  func channel() throws {
+    let made = try LiveActivity(object: ["channel": .string("create")])
+    #expect(made.channel == "create" && made.channelId == nil && made.ownsChannel)
+    let own = try LiveActivity(object: ["channel": .string("QUJDRA==")])
+    #expect(own.channelId == "QUJDRA==" && !own.ownsChannel)
+    #expect(own.object["channelId"] == .string("QUJDRA=="))
+    for bad: JSONValue in [
+      .string("nope!"), .string("abc"), .string("QUJ=RA=="), .string(""), .int(5),
+      .string(String(repeating: "A", count: 260)),
+    ] {
+      #expect(throws: CountdownError.self) { try LiveActivity(object: ["channel": bad]) }
+    }
+    // A request may not set channelId; a stored row may.
+    #expect(throws: CountdownError.self) {
+      try LiveActivity(object: ["channel": .string("create"), "channelId": .string("QUJDRA==")])
+    }
+    var stored = try LiveActivity(
+      object: ["channel": .string("create"), "channelId": .string("QUJDRA==")], stored: true)
+    #expect(stored.channelId == "QUJDRA==")
+    // Patches keep it, may repeat it, may not change it or the channel.
+    stored = try #require(
+      try LiveActivity.patched(stored, with: .object(["pushTokens": .object(["aa": .bool(true)])])))
+    #expect(stored.channelId == "QUJDRA==" && stored.pushTokens == ["aa"])
+    _ = try LiveActivity.patched(stored, with: .object(["channelId": .string("QUJDRA==")]))
+    #expect(throws: CountdownError.self) {
+      try LiveActivity.patched(stored, with: .object(["channelId": .string("RUZHSA==")]))
+    }
+    #expect(throws: CountdownError.self) {
+      try LiveActivity.patched(stored, with: .object(["channel": .string("RUZHSA==")]))
+    }
+    #expect(throws: CountdownError.self) {
+      try LiveActivity.patched(nil, with: .object(["channel": .string("create")]))
+    }
+    // Through the engine: the server's own change sets it, with an `updated` event; a request
+    // cannot; an activity without a channel cannot take one.
+    let r = Recorder()
+    var e = ActivityEngine(now: t0) { r.events.append($0) }
+    var start = ActivityRequest.countdown(id: "g", to: at(600_000), title: "G")
+    start.liveActivity = made
+    try e.start(start, at: t0)
+    var named = ActivityUpdate()
+    named.channelID = .some("QUJDRA==")
+    try e.update("g", named, at: at(1_000))
+    #expect(r.events.last?.kind == .updated)
+    #expect(try e.state(of: "g", at: at(1_000)).liveActivity?.channelId == "QUJDRA==")
+    #expect(throws: CountdownError.self) {
+      try e.update(
+        "g", ActivityUpdate(liveActivity: .object(["channelId": .string("RUZHSA==")])),
+        at: at(2_000))
+    }
+    #expect(try e.state(of: "g", at: at(2_000)).liveActivity?.channelId == "QUJDRA==")
+    try e.start(.countdown(id: "plain", to: at(600_000), title: "P"), at: at(2_000))
+    #expect(throws: CountdownError.self) { try e.update("plain", named, at: at(3_000)) }
+  }
+
   @Test("A push that could pass 4096 bytes is refused at the command: attributesTooLarge")
   func payloadLimit() throws {
     var (e, _) = makeEngine()

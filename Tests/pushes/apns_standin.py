@@ -4,7 +4,11 @@ Real TLS (a CA of its own, which `countdown serve` trusts through --apns-ca) and
 (the h2 library, ALPN "h2"), on loopback. It checks what APNs checks of a Live Activity push
 (the method and path, `apns-topic`, `apns-push-type`, `apns-priority`, the provider JWT's
 ES256 signature, key id, team id and age, the payload's size and its `aps`) and answers with
-APNs's statuses and reasons. A script per device token says what to answer next: a status
+APNs's statuses and reasons. It also speaks iOS 18's broadcast channels: the channel
+management API (`POST`, `GET` and `DELETE /1/apps/{bundleId}/channels`, `GET
+/1/apps/{bundleId}/all-channels`, the id in `apns-channel-id`) and broadcasts (`POST
+/4/broadcasts/apps/{bundleId}` with `apns-channel-id`, `400 BadChannelId` for a channel it does
+not have), on the same port. A script per device token says what to answer next: a status
 and reason, or a fault (`hang`: never answer; `reset`: RST_STREAM; `goaway`: GOAWAY and
 close; `close`: drop the connection). `mode` makes the whole gateway misbehave: `garbage`
 answers every connection with bytes that are not HTTP/2, `http1` agrees only on HTTP/1.1.
@@ -96,6 +100,11 @@ class StandIn:
         self.problems = []      # what a request got wrong (answered 400/403 as APNs would)
         self.script = {}        # token -> list of answers to give before 200
         self.refusing = None    # an answer to every request (a revoked key), or None
+        self.bundle_id = bundle_id
+        self.channels = {}      # channel id -> its storage policy, as created
+        self.made = []          # every channel created, in order
+        self.deleted = []       # every channel deleted, in order
+        self.broadcasts = []    # accepted broadcasts: dicts of channel, headers, payload, at
         self.mode = "h2"
         self.connections = 0
         self.loop = asyncio.new_event_loop()
@@ -234,6 +243,17 @@ class StandIn:
                         await writer.drain()
                         writer.close()
                         return
+                    elif isinstance(action, dict):
+                        # A channel request's answer: status, headers and maybe a body.
+                        headers = [(":status", str(action["status"]))] + action.get("headers", [])
+                        body = action.get("body")
+                        if body is None:
+                            conn.send_headers(ev.stream_id, headers, end_stream=True)
+                        else:
+                            conn.send_headers(ev.stream_id, headers + [
+                                ("content-type", "application/json"),
+                                ("content-length", str(len(body)))])
+                            conn.send_data(ev.stream_id, body, end_stream=True)
                     else:
                         status, reason = action
                         # APNs echoes the request's apns-id, or makes one.
@@ -256,6 +276,8 @@ class StandIn:
         for k, v in request["headers"]:
             h.setdefault(k, v)
         path = h.get(":path", "")
+        if path.startswith("/1/apps/") or path.startswith("/4/broadcasts/"):
+            return self._channel_answer(h, path, request["body"])
         token = path[len("/3/device/"):] if path.startswith("/3/device/") else None
         record = {"token": token, "headers": h, "body": request["body"], "at": time.time()}
         with self.lock:
@@ -298,12 +320,9 @@ class StandIn:
             return (400, "BadExpirationDate")
         if h.get("content-length") != str(len(body)):
             return (400, "BadContentLength")
-        auth = h.get("authorization", "")
-        if not auth.startswith("bearer "):
-            return (403, "MissingProviderToken")
-        problem = self._check_jwt(auth[len("bearer "):])
+        problem = self._check_auth(h)
         if problem:
-            return (403, problem)
+            return problem
         if len(body) > 4096:
             return (413, "PayloadTooLarge")
         try:
@@ -316,6 +335,132 @@ class StandIn:
                 or not isinstance(aps.get("content-state"), dict):
             return (400, "BadLiveActivityPayload")
         return None
+
+    # -- broadcast channels ----------------------------------------------------------------
+
+    def _channel_answer(self, h, path, body):
+        """A channel management request or a broadcast, checked as APNs checks them. The
+        script's keys: `create-channel`, `delete-channel`, `list-channels`, `channel:ID`."""
+        method = h.get(":method")
+        request_id = h.get("apns-request-id") or str(uuid.uuid4())
+        echo = [("apns-request-id", request_id)]
+        if path.startswith("/4/broadcasts/apps/"):
+            key = "channel:" + h.get("apns-channel-id", "")
+        elif path.endswith("/all-channels"):
+            key = "list-channels"
+        elif method == "POST":
+            key = "create-channel"
+        else:
+            key = "delete-channel"
+        record = {"token": key, "headers": h, "body": body, "at": time.time()}
+        with self.lock:
+            self.requests.append(record)
+            scripted = self.script.get(key) or []
+            action = scripted.pop(0) if scripted else None
+            if action is None and self.refusing is not None:
+                action = self.refusing
+        problem = self._check_channel(h, path, method, body)
+        if problem is not None:
+            with self.lock:
+                self.problems.append((problem, h, body))
+        elif action is not None:
+            if isinstance(action, str):
+                return action
+            problem = action
+        if problem is not None:
+            status, reason = problem
+            return {"status": status, "headers": echo, "body": json.dumps({"reason": reason}).encode()}
+        channel = h.get("apns-channel-id")
+        with self.lock:
+            if path.startswith("/4/broadcasts/"):
+                record["channel"] = channel
+                record["payload"] = json.loads(body)
+                self.broadcasts.append(record)
+                return {"status": 200, "headers": echo}
+            if path.endswith("/all-channels"):
+                listed = json.dumps({"channels": sorted(self.channels)}).encode()
+                return {"status": 200, "headers": echo, "body": listed}
+            if method == "POST":
+                made = base64.b64encode(os.urandom(16)).decode()
+                self.channels[made] = json.loads(body)["message-storage-policy"]
+                self.made.append(made)
+                return {"status": 201, "headers": echo + [("apns-channel-id", made)]}
+            if method == "GET":
+                policy = json.dumps({"message-storage-policy": self.channels[channel],
+                                     "push-type": "LiveActivity"}).encode()
+                return {"status": 200, "headers": echo, "body": policy}
+            del self.channels[channel]
+            self.deleted.append(channel)
+            return {"status": 204, "headers": echo}
+
+    def _check_channel(self, h, path, method, body):
+        broadcast = path.startswith("/4/broadcasts/apps/")
+        prefix = "/4/broadcasts/apps/" if broadcast else "/1/apps/"
+        rest = path[len(prefix):]
+        bundle, _, resource = rest.partition("/")
+        if bundle != self.bundle_id:
+            return (400, "BadPath") if not broadcast else (400, "TopicDisallowed")
+        if broadcast and resource:
+            return (404, "BadPath")
+        if not broadcast and resource not in ("channels", "all-channels"):
+            return (404, "BadPath")
+        allowed = {"channels": ("POST", "GET", "DELETE"), "all-channels": ("GET",)}
+        if (broadcast and method != "POST") or (not broadcast and method not in allowed[resource]):
+            return (405, "MethodNotAllowed")
+        if "apns-request-id" in h and not re.fullmatch(
+                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", h["apns-request-id"]):
+            return (400, "BadMessageId")
+        problem = self._check_auth(h)
+        if problem:
+            return problem
+        channel = h.get("apns-channel-id")
+        needs_channel = broadcast or (resource == "channels" and method in ("GET", "DELETE"))
+        if needs_channel:
+            if not channel:
+                return (400, "MissingChannelId")
+            try:
+                base64.b64decode(channel, validate=True)
+            except ValueError:
+                return (400, "BadChannelId")
+            with self.lock:
+                known = channel in self.channels
+            if not known:
+                return (400, "BadChannelId") if broadcast else (404, "ChannelNotRegistered")
+        if broadcast:
+            if h.get("apns-push-type") != "liveactivity":
+                return (400, "InvalidPushType")
+            if h.get("apns-priority") not in ("5", "10"):
+                return (400, "BadPriority")
+            if "apns-expiration" in h and not re.fullmatch(r"0|[1-9][0-9]{0,11}", h["apns-expiration"]):
+                return (400, "BadExpirationDate")
+            if h.get("content-length") != str(len(body)):
+                return (400, "BadContentLength")
+            if len(body) > 4096:
+                return (413, "PayloadTooLarge")
+            try:
+                aps = json.loads(body).get("aps")
+            except (ValueError, AttributeError):
+                return (400, "PayloadEmpty")
+            if not isinstance(aps, dict) or aps.get("event") not in ("update", "end") \
+                    or not isinstance(aps.get("content-state"), dict):
+                return (400, "BadLiveActivityPayload")
+        elif method == "POST":
+            try:
+                asked = json.loads(body)
+            except ValueError:
+                return (400, "BadRequest")
+            if asked.get("push-type") != "LiveActivity":
+                return (400, "InvalidPushType")
+            if asked.get("message-storage-policy") not in (0, 1):
+                return (400, "BadMessageStoragePolicy")
+        return None
+
+    def _check_auth(self, h):
+        auth = h.get("authorization", "")
+        if not auth.startswith("bearer "):
+            return (403, "MissingProviderToken")
+        problem = self._check_jwt(auth[len("bearer "):])
+        return (403, problem) if problem else None
 
     def _check_jwt(self, jwt):
         try:
