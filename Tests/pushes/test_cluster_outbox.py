@@ -40,6 +40,7 @@ def node(name, url, dir, gateway, receiver):
         "--apns-key", os.path.join(dir, "key.p8"), "--apns-key-id", KEY_ID,
         "--apns-team-id", TEAM_ID, "--apns-topic", BUNDLE, "--apns-url", gateway.url,
         "--apns-ca", gateway.tls["ca.pem"], "--apns-timeout-ms", "1500",
+        "--apns-channels", "--apns-manage-url", gateway.url,
         "--webhook", receiver.url])
 
 
@@ -68,14 +69,18 @@ class ClusterOutboxTest(unittest.TestCase):
         if not os.environ.get("KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def start(self, node, title, token):
-        """A countdown on `node` (an id in one of its shards) whose Live Activity has `token`."""
+    def start(self, node, title, token, channel=None):
+        """A countdown on `node` (an id in one of its shards) whose Live Activity has `token`
+        (and `channel`, when given)."""
         found = {}
+        live = {"pushTokens": {token: True}}
+        if channel:
+            live["channel"] = channel
 
         def started():
             status, a = node.api("POST", "/v1/activities", {
                 "kind": "countdown", "endDate": now_ms() + 600_000, "title": title,
-                "liveActivity": {"pushTokens": {token: True}}})
+                "liveActivity": live})
             found["a"] = a
             return status == 201
         wait_for(started, 10, "a start on " + node.name)
@@ -148,6 +153,34 @@ class ClusterOutboxTest(unittest.TestCase):
         # Nothing was sent twice to the phone: one pause, one resume.
         self.assertEqual(len(self.updates(TB)), 2)
         self.assertEqual(len(self.delivered(theirs, "paused")), 1)
+
+    def test_a_dead_nodes_channel_creation_is_made_by_the_survivor(self):
+        """A channel's creation pending on b (the management API refusing it) when b is killed
+        with SIGKILL: a takes b's shards, makes the channel, sets it on the activity, and
+        broadcasts the activity's next change on it; the dismissal deletes it."""
+        self.gateway.answer_next("create-channel", *[(503, "ServiceUnavailable")] * 1000)
+        theirs = self.start(self.b, "Gate C", TB, channel="create")
+        wait_for(lambda: any(r["token"] == "create-channel" for r in self.gateway.requests), 10,
+                 "b's creation tried")
+        self.b.stop(signal.SIGKILL)
+        with self.gateway.lock:
+            self.gateway.script["create-channel"] = []
+        wait_for(lambda: len(self.gateway.made) == 1, 15, "the channel made by a")
+        made = self.gateway.made[0]
+
+        def holds():
+            status, a = self.a.api("GET", "/v1/activities/" + theirs)
+            return status == 200 and a["liveActivity"]["channelId"] == made
+        wait_for(holds, 10, "the channel set on b's activity by a")
+        time.sleep(1.05)
+        self.assertEqual(self.a.api("POST", "/v1/activities/%s/pause" % theirs)[0], 200)
+        wait_for(lambda: any(b["channel"] == made and b["payload"]["aps"]["content-state"]
+                             .get("isPaused") for b in self.gateway.broadcasts), 10,
+                 "the pause broadcast on the channel")
+        self.assertEqual(self.a.api("POST", "/v1/activities/%s/end" % theirs,
+                                    {"dismissal": "immediate"})[0], 200)
+        wait_for(lambda: self.gateway.deleted == [made], 10, "the channel deleted by a")
+        self.assertEqual(len(self.gateway.made), 1)
 
 
 if __name__ == "__main__":

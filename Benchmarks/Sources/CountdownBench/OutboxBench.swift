@@ -18,7 +18,7 @@ struct OutboxBenchOptions: ParsableArguments {
   @Option(help: "Ticking activities in the tick comparison.")
   var activities = 100_000
 
-  @Option(help: "Only one part: throughput, latency or ticks.")
+  @Option(help: "Only one part: throughput, latency, ticks (or, for push, wire).")
   var only: String?
 
   @Flag(

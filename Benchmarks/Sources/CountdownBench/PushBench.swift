@@ -49,8 +49,48 @@ struct PushBench: ParsableCommand {
       try sender(gateway, apns)
       try throughput(gateway, apns)
     }
+    if only == nil || only == "wire" { try wire(gateway, apns) }
     if only == nil || only == "latency" { try latency(gateway, apns) }
     if only == nil || only == "ticks" { try ticks(gateway, apns) }
+  }
+
+  /// Requests on the wire per change of one activity (docs/pushes.md, "Broadcast channels"):
+  /// with 1 update token, with 100, and with a broadcast channel (`--apns-channels`, made
+  /// through this gateway as the channel management API), which costs one request whatever
+  /// the audience. Five changes a second apart (the budget's pace), after the start's own
+  /// requests (the channel's creation and its first broadcast) have gone.
+  func wire(_ gateway: Gateway, _ apns: [String]) throws {
+    let changes = 5
+    let many = (0..<100).map { #""\#(Self.token($0))":true"# }.joined(separator: ",")
+    let audiences = [
+      ("1 update token", #"{"pushTokens":{"\#(Self.token(0))":true}}"#),
+      ("100 update tokens", #"{"pushTokens":{\#(many)}}"#),
+      ("1 broadcast channel, whatever the audience", #"{"channel":"create"}"#),
+    ]
+    let channels = ["--apns-channels", "--apns-manage-url", "https://127.0.0.1:\(gateway.port)"]
+    for (label, live) in audiences {
+      let state = Self.stateFile()
+      defer { Self.removeState(state) }
+      let child = try Child(state: state, extra: apns + channels)
+      defer { child.stop() }
+      let control = try Client(child.socket)
+      let end = wallNanoseconds() / 1_000_000 + 3_600_000
+      control.sendWhileReading(
+        Array(
+          #"{"op":"start","id":"w","kind":"countdown","endDate":\#(end),"title":"W","liveActivity":\#(live)}"#
+            .utf8) + [0x0A], replies: 1)
+      usleep(1_500_000)
+      gateway.reset()
+      for k in 0..<changes {
+        control.sendWhileReading(
+          Array(#"{"op":"update","id":"w","subtitle":"s\#(k)"}"#.utf8) + [0x0A], replies: 1)
+        usleep(1_050_000)
+      }
+      usleep(500_000)
+      print(
+        "| requests on the wire per change, \(label) | \(String(format: "%.1f", Double(gateway.count) / Double(changes))) |"
+      )
+    }
   }
 
   static func stateFile() -> String {
@@ -270,12 +310,17 @@ final class Gateway: LocalPeer, @unchecked Sendable {
     typealias OutboundOut = HTTP2Frame
     let gateway: Gateway
     var bodies: [HTTP2StreamID: ByteBuffer] = [:]
+    /// Streams that ask for a channel (`POST …/channels`): answered 201 with its id.
+    var creating: Set<HTTP2StreamID> = []
     var wrote = false
     /// Bytes of DATA taken since the last connection WINDOW_UPDATE (without a stream
     /// multiplexer, the connection's window is ours to give back).
     var unacknowledged = 0
     static let headers: HPACKHeaders = [
       ":status": "200", "apns-id": "00000000-0000-0000-0000-000000000000",
+    ]
+    static let channelMade: HPACKHeaders = [
+      ":status": "201", "apns-channel-id": "QkVOQ0hDSEFOTkVM",
     ]
     init(gateway: Gateway) { self.gateway = gateway }
 
@@ -291,7 +336,13 @@ final class Gateway: LocalPeer, @unchecked Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
       let frame = unwrapInboundIn(data)
       switch frame.payload {
-      case .headers(let h) where h.endStream: answer(context, frame.streamID)
+      case .headers(let h):
+        if h.headers.first(name: ":method") == "POST",
+          h.headers.first(name: ":path")?.hasSuffix("/channels") == true
+        {
+          creating.insert(frame.streamID)
+        }
+        if h.endStream { answer(context, frame.streamID) }
       case .data(let d):
         if case .byteBuffer(var b) = d.data {
           bodies[frame.streamID, default: ByteBuffer()].writeBuffer(&b)
@@ -320,8 +371,9 @@ final class Gateway: LocalPeer, @unchecked Sendable {
 
     private func answer(_ context: ChannelHandlerContext, _ stream: HTTP2StreamID) {
       gateway.received(bodies.removeValue(forKey: stream) ?? ByteBuffer())
+      let headers = creating.remove(stream) == nil ? Self.headers : Self.channelMade
       let frame = HTTP2Frame(
-        streamID: stream, payload: .headers(.init(headers: Self.headers, endStream: true)))
+        streamID: stream, payload: .headers(.init(headers: headers, endStream: true)))
       context.write(wrapOutboundOut(frame), promise: nil)
       wrote = true
     }

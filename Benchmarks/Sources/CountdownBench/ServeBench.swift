@@ -29,6 +29,8 @@ struct ServeChild: AsyncParsableCommand {
   @Option var apnsUrl: String?
   @Option var apnsCa: String?
   @Option var apnsKey: String?
+  @Flag var apnsChannels = false
+  @Option var apnsManageUrl: String?
   @Option var webhook: [String] = []
   @Option var postgres: String?
   @Option var listen: String?
@@ -55,6 +57,8 @@ struct ServeChild: AsyncParsableCommand {
       options.apns = APNsOptions(
         keyPath: apnsKey, keyID: "BENCHKEY01", teamID: "BENCHTEAM1", bundleID: "bench.app",
         production: false, url: apnsUrl, caPath: apnsCa)
+      options.apns?.channels = apnsChannels
+      options.apns?.manageURL = apnsManageUrl
     }
     if !webhook.isEmpty { options.webhooks = WebhookOptions(urls: webhook) }
     // Notices (a push retried) would drown the tables; warnings and errors still show.
