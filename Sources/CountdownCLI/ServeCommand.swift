@@ -104,6 +104,13 @@ struct ServeCommand: AsyncParsableCommand {
   var tokenFile: String?
 
   @Option(
+    name: .customLong("access"),
+    help: ArgumentHelp(
+      "Keys with roles, one a line: ROLE KEY (view, control or admin; # comments), mode 0600 or stricter. SIGHUP reads it again. --token is one more admin key.",
+      valueName: "FILE"))
+  var access: String?
+
+  @Option(
     name: .customLong("tls-cert"),
     help: ArgumentHelp(
       "Serve HTTPS on --http and TLS on --listen with this certificate chain (PEM); with --tls-key. SIGHUP reads both again.",
@@ -315,6 +322,7 @@ struct ServeCommand: AsyncParsableCommand {
     options.boardControls = BoardControls(rawValue: boardControls)!
     options.corsOrigins = corsOrigins
     options.allowPlainToken = allowPlainToken
+    options.accessPath = access
     options.headerTimeoutMilliseconds = headerTimeoutMs
     options.bodyTimeoutMilliseconds = bodyTimeoutMs
     options.lineTimeoutMilliseconds = lineTimeoutMs
@@ -368,15 +376,27 @@ struct ServeCommand: AsyncParsableCommand {
     // as soon as it reads it gets a graceful stop, not the default death.
     // With TLS, SIGHUP reads the certificate and key again; a pair that fails to load is
     // logged and the old one kept.
+    // With --access, SIGHUP reads the keys again; a file that cannot be read, with a mode
+    // too open or a bad line, is logged and the old keys kept.
     var hangup: (any DispatchSourceSignal)?
-    if server.usesTLS {
+    if server.usesTLS || access != nil {
       let source = DispatchSource.makeSignalSource(signal: System.takeHangupSignal())
       source.setEventHandler {
-        do {
-          try server.reloadTLS()
-          logger.notice("SIGHUP: TLS certificate and key reloaded")
-        } catch {
-          logger.error("SIGHUP: \(error); the previous certificate stays in use")
+        if server.usesTLS {
+          do {
+            try server.reloadTLS()
+            logger.notice("SIGHUP: TLS certificate and key reloaded")
+          } catch {
+            logger.error("SIGHUP: \(error); the previous certificate stays in use")
+          }
+        }
+        if access != nil {
+          do {
+            try server.reloadAccess()
+            logger.notice("SIGHUP: --access keys read again")
+          } catch {
+            logger.error("SIGHUP: \(error); the previous keys stay in use")
+          }
         }
       }
       source.resume()

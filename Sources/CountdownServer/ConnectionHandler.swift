@@ -27,6 +27,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
   /// Set after a line went over the limit, until its newline.
   private var skipping = false
   private var batch: [BatchItem] = []
+  /// The key this connection gave (`auth`), and the server's ``ServerCore/accessGeneration``
+  /// when its role was last looked up.
+  private var key: [UInt8] = []
+  private var keysRead = 0
   var writer: ReplyWriter
   /// Bytes read and not parsed yet, waiting for `owed` to come down.
   private var backlog: [UInt8] = []
@@ -189,22 +193,36 @@ final class ConnectionHandler: ChannelDuplexHandler {
       return false
     }
     var clusterToken = false
-    var serverToken = false
+    var auth: AccessRole?? = nil
     if case .success(.auth(let token)) = decoded.request {
       // Another node of the cluster: what it sends was forwarded once already.
       clusterToken = core.options.cluster?.token.map { TokenCheck.matches(token.utf8, $0) } ?? false
-      serverToken = core.options.token.map { TokenCheck.matches(token.utf8, $0) } ?? false
+      let role = core.role(ofKey: token.utf8)
+      auth = .some(role)
+      if role != nil { key = Array(token.utf8) }
+    } else if state.keyed, core.accessGeneration != keysRead {
+      // The keys were read again (SIGHUP): this connection's key may have another role now.
+      state.rekeyed(core.role(ofKey: key))
     }
-    if state.admit(clusterToken: clusterToken, serverToken: serverToken) == .refuse {
+    keysRead = core.accessGeneration
+    let needs = (try? decoded.request.get()).map(AccessRole.needed) ?? .view
+    let refusal: CountdownError?
+    switch state.admit(clusterToken: clusterToken, auth: auth, needs: needs) {
+    case .run: refusal = nil
+    case .refuse:
+      refusal = CountdownError(
+        .unauthorized,
+        "this connection must first send {\"op\":\"auth\",\"token\":…} with a key of this server (--token, or one of --access's)"
+      )
+    case .forbid(let role):
+      refusal = CountdownError(
+        .forbidden,
+        "this connection's key has the role \(state.role?.name ?? "none"); this request needs \(role.name) (docs/security.md, \"Roles\")"
+      )
+    }
+    if let refusal {
       if keepsLines { lines.append(nil) }
-      batch.append(
-        BatchItem(
-          rid: decoded.rid,
-          request: .failure(
-            CountdownError(
-              .unauthorized,
-              "this connection must first send {\"op\":\"auth\",\"token\":…} with the server's token"
-            ))))
+      batch.append(BatchItem(rid: decoded.rid, request: .failure(refusal)))
       return true
     }
     if keepsLines { lines.append(Array(bytes)) }

@@ -12,9 +12,15 @@
 struct ConnectionState {
   /// Bytes of replies that may wait to be written before reading stops.
   let replyBudget: Int
-  /// Whether the first request must be `auth` with the server's token (a TCP connection to a
-  /// server with `--token`).
+  /// Whether the first request must be `auth` with a key (a TCP connection to a server with
+  /// `--token` or `--access`).
   private(set) var needsAuth: Bool
+  /// What the connection may do (docs/security.md, "Roles"): its key's role once `auth` gave
+  /// one; `admin` for a connection that needs no key (the Unix socket, loopback without
+  /// keys) and for another node.
+  private(set) var role: AccessRole?
+  /// Whether the transport needs a key at all (TCP with keys), as it was made.
+  let requiresKey: Bool
   /// Whether the connection authenticated with the cluster token: another node, whose
   /// requests were forwarded once already and are never forwarded again.
   private(set) var fromPeer = false
@@ -33,6 +39,8 @@ struct ConnectionState {
   init(replyBudget: Int, needsAuth: Bool) {
     self.replyBudget = replyBudget
     self.needsAuth = needsAuth
+    self.requiresKey = needsAuth
+    self.role = needsAuth ? nil : .admin
   }
 
   // MARK: - The reply budget
@@ -95,21 +103,49 @@ struct ConnectionState {
     case run
     /// Refuse it with `unauthorized`; the connection closes once its replies are out.
     case refuse
+    /// Refuse it with `forbidden`: the connection's role is below the one it `needs`; the
+    /// connection stays.
+    case forbid(needs: AccessRole)
   }
 
-  /// A request decoded; `clusterToken` when it is `auth` with the cluster's token,
-  /// `serverToken` when with the server's. The cluster token makes the connection another
-  /// node's (and lets it in); until the server's token comes, any other request is refused.
-  mutating func admit(clusterToken: Bool, serverToken: Bool) -> Admission {
+  /// A request decoded, which `needs` a role. `auth` is nil for any other request; for an
+  /// `auth`, its key's role (`.some(nil)` for a key the server does not have);
+  /// `clusterToken` when its key is the cluster's, which makes the connection another node's.
+  /// On a connection that needs a key, any request before one is refused, and so is an `auth`
+  /// with an unknown key: the connection closes. A known key gives the connection its role;
+  /// a request the role does not cover is forbidden, and the connection stays.
+  mutating func admit(clusterToken: Bool, auth: AccessRole??, needs: AccessRole) -> Admission {
     if clusterToken {
       fromPeer = true
       needsAuth = false
-    }
-    guard needsAuth else { return .run }
-    if serverToken {
-      needsAuth = false
+      keyed = false
+      role = .admin
       return .run
     }
+    if let auth {
+      guard let given = auth else { return requiresKey || keyed ? refuse() : .run }
+      needsAuth = false
+      keyed = true
+      role = given
+      return .run
+    }
+    guard !needsAuth, let role else { return refuse() }
+    return role >= needs ? .run : .forbid(needs: needs)
+  }
+
+  /// The keys were read again (SIGHUP), and the connection's key now has `role` (nil: it is
+  /// gone). From the next request on it has that role; a key gone refuses it, and the
+  /// connection closes. A connection that gave no key is as it was.
+  mutating func rekeyed(_ role: AccessRole?) {
+    guard keyed else { return }
+    self.role = role
+    if role == nil { needsAuth = true }
+  }
+
+  /// Whether the connection's role came from a key it gave (``rekeyed(_:)`` applies).
+  private(set) var keyed = false
+
+  private mutating func refuse() -> Admission {
     closing = true
     return .refuse
   }

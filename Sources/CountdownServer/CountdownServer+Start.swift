@@ -25,16 +25,17 @@ extension CountdownServer {
     let handed = options.serviceManager.sockets
     let listenText = handed.listen?.hostPort ?? options.listen
     let tcp = try listenText.map { text in try Self.parseHostPort(text, option: "--listen") }
-    if let tcp, let listenText, !Self.isLoopback(tcp.host), options.token == nil {
+    let keys = options.token != nil || options.accessPath != nil
+    if let tcp, let listenText, !Self.isLoopback(tcp.host), !keys {
       throw ServerStartError(
-        "--listen \(listenText) is not a loopback address: give a --token, which each TCP connection must send first"
+        "--listen \(listenText) is not a loopback address: give a --token (or --access keys), which each TCP connection must send first"
       )
     }
     let httpText = handed.http?.hostPort ?? options.http
     let http = try httpText.map { text in try Self.parseHostPort(text, option: "--http") }
-    if let http, let httpText, !Self.isLoopback(http.host), options.token == nil {
+    if let http, let httpText, !Self.isLoopback(http.host), !keys {
       throw ServerStartError(
-        "--http \(httpText) is not a loopback address: give a --token, which each HTTP request must send as \"Authorization: Bearer TOKEN\""
+        "--http \(httpText) is not a loopback address: give a --token (or --access keys), which each HTTP request must send as \"Authorization: Bearer TOKEN\""
       )
     }
     let notifier = options.serviceManager.notifySocket.map {
@@ -48,6 +49,9 @@ extension CountdownServer {
       }
     }
     let identity = try Self.tlsIdentity(options)
+    let access = try options.accessPath.map { path throws(ServerStartError) in
+      try AccessList.load(path)
+    }
     let apns = try options.apns.map { o throws(ServerStartError) in
       guard options.keepsState else {
         throw ServerStartError(
@@ -74,8 +78,8 @@ extension CountdownServer {
       }
     }
     for (address, option) in [(tcp, "--listen"), (http, "--http")] {
-      if let address, !System.isLoopback(address.host), options.token != nil,
-        !options.allowPlainToken, identity == nil
+      if let address, !System.isLoopback(address.host), keys, !options.allowPlainToken,
+        identity == nil
       {
         throw ServerStartError(
           "\(option) \(address.host):\(address.port) is not a loopback address, and the token would cross the network in plain text, readable by anyone on the way: serve TLS (--tls-cert and --tls-key), or give --allow-plain-token if that network is trusted"
@@ -101,7 +105,7 @@ extension CountdownServer {
     let metrics = hub.metrics
     let core = ServerCore(
       options: options, loop: loop, hub: hub, logger: logger, durable: durable, group: group,
-      metrics: metrics, connectionLimit: connectionLimit, cluster: cluster)
+      metrics: metrics, connectionLimit: connectionLimit, cluster: cluster, access: access)
     state.withLock {
       $0.group = group
       $0.core = core
@@ -316,7 +320,7 @@ extension CountdownServer {
   private func bootstrap(
     _ group: EventLoopGroup, _ core: ServerCore, tcp: Bool, identity: TLSIdentity?
   ) -> ServerBootstrap {
-    let needsAuth = tcp && options.token != nil
+    let needsAuth = tcp && core.needsKeys
     let limit = core.connectionLimit
     return ServerBootstrap(group: group)
       // Out of descriptors (EMFILE), accept again a second later instead of at once, forever.

@@ -36,6 +36,30 @@ final class ServerCore: @unchecked Sendable {
   let gate: ShardGate?
   /// A cluster node's: the shard each activity object names.
   let shardOf: (@Sendable (String) -> Int)?
+  /// `--access`'s keys as last read (nil without `--access`).
+  let access: Locked<AccessList?>
+  private let accessReads = Atomic<Int>(0)
+  /// How many times the keys were read again (SIGHUP): a connection that sees it move looks
+  /// its key up again.
+  var accessGeneration: Int { accessReads.load(ordering: .relaxed) }
+
+  /// Takes `list` as the keys from now on.
+  func replaceAccess(_ list: AccessList) {
+    access.withLock { $0 = list }
+    accessReads.add(1, ordering: .relaxed)
+  }
+
+  /// Whether clients must give a key (`--token` or `--access`): TCP and HTTP clients then
+  /// have the role of theirs; without, loopback is open to all (`admin`).
+  var needsKeys: Bool { options.token != nil || options.accessPath != nil }
+
+  /// The role of a client that gave `key`: its `--access` role, `admin` for `--token`; nil
+  /// for a key that is neither. Both are compared in constant time, whatever matches.
+  func role(ofKey key: some Collection<UInt8>) -> AccessRole? {
+    let listed = access.withLock { $0?.role(of: key) }
+    let token = options.token.map { TokenCheck.matches(key, $0) } ?? false
+    return token ? .admin : listed
+  }
 
   /// How many activities the engine held after the last batch (set on the loop thread after
   /// each batch, read by connections to estimate listings before they are built).
@@ -47,8 +71,9 @@ final class ServerCore: @unchecked Sendable {
   init(
     options: ServerOptions, loop: CountdownLoop, hub: Hub, logger: Logger, durable: Durable?,
     group: MultiThreadedEventLoopGroup, metrics: ServerMetrics, connectionLimit: Int,
-    cluster: ClusterNode? = nil
+    cluster: ClusterNode? = nil, access: AccessList? = nil
   ) {
+    self.access = Locked(access)
     self.cluster = cluster
     self.gate = cluster?.gate
     if let cluster {
@@ -177,6 +202,17 @@ public final class CountdownServer: Service, @unchecked Sendable {
 
   /// Whether HTTP and TCP are served over TLS.
   public var usesTLS: Bool { options.tlsCertificatePath != nil }
+
+  /// Reads `--access` again (SIGHUP; docs/security.md, "Roles"): every request from then on,
+  /// on a connection open or new, has the role of its key in the new file, and a connection
+  /// whose key is gone is refused at its next request and closed. On an error (the file's
+  /// mode, a bad line) the old keys stay in use.
+  public func reloadAccess() throws(ServerStartError) {
+    guard let path = options.accessPath, let core = state.withLock({ $0.core }) else {
+      throw ServerStartError("the server has no --access file")
+    }
+    core.replaceAccess(try AccessList.load(path))
+  }
 
   /// Reads `--tls-cert` and `--tls-key` again (SIGHUP): new connections present the new
   /// certificate; those open keep theirs. On an error the old pair stays in use.

@@ -227,18 +227,31 @@ struct HTTPRoutes: HTTPResponder {
   private func route(_ request: Request, context: Context) async throws -> Response {
     let path = request.uri.path.split(separator: "/", omittingEmptySubsequences: true)
     let query = request.uri.queryParameters
-    if let token = core.options.token, !Self.authorized(request, token: token) {
-      return failure(
-        CountdownError(
-          .unauthorized,
-          "this server needs its token: send the header \"Authorization: Bearer TOKEN\" (or ?token=TOKEN in the page's address)"
-        ))
+    // The client's role (docs/security.md, "Roles"): its key's, or `admin` without keys.
+    var role = AccessRole.admin
+    if core.needsKeys {
+      guard let key = Self.key(of: request), let known = core.role(ofKey: key.utf8) else {
+        return failure(
+          CountdownError(
+            .unauthorized,
+            "this server needs a key: send the header \"Authorization: Bearer KEY\" (or ?token=KEY in the page's address) with --token or one of --access's keys"
+          ))
+      }
+      role = known
+      let needs = AccessRole.needed(method: request.method.rawValue, path: path)
+      guard role >= needs else {
+        return failure(
+          CountdownError(
+            .forbidden,
+            "this key has the role \(role.name); \(request.method) \(request.uri.path) needs \(needs.name) (docs/security.md, \"Roles\")"
+          ))
+      }
     }
     let method = request.method
     switch path.count {
     case 0:
       guard method == .get || method == .head else { return notAllowed("GET", request) }
-      return page(query)
+      return page(query, role: role)
     case 1 where path[0] == "metrics":
       guard method == .get else { return notAllowed("GET", request) }
       let text = await core.metrics.render(loop: core.loop, cluster: core.cluster)
@@ -511,8 +524,8 @@ struct HTTPRoutes: HTTPResponder {
   // MARK: - Answers
 
   /// The board; `?controls=0` or `1` (also `none`, `all`) says whether it has buttons, else
-  /// the server's `--board-controls`.
-  private func page(_ query: FlatDictionary<Substring, Substring>) -> Response {
+  /// the server's `--board-controls`; a key whose role is `view` gets none either way.
+  private func page(_ query: FlatDictionary<Substring, Substring>, role: AccessRole) -> Response {
     var controls = core.options.boardControls
     if let value = query["controls"] {
       switch value {
@@ -534,7 +547,8 @@ struct HTTPRoutes: HTTPResponder {
       ],
       body: ResponseBody(
         byteBuffer: ByteBuffer(
-          bytes: BoardPage.html(style: core.options.style, controls: controls == .all))))
+          bytes: BoardPage.html(
+            style: core.options.style, controls: controls == .all && role >= .control))))
   }
 
   private func json(_ status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response {
@@ -593,16 +607,12 @@ struct HTTPRoutes: HTTPResponder {
 
   // MARK: - Helpers
 
-  static func authorized(_ request: Request, token: String) -> Bool {
-    if let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-      TokenCheck.matches(header.dropFirst(7).utf8, token)
-    {
-      return true
+  /// The key a request gives: its `Authorization: Bearer KEY`, else its `?token=KEY`.
+  static func key(of request: Request) -> Substring? {
+    if let header = request.headers[.authorization], header.hasPrefix("Bearer ") {
+      return Substring(header.dropFirst(7))
     }
-    if let given = request.uri.queryParameters["token"] {
-      return TokenCheck.matches(given.utf8, token)
-    }
-    return false
+    return request.uri.queryParameters["token"]
   }
 
   /// `%XX` escapes decoded; nil when an escape is broken or the result is not UTF-8.

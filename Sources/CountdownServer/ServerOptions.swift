@@ -16,6 +16,10 @@ public struct ServerOptions: Sendable {
   /// The token a TCP connection sends first (`{"op":"auth","token":…}`). Required when
   /// `listen` is not a loopback address.
   public var token: String?
+  /// `--access FILE` (docs/security.md, "Roles"): keys with roles, `ROLE KEY` a line, mode
+  /// 0600 or stricter; read at start and again by ``CountdownServer/reloadAccess()``
+  /// (SIGHUP). `token` is one more `admin` key beside them.
+  public var accessPath: String?
   /// Host names besides its address and loopback names under which HTTP clients reach this
   /// server (`--public-host`): a request whose `Host` is none of them gets 421.
   public var publicHosts: [String] = []

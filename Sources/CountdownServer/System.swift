@@ -103,6 +103,21 @@ enum System {
   /// Removes the file at `path` (nothing when there is none).
   static func remove(_ path: String) { unlink(path) }
 
+  /// Why the file at `path` may not hold keys (its group or others may read or write it, or
+  /// it is not a regular file), nil when its mode is 0600 or stricter; nil too when it cannot
+  /// be read (reading it then says why).
+  static func fileModeProblem(_ path: String) -> String? {
+    var st = stat()
+    guard stat(path, &st) == 0 else { return nil }
+    guard (st.st_mode & S_IFMT) == S_IFREG else { return "not a regular file" }
+    let mode = st.st_mode & 0o777
+    guard mode & 0o077 == 0 else {
+      return
+        "mode \(String(mode, radix: 8)) lets others read it; a file of keys must be 0600 or stricter (chmod 600)"
+    }
+    return nil
+  }
+
   /// Whether a connection's error says that the peer went away (a reset or a broken pipe):
   /// closed quietly, not logged.
   static func isPeerGone(_ code: Int32) -> Bool { code == ECONNRESET || code == EPIPE }

@@ -4,7 +4,11 @@
 enum TokenCheck {
   /// Whether `given` is the token, byte for byte.
   static func matches(_ given: some Collection<UInt8>, _ token: String) -> Bool {
-    let expected = token.utf8
+    matches(given, Array(token.utf8))
+  }
+
+  /// Whether `given` is `expected`, byte for byte, in time that depends on the lengths only.
+  static func matches(_ given: some Collection<UInt8>, _ expected: [UInt8]) -> Bool {
     guard given.count == expected.count else { return false }
     var diff: UInt8 = 0
     for (x, y) in zip(given, expected) { diff |= x ^ y }

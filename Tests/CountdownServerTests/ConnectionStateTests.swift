@@ -55,19 +55,19 @@ struct ConnectionStateTests {
   }
 
   @Test(
-    "Admission: with a token, the server's token lets in, anything else is refused and the connection closes after its last batch's replies"
+    "Admission: a known key lets in with its role, anything else is refused and the connection closes after its last batch's replies"
   )
   func admission() {
     var s = ConnectionState(replyBudget: 1000, needsAuth: true)
-    #expect(s.awaitsLine(paused: false, partial: false, skipping: false), "no timer for the token")
-    let r10 = s.admit(clusterToken: false, serverToken: true)
+    #expect(s.awaitsLine(paused: false, partial: false, skipping: false), "no timer for the key")
+    let r10 = s.admit(clusterToken: false, auth: .some(.admin), needs: .view)
     #expect(r10 == .run)
-    #expect(!s.needsAuth && !s.fromPeer)
-    let r11 = s.admit(clusterToken: false, serverToken: false)
+    #expect(!s.needsAuth && !s.fromPeer && s.role == .admin)
+    let r11 = s.admit(clusterToken: false, auth: nil, needs: .admin)
     #expect(r11 == .run, "asked again after auth")
 
     var refused = ConnectionState(replyBudget: 1000, needsAuth: true)
-    let r12 = refused.admit(clusterToken: false, serverToken: false)
+    let r12 = refused.admit(clusterToken: false, auth: nil, needs: .view)
     #expect(r12 == .refuse)
     #expect(refused.closing)
     _ = refused.submitted()
@@ -78,15 +78,49 @@ struct ConnectionStateTests {
     #expect(r14 == .closeWhenWritten)
     let r15 = refused.written(0, paused: true, active: true)
     #expect(r15 == .nothing, "a closing one parses on")
+    // An unknown key is refused too.
+    var unknown = ConnectionState(replyBudget: 1000, needsAuth: true)
+    let r16 = unknown.admit(clusterToken: false, auth: .some(nil), needs: .view)
+    #expect(r16 == .refuse && unknown.closing)
+  }
+
+  @Test(
+    "Roles: each request against the connection's role; forbidden keeps the connection; a key read again takes its new role, or closes it when gone"
+  )
+  func roles() {
+    for role in AccessRole.allCases {
+      var s = ConnectionState(replyBudget: 1000, needsAuth: true)
+      #expect(s.admit(clusterToken: false, auth: .some(role), needs: .view) == .run)
+      for needs in AccessRole.allCases {
+        let answer = s.admit(clusterToken: false, auth: nil, needs: needs)
+        #expect(answer == (role >= needs ? .run : .forbid(needs: needs)), "\(role) \(needs)")
+      }
+      #expect(!s.closing, "forbidden is not a reason to close")
+    }
+    var s = ConnectionState(replyBudget: 1000, needsAuth: true)
+    _ = s.admit(clusterToken: false, auth: .some(.control), needs: .view)
+    s.rekeyed(.view)
+    #expect(s.admit(clusterToken: false, auth: nil, needs: .control) == .forbid(needs: .control))
+    s.rekeyed(nil)
+    #expect(s.admit(clusterToken: false, auth: nil, needs: .view) == .refuse)
+    #expect(s.closing)
+    // A connection that needs no key (the Unix socket) is admin; an unknown key changes
+    // nothing there, a known one gives its role.
+    var open = ConnectionState(replyBudget: 1000, needsAuth: false)
+    #expect(open.role == .admin)
+    #expect(open.admit(clusterToken: false, auth: .some(nil), needs: .view) == .run)
+    #expect(open.admit(clusterToken: false, auth: nil, needs: .admin) == .run)
+    #expect(open.admit(clusterToken: false, auth: .some(.view), needs: .view) == .run)
+    #expect(open.admit(clusterToken: false, auth: nil, needs: .control) == .forbid(needs: .control))
   }
 
   @Test("The cluster token makes the connection another node's, with or without --token")
   func peer() {
     for needsAuth in [true, false] {
       var s = ConnectionState(replyBudget: 1000, needsAuth: needsAuth)
-      let r16 = s.admit(clusterToken: true, serverToken: false)
+      let r16 = s.admit(clusterToken: true, auth: .some(nil), needs: .view)
       #expect(r16 == .run)
-      #expect(s.fromPeer && !s.needsAuth && !s.closing)
+      #expect(s.fromPeer && !s.needsAuth && !s.closing && s.role == .admin)
     }
   }
 
