@@ -340,7 +340,7 @@ extension CountdownServer {
           if let identity {
             try channel.pipeline.syncOperations.addHandler(identity.handler())
           }
-          if core.connectionOpened(channel) {
+          if core.connectionOpened(channel, unix: !tcp) {
             try channel.pipeline.syncOperations.addHandler(
               ConnectionHandler(core: core, needsAuth: needsAuth))
           } else {

@@ -93,9 +93,14 @@ final class ServerCore: @unchecked Sendable {
   }
 
   /// Counts a new connection in (socket, TCP or HTTP); false when the server is at its limit.
-  func connectionOpened(_ channel: Channel) -> Bool {
+  /// The Unix socket has ``CountdownServer/operatorRoom`` connections beyond the limit, so that the
+  /// operator's `countdown send` gets in while remote clients hold every other one
+  /// (docs/security.md).
+  func connectionOpened(_ channel: Channel, unix: Bool = false) -> Bool {
     connections.withLock { c in
-      guard c.count < connectionLimit else { return false }
+      guard c.count < connectionLimit + (unix ? CountdownServer.operatorRoom : 0) else {
+        return false
+      }
       c[ObjectIdentifier(channel)] = channel
       return true
     }
@@ -104,6 +109,26 @@ final class ServerCore: @unchecked Sendable {
   func connectionClosed(_ channel: Channel) {
     _ = connections.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
   }
+
+  /// HTTP connections over the limit that wait for their request head to be answered 429
+  /// (at most a second); one more is closed at once, so that connections that send nothing
+  /// cannot take the descriptors the server keeps for itself.
+  static let refusedWaitingAtMost = 8
+  private let refusedWaiting = Atomic<Int>(0)
+
+  /// An HTTP connection over the limit asks to wait for its head (to be answered 429): true
+  /// while fewer than ``refusedWaitingAtMost`` do; each true is given back with
+  /// ``refusedDone()``.
+  func refusedMayWait() -> Bool {
+    if refusedWaiting.add(1, ordering: .relaxed).newValue <= Self.refusedWaitingAtMost {
+      return true
+    }
+    refusedWaiting.subtract(1, ordering: .relaxed)
+    return false
+  }
+
+  /// An HTTP connection over the limit that waited is gone.
+  func refusedDone() { refusedWaiting.subtract(1, ordering: .relaxed) }
 
   /// On the loop thread, in a command's completion: hands `result` to `deliver` now (in
   /// memory) or once the wake it ran in is committed, as `storageFailed` if the commit failed.
@@ -324,6 +349,10 @@ public final class CountdownServer: Service, @unchecked Sendable {
   /// Descriptors kept free of connections for the state file, listeners, the loop and the
   /// event loops: a full house of connections still leaves the server its own.
   static let reservedDescriptors = 64
+  /// Connections over the limit that the Unix socket still takes, out of the descriptors the
+  /// server keeps for itself: the operator's `countdown send` gets in while remote clients
+  /// hold every other connection.
+  static let operatorRoom = 4
 
   /// `asked`, or less where the process's file limit (raised to its hard limit first) leaves
   /// fewer descriptors than that beside ``reservedDescriptors``; said in the log.

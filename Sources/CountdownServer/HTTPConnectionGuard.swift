@@ -96,6 +96,8 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
   private var counted = false
   /// Set when this connection is refused: the rest of what it sends is dropped.
   private var refusing = false
+  /// An uncounted connection (over the limit) waiting for its head, to answer it 429.
+  private var waitingRefusal = false
 
   init(core: ServerCore) {
     self.core = core
@@ -108,6 +110,20 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
   func handlerAdded(context: ChannelHandlerContext) {
     counted = core.connectionOpened(context.channel)
+    if !counted {
+      // Over the limit: a few wait (a second at most) to be answered 429; the rest are
+      // closed at once, so that idle connections cannot take every descriptor.
+      guard core.refusedMayWait() else {
+        refusing = true
+        core.metrics.refused(.limitReached)
+        context.close(promise: nil)
+        return
+      }
+      waitingRefusal = true
+      let channel = context.channel
+      scheduled = context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+      return
+    }
     perform(timer.opened(now: Self.now()), context)
   }
 
@@ -116,6 +132,8 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     scheduled = nil
     if counted { core.connectionClosed(context.channel) }
     counted = false
+    if waitingRefusal { core.refusedDone() }
+    waitingRefusal = false
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -95,7 +95,9 @@ struct WebSafetyProcessTests {
         if r["ok"] as? Bool == true { held.append(c) } else { refused += 1 }
       }
       #expect(unanswered == 0)
-      #expect(held.count == 128 - CountdownServer.reservedDescriptors)
+      // The Unix socket's few beyond the limit: the operator's `countdown send` gets in.
+      #expect(
+        held.count == 128 - CountdownServer.reservedDescriptors + CountdownServer.operatorRoom)
       #expect(refused == 170 - held.count)
       // Idle at the limit: the network thread does not spin.
       let before = Self.cpuSeconds(server.pid)
@@ -106,6 +108,46 @@ struct WebSafetyProcessTests {
       held.removeLast()
       usleep(100_000)
       #expect(try TestClient(unix: path).request(#"{"op":"ping"}"#)["ok"] as? Bool == true)
+    }
+  }
+
+  @Test(
+    "Under a low file limit, idle HTTP connections past the limit are closed: the Unix socket still answers, TCP gets limitReached, HTTP 429, nothing spins"
+  )
+  func idleHTTPPastTheLimit() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let server = try ServerProcess(
+        [
+          "--socket", "c.sock", "--state", "s.db", "--listen", "127.0.0.1:0", "--http",
+          "127.0.0.1:0", "--max-connections", "1024",
+        ], in: dir, via: ["/usr/bin/prlimit", "--nofile=128:128", "--"])
+      let port = try #require(server.httpPort)
+      let tcpPort = try #require(
+        server.startLine.firstMatch(of: /tcp 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) })
+      // 168 connections that send nothing (the probe's count: more than the file limit).
+      var idle: [TestClient] = []
+      for _ in 0..<168 {
+        guard let c = try? TestClient(tcpPort: port) else { break }
+        idle.append(c)
+      }
+      usleep(1_500_000)
+      let files =
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.pid)/fd").count)
+        ?? 0
+      #expect(files < 128, "the server holds \(files) descriptors of its 128")
+      let before = Self.cpuSeconds(server.pid)
+      usleep(2_000_000)
+      let used = Self.cpuSeconds(server.pid) - before
+      #expect(used < 0.3, "the server used \(used) s of CPU in 2 s past its limit")
+      let local = try TestClient(unix: dir.appendingPathComponent("c.sock").path)
+      #expect(try local.request(#"{"op":"ping"}"#)["ok"] as? Bool == true)
+      let remote = try TestClient(tcpPort: tcpPort)
+      #expect(try remote.request(#"{"op":"ping"}"#)["code"] as? String == "limitReached")
+      let answer = try http("GET", "/v1/time", port: port)
+      #expect(answer.status == 429 && answer.code == "limitReached")
+      _ = idle
     }
   }
 

@@ -432,6 +432,13 @@ struct ServerProtocolTests {
       let b = try s.client()
       #expect(try a!.request(#"{"op":"ping"}"#)["ok"] as? Bool == true)
       #expect(try b.request(#"{"op":"ping"}"#)["ok"] as? Bool == true)
+      // The Unix socket's few beyond the limit (the operator's), then refusals.
+      var operators: [TestClient] = []
+      for _ in 0..<CountdownServer.operatorRoom {
+        let o = try s.client()
+        #expect(try o.request(#"{"op":"ping"}"#)["ok"] as? Bool == true)
+        operators.append(o)
+      }
       let c = try s.client()
       let refused = try c.json()
       #expect(refused["code"] as? String == "limitReached")
