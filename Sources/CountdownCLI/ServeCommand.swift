@@ -178,6 +178,13 @@ struct ServeCommand: AsyncParsableCommand {
   var subscriberBufferBytes = 8 << 20
 
   @Option(
+    name: .customLong("output-budget-bytes"),
+    help:
+      "Bytes all subscribers together may leave unread before those holding the most are cut off (slowConsumer)."
+  )
+  var outputBudgetBytes = 64 << 20
+
+  @Option(
     name: .customLong("slow-consumer-ms"),
     help: "How long a subscriber may stay over its buffer before slowConsumer and a disconnect.")
   var slowConsumerMs: Int64 = 10_000
@@ -225,6 +232,9 @@ struct ServeCommand: AsyncParsableCommand {
       }
     }
     guard maxConnections > 0 else { throw ValidationError("--max-connections must be ≥ 1") }
+    guard outputBudgetBytes > 0 else {
+      throw ValidationError("--output-budget-bytes must be ≥ 1")
+    }
     guard subscriberBufferBytes > 0 else {
       throw ValidationError("--subscriber-buffer-bytes must be ≥ 1")
     }
@@ -323,6 +333,7 @@ struct ServeCommand: AsyncParsableCommand {
     options.corsOrigins = corsOrigins
     options.allowPlainToken = allowPlainToken
     options.accessPath = access
+    options.outputBudgetBytes = outputBudgetBytes
     options.headerTimeoutMilliseconds = headerTimeoutMs
     options.bodyTimeoutMilliseconds = bodyTimeoutMs
     options.lineTimeoutMilliseconds = lineTimeoutMs

@@ -178,7 +178,8 @@ extension CountdownServer {
     let hub = Hub(
       eventLoop: group.next(), formatter: TimerFormatter(style: options.style),
       bound: options.subscriberBufferBytes,
-      slowConsumerAfter: .milliseconds(options.slowConsumerMilliseconds), metrics: metrics)
+      slowConsumerAfter: .milliseconds(options.slowConsumerMilliseconds),
+      outputBudget: options.outputBudgetBytes, metrics: metrics)
     let loopOptions = LoopOptions(precision: options.precision, engine: options.engine)
     guard options.keepsState else {
       let loop: CountdownLoop

@@ -14,6 +14,9 @@ protocol EventSink: AnyObject {
   func write(_ buffer: ByteBuffer)
   /// Writes `last` (if any, and if it can) and closes.
   func close(after last: ByteBuffer?)
+  /// Bytes written to the connection and not yet taken by its socket (the channel's
+  /// `bufferedWritableBytes`), for the output budget (``Hub``).
+  func unwrittenBytes() -> EventLoopFuture<Int>
 }
 
 /// A socket connection's subscription (docs/protocol.md, `subscribe`).
@@ -25,6 +28,7 @@ final class ChannelSink: EventSink {
   var isWritable: Bool { channel.isWritable }
   var allocator: ByteBufferAllocator { channel.allocator }
   func write(_ buffer: ByteBuffer) { channel.writeAndFlush(buffer, promise: nil) }
+  func unwrittenBytes() -> EventLoopFuture<Int> { channel.getOption(.bufferedWritableBytes) }
 
   func close(after last: ByteBuffer?) {
     let channel = self.channel
@@ -72,6 +76,8 @@ final class StreamSink: EventSink, Sendable {
   func write(_ buffer: ByteBuffer) {
     channel.writeAndFlush(HTTPResponsePart.body(buffer), promise: nil)
   }
+
+  func unwrittenBytes() -> EventLoopFuture<Int> { channel.getOption(.bufferedWritableBytes) }
 
   /// Ends the stream after `last`; the connection is closed 100 ms later (a client that does
   /// not read would keep the response from finishing).

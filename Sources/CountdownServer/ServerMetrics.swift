@@ -30,6 +30,9 @@ final class ServerMetrics: Sendable {
   let recovered: CoreMetrics.Counter
   /// Ticks replaced in a slow subscriber's waiting output (docs/protocol.md, "Backpressure").
   let coalescedTicks: CoreMetrics.Counter
+  /// Subscribers cut off because all of them together held more unwritten output than the
+  /// output budget (docs/security.md).
+  let budgetCutOffs: CoreMetrics.Counter
   let commands: CoreMetrics.Counter
   /// Connections closed because their client was too slow to send (docs/security.md).
   private let timeouts: CoreMetrics.Counter
@@ -80,6 +83,8 @@ final class ServerMetrics: Sendable {
     recovered = CoreMetrics.Counter(
       label: "countdown_cluster_events_recovered_total", factory: factory)
     coalescedTicks = CoreMetrics.Counter(label: "countdown_ticks_coalesced_total", factory: factory)
+    budgetCutOffs = CoreMetrics.Counter(
+      label: "countdown_subscribers_over_output_budget_total", factory: factory)
     commands = CoreMetrics.Counter(label: "countdown_commands_total", factory: factory)
     wakeups = CoreMetrics.Counter(label: "countdown_wakeups_total", factory: factory)
     timeouts = CoreMetrics.Counter(

@@ -62,6 +62,10 @@ public struct ServerOptions: Sendable {
   public var subscriberBufferBytes: Int
   /// How long a subscriber may stay over its bound before `slowConsumer` (docs/protocol.md: 10 s).
   public var slowConsumerMilliseconds: Int64
+  /// The bytes all subscribers together may leave unread (waiting in the server or in their
+  /// connections' buffers) before those holding the most are cut off with `slowConsumer`
+  /// (`--output-budget-bytes`, docs/security.md: 64 MiB).
+  public var outputBudgetBytes = 64 << 20
   /// The longest request line (docs/protocol.md: 65536 bytes); longer ones get `lineTooLong`.
   public var maxLineBytes: Int
   /// NIO threads for the sockets (default 1: the loop thread has the other core).

@@ -151,6 +151,49 @@ struct WebSafetyProcessTests {
     }
   }
 
+  @Test(
+    "Event streams that never read are bounded together: past --output-budget-bytes those holding the most are cut off, and the server grows by about the budget"
+  )
+  func outputBudget() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let budget = 16 << 20
+      let server = try ServerProcess(
+        [
+          "--socket", "c.sock", "--state", ":memory:", "--http", "127.0.0.1:0",
+          "--output-budget-bytes", "\(budget)",
+        ], in: dir)
+      let port = try #require(server.httpPort)
+      // 8,000 activities with long titles: a snapshot of about 4 MB, more than a socket's
+      // send buffer takes (what the kernel holds is not the server's memory).
+      let c = try TestClient(unix: dir.appendingPathComponent("c.sock").path)
+      let title = String(repeating: "T", count: 400)
+      let end = nowMs() + 3_600_000
+      for k in 0..<8_000 {
+        c.send(
+          #"{"op":"start","id":"a\#(k)","kind":"countdown","endDate":\#(end),"title":"\#(title)"}"#
+            + "\n")
+      }
+      for _ in 0..<8_000 { _ = try c.json(timeout: 10) }
+      let before = server.rssKiB
+      // 100 streams whose clients never read (a small receive buffer, never drained):
+      // 400 MB of snapshots if each were kept.
+      var streams: [EventStream] = []
+      for _ in 0..<100 { streams.append(try EventStream(port: port, receiveBuffer: 4096)) }
+      usleep(3_000_000)
+      let grown = (server.rssKiB - before) / 1024
+      let metrics = try http("GET", "/metrics", port: port).body
+      let cut =
+        metrics.split(separator: "\n")
+        .first { $0.hasPrefix("countdown_subscribers_over_output_budget_total") }
+        .flatMap { Int(Double($0.split(separator: " ").last ?? "") ?? -1) } ?? -1
+      #expect(cut >= 80, "\(cut) streams cut off of 100")
+      #expect(grown < 16 + 48, "the server grew by \(grown) MiB with a budget of 16 MiB")
+      _ = streams
+    }
+  }
+
   @Test("Pipelined listings a client never reads do not grow the server without bound")
   func unreadReplies() async throws {
     try await onThread {
