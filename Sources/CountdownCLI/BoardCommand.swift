@@ -22,6 +22,8 @@ struct BoardCommand: ParsableCommand {
 
   @OptionGroup var styleOptions: StyleOptions
 
+  @OptionGroup var keyOptions: KeyOptions
+
   @Flag(name: .customLong("no-color"), help: "No colors, even when the terminal has them.")
   var noColor = false
 
@@ -38,7 +40,7 @@ struct BoardCommand: ParsableCommand {
       : (["truecolor", "24bit"].contains(env("COLORTERM") ?? "") ? .truecolor : .palette256)
     var board = TerminalBoard(
       socketPath: socket, formatter: TimerFormatter(style: styleOptions.timerStyle),
-      colors: colors)
+      colors: colors, key: try keyOptions.key())
     try board.run()
   }
 }
@@ -74,10 +76,14 @@ struct TerminalBoard {
   var lastFrame: [UInt8] = []
   var size = (rows: 24, cols: 80)
 
-  init(socketPath: String, formatter: TimerFormatter, colors: Colors) {
+  /// The key each connection authenticates with (`--key-file`), nil for none.
+  let key: String?
+
+  init(socketPath: String, formatter: TimerFormatter, colors: Colors, key: String? = nil) {
     self.socketPath = socketPath
     self.formatter = formatter
     self.colors = colors
+    self.key = key
   }
 
   static func localNow() -> Int64 { SystemWallClock.now().milliseconds }
@@ -125,7 +131,9 @@ struct TerminalBoard {
     fd = s
     reader = LineReader(fd: s)
     pingSentAt = Self.localNow()
-    send("{\"rid\":\"ping\",\"op\":\"ping\"}\n{\"rid\":\"subscribe\",\"op\":\"subscribe\"}\n")
+    let auth = key.map { KeyOptions.authLine($0) + "\n" } ?? ""
+    send(
+      auth + "{\"rid\":\"ping\",\"op\":\"ping\"}\n{\"rid\":\"subscribe\",\"op\":\"subscribe\"}\n")
   }
 
   mutating func disconnect() {

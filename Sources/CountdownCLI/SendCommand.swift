@@ -12,7 +12,8 @@ struct SendCommand: ParsableCommand {
       input. They are sent at once (pipelined) and each reply is printed as it comes, in \
       order. Without --follow, send exits after the last reply: 0 when every reply was \
       "ok":true, 1 otherwise. With --follow it also subscribes and prints events until the \
-      server closes the connection (--ticks includes ticks).
+      server closes the connection (--ticks includes ticks). With --key-file (or \
+      COUNTDOWN_KEY), an auth request goes first and the connection has the key's role.
       """
   )
 
@@ -28,6 +29,8 @@ struct SendCommand: ParsableCommand {
   @Argument(help: "Requests, each a JSON object (default: one per line on standard input).")
   var requests: [String] = []
 
+  @OptionGroup var keyOptions: KeyOptions
+
   func run() throws {
     var lines = requests
     if lines.isEmpty && !follow {
@@ -36,6 +39,8 @@ struct SendCommand: ParsableCommand {
     }
     lines = lines.filter { !$0.allSatisfy { $0 == " " || $0 == "\t" || $0 == "\r" } }
     if follow { lines.append("{\"rid\":\"follow\",\"op\":\"subscribe\",\"ticks\":\(ticks)}") }
+    // With a key, the connection first takes its role (its reply is printed as any other).
+    if let key = try keyOptions.key() { lines.insert(KeyOptions.authLine(key), at: 0) }
     let fd = try connectUnix(socket)
     defer { CountdownClient.System.close(fd) }
     var out = Array(lines.joined(separator: "\n").utf8)

@@ -436,28 +436,12 @@ extension ServeCommand {
       return token
     }
     if let tokenFile {
-      return try Self.firstLine(of: tokenFile, "the token file", "token")
+      return try SecretFile.firstLine(of: tokenFile, "the token file", "token")
     }
     if let token = System.environment("COUNTDOWN_TOKEN") {
       return token.isEmpty ? nil : token
     }
     return nil
-  }
-
-  /// The first line of the file at `path` (a secret kept out of the process list), not empty.
-  static func firstLine(of path: String, _ what: String, _ name: String) throws -> String {
-    let fd = try System.openInput(path)
-    defer { System.close(fd) }
-    var reader = LineReader(fd: fd)
-    var first: [UInt8]?
-    try reader.forEachLine { line in if first == nil { first = Array(line) } }
-    var bytes = first ?? []
-    if bytes.last == 0x0D { bytes.removeLast() }
-    guard !bytes.isEmpty, let text = String(validating: bytes, as: UTF8.self) else {
-      throw IOFailure(
-        message: "\(what) \(path) has no \(name): its first line is the \(name) (UTF-8)")
-    }
-    return text
   }
 
   /// `127.0.0.1:8080` or `[::1]:8080`.
@@ -544,7 +528,7 @@ struct WebhookFlags: ParsableArguments {
     guard !urls.isEmpty else { return nil }
     var text = secret
     if let secretFile {
-      text = try ServeCommand.firstLine(of: secretFile, "the webhook secret file", "secret")
+      text = try SecretFile.firstLine(of: secretFile, "the webhook secret file", "secret")
     }
     var o = WebhookOptions(urls: urls, secret: text.map { Array($0.utf8) })
     o.requestTimeoutMilliseconds = timeoutMs

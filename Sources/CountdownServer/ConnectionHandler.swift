@@ -197,9 +197,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
     if case .success(.auth(let token)) = decoded.request {
       // Another node of the cluster: what it sends was forwarded once already.
       clusterToken = core.options.cluster?.token.map { TokenCheck.matches(token.utf8, $0) } ?? false
-      let role = core.role(ofKey: token.utf8)
+      // A server without keys takes any (the connection is open to all anyway).
+      let role = core.needsKeys ? core.role(ofKey: token.utf8) : .admin
       auth = .some(role)
-      if role != nil { key = Array(token.utf8) }
+      if role != nil, core.needsKeys {
+        key = Array(token.utf8)
+        if let channel { core.keyGiven(key, on: channel) }
+      }
     } else if state.keyed, core.accessGeneration != keysRead {
       // The keys were read again (SIGHUP): this connection's key may have another role now.
       state.rekeyed(core.role(ofKey: key))
@@ -213,6 +217,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
       refusal = CountdownError(
         .unauthorized,
         "this connection must first send {\"op\":\"auth\",\"token\":…} with a key of this server (--token, or one of --access's)"
+      )
+    case .rejectKey:
+      refusal = CountdownError(
+        .unauthorized,
+        "this server has no such key (--token, or one of --access's); the connection keeps the role it had"
       )
     case .forbid(let role):
       refusal = CountdownError(
@@ -501,6 +510,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let hub = core.hub
     hub.eventLoop.execute { hub.unsubscribe(ObjectIdentifier(channel)) }
     core.connectionClosed(channel)
+    core.keyGone(from: channel)
     context.fireChannelInactive()
   }
 

@@ -106,6 +106,9 @@ struct ConnectionState {
     /// Refuse it with `forbidden`: the connection's role is below the one it `needs`; the
     /// connection stays.
     case forbid(needs: AccessRole)
+    /// Refuse an `auth` whose key the server does not have, on a connection that needs none
+    /// (the Unix socket): it stays, with the role it had.
+    case rejectKey
   }
 
   /// A request decoded, which `needs` a role. `auth` is nil for any other request; for an
@@ -123,7 +126,7 @@ struct ConnectionState {
       return .run
     }
     if let auth {
-      guard let given = auth else { return requiresKey || keyed ? refuse() : .run }
+      guard let given = auth else { return requiresKey || keyed ? refuse() : .rejectKey }
       needsAuth = false
       keyed = true
       role = given

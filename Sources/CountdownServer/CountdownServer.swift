@@ -43,10 +43,30 @@ final class ServerCore: @unchecked Sendable {
   /// its key up again.
   var accessGeneration: Int { accessReads.load(ordering: .relaxed) }
 
-  /// Takes `list` as the keys from now on.
+  /// Takes `list` as the keys from now on, and closes the connections whose key it no
+  /// longer has (a socket subscriber or an event stream would otherwise go on receiving).
   func replaceAccess(_ list: AccessList) {
     access.withLock { $0 = list }
     accessReads.add(1, ordering: .relaxed)
+    let open = keyed.withLock { Array($0.values) }
+    for entry in open where role(ofKey: entry.key) == nil {
+      logger.notice("a connection's key is no longer in --access: closing it")
+      entry.channel.close(promise: nil)
+    }
+  }
+
+  /// The open connections that gave a key (a TCP connection's `auth`, an event stream's
+  /// request), for ``replaceAccess(_:)``.
+  private let keyed = Locked([ObjectIdentifier: (channel: any Channel, key: [UInt8])]())
+
+  /// `channel` gave `key`; closed when a new `--access` no longer has it.
+  func keyGiven(_ key: [UInt8], on channel: any Channel) {
+    keyed.withLock { $0[ObjectIdentifier(channel)] = (channel, key) }
+  }
+
+  /// `channel` is closed (or gave no key after all).
+  func keyGone(from channel: any Channel) {
+    _ = keyed.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
   }
 
   /// Whether clients must give a key (`--token` or `--access`): TCP and HTTP clients then

@@ -230,6 +230,16 @@ struct HTTPRoutes: HTTPResponder {
     // The client's role (docs/security.md, "Roles"): its key's, or `admin` without keys.
     var role = AccessRole.admin
     if core.needsKeys {
+      // The board with a key: `GET /?key=KEY` keeps it in a cookie and drops it from the
+      // address (docs/security.md, "Roles"), so that a screen holds it.
+      if path.isEmpty, request.method == .get, let key = query["key"] {
+        guard core.role(ofKey: key.utf8) != nil else {
+          return failure(
+            CountdownError(.unauthorized, "?key= is not a key of this server (--token or --access)")
+          )
+        }
+        return boardCookie(key: key, query: query)
+      }
       guard let key = Self.key(of: request), let known = core.role(ofKey: key.utf8) else {
         return failure(
           CountdownError(
@@ -432,6 +442,11 @@ struct HTTPRoutes: HTTPResponder {
     case .failure(let e): return failure(e)
     }
     let sink = StreamSink(hub: core.hub, channel: channel)
+    // A stream opened with a key ends when a new --access no longer has it.
+    if core.needsKeys, let key = Self.key(of: request) {
+      core.keyGiven(Array(key.utf8), on: channel)
+      channel.closeFuture.whenComplete { [core] _ in core.keyGone(from: channel) }
+    }
     let hub = core.hub
     let formatter = core.formatter
     // Registered on the hub before the request runs, so that every event after the snapshot
@@ -607,12 +622,50 @@ struct HTTPRoutes: HTTPResponder {
 
   // MARK: - Helpers
 
-  /// The key a request gives: its `Authorization: Bearer KEY`, else its `?token=KEY`.
+  /// The key a request gives: its `Authorization: Bearer KEY`, else its `?token=KEY`, else
+  /// the board's cookie (``boardCookie(key:query:)``).
   static func key(of request: Request) -> Substring? {
     if let header = request.headers[.authorization], header.hasPrefix("Bearer ") {
       return Substring(header.dropFirst(7))
     }
-    return request.uri.queryParameters["token"]
+    if let token = request.uri.queryParameters["token"] { return token }
+    for field in request.headers[values: .cookie] {
+      for pair in field.split(separator: ";") {
+        let part = pair.drop { $0 == " " }
+        if part.hasPrefix(Self.cookieName + "="),
+          let key = percentDecoded(part.dropFirst(Self.cookieName.count + 1))
+        {
+          return Substring(key)
+        }
+      }
+    }
+    return nil
+  }
+
+  /// The board's cookie: the key a screen was opened with.
+  static let cookieName = "countdown_key"
+
+  /// `GET /?key=KEY` answered: the key in an `HttpOnly`, `SameSite=Strict` cookie of this
+  /// server (`Secure` over TLS), and a redirect to the same board without the key in its
+  /// address (the other parameters kept).
+  private func boardCookie(key: Substring, query: FlatDictionary<Substring, Substring>) -> Response
+  {
+    var encoded = ""
+    for b in key.utf8 {
+      let plain =
+        (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b)
+        || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x7E
+      encoded +=
+        plain ? String(UnicodeScalar(b)) : "%" + String(b, radix: 16, uppercase: true).leftPadded
+    }
+    var cookie = "\(Self.cookieName)=\(encoded); Path=/; HttpOnly; SameSite=Strict"
+    if guardrail.scheme == "https" { cookie += "; Secure" }
+    let kept = query.filter { $0.key != "key" && $0.key != "token" }
+      .map { "\($0.key)=\($0.value)" }
+    let location = kept.isEmpty ? "/" : "/?" + kept.joined(separator: "&")
+    return Response(
+      status: .seeOther,
+      headers: [.location: location, .setCookie: cookie, .cacheControl: "no-store"])
   }
 
   /// `%XX` escapes decoded; nil when an escape is broken or the result is not UTF-8.
@@ -632,7 +685,7 @@ struct HTTPRoutes: HTTPResponder {
     return String(validating: bytes, as: UTF8.self)
   }
 
-  private static func hex(_ c: UInt8) -> UInt8? {
+  fileprivate static func hex(_ c: UInt8) -> UInt8? {
     switch c {
     case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
     case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
@@ -640,4 +693,9 @@ struct HTTPRoutes: HTTPResponder {
     default: return nil
     }
   }
+}
+
+extension String {
+  /// A hex byte's two digits (`"0A"` for `"A"`).
+  fileprivate var leftPadded: String { count == 1 ? "0" + self : self }
 }

@@ -130,6 +130,50 @@ struct ServerProcessTests {
     }
   }
 
+  @Test(
+    "countdown send --key-file: the connection has the key's role (a view key is forbidden to start, a control key may); an unknown key is refused"
+  )
+  func sendWithKey() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: dir) }
+      let access = dir.appendingPathComponent("access").path
+      try "view view-key-0001\ncontrol control-key-0001\n".write(
+        toFile: access, atomically: false, encoding: .utf8)
+      chmod(access, 0o600)
+      for (name, key) in [
+        ("view", "view-key-0001"), ("control", "control-key-0001"), ("bad", "nope"),
+      ] {
+        try "\(key)\n".write(
+          toFile: dir.appendingPathComponent(name).path, atomically: false, encoding: .utf8)
+      }
+      let server = try ServerProcess(["--socket", "c.sock", "--access", access], in: dir)
+      _ = server
+      func send(_ keyFile: String, _ request: String) throws -> (Int32, String) {
+        let p = Process()
+        p.executableURL = countdownExecutable
+        p.arguments = ["send", "--socket", "c.sock", "--key-file", keyFile, request]
+        p.currentDirectoryURL = dir
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return (p.terminationStatus, text)
+      }
+      let start = #"{"op":"start","id":"k","kind":"elapsed","title":"K"}"#
+      let (viewStatus, viewText) = try send("view", start)
+      #expect(
+        viewStatus == 1 && viewText.contains("forbidden") && viewText.contains("needs control"))
+      let (controlStatus, controlText) = try send("control", start)
+      #expect(controlStatus == 0, "\(controlText)")
+      let (seeStatus, seeText) = try send("view", #"{"op":"get","id":"k"}"#)
+      #expect(seeStatus == 0 && seeText.contains(#""id":"k""#))
+      let (badStatus, badText) = try send("bad", #"{"op":"ping"}"#)
+      #expect(badStatus == 1 && badText.contains("unauthorized"), "\(badText)")
+    }
+  }
+
   @Test("A subscriber that never reads: others stay on time, memory stays bounded, slowConsumer")
   func stalledSubscriber() async throws {
     try await onThread {

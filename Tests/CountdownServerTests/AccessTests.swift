@@ -154,7 +154,7 @@ struct AccessTests {
   }
 
   @Test(
-    "SIGHUP reads the keys again: a key removed closes its connection at its next request; a role changed applies at once; a bad file keeps the old keys"
+    "SIGHUP reads the keys again: a key removed closes its connections and streams at once; a role changed applies at the next request; a bad file keeps the old keys"
   )
   func reload() async throws {
     try await onThread {
@@ -164,6 +164,13 @@ struct AccessTests {
       _ = try control.request(#"{"op":"auth","token":"\#(Self.keys["control"]!)"}"#)
       let view = try TestClient(tcpPort: tcp)
       _ = try view.request(#"{"op":"auth","token":"\#(Self.keys["view"]!)"}"#)
+      // A view key's subscriber and event stream, which send nothing more.
+      let listener = try TestClient(tcpPort: tcp)
+      _ = try listener.request(#"{"op":"auth","token":"\#(Self.keys["view"]!)"}"#)
+      #expect(try listener.request(#"{"op":"subscribe"}"#)["ok"] as? Bool == true)
+      let stream = try EventStream(
+        port: port, headers: ["Authorization": "Bearer \(Self.keys["view"]!)"])
+      #expect(stream.next()?.name == "snapshot")
       #expect(try control.request(#"{"op":"pause","id":"a"}"#)["ok"] as? Bool == true)
       // control's key becomes a view key; view's key is gone.
       try "view \(Self.keys["control"]!)\nadmin \(Self.keys["admin"]!)\n".write(
@@ -172,9 +179,10 @@ struct AccessTests {
       let r = try control.request(#"{"op":"resume","id":"a"}"#)
       #expect(r["code"] as? String == "forbidden", "\(r)")
       #expect(try control.request(#"{"op":"get","id":"a"}"#)["ok"] as? Bool == true)
-      let gone = try view.request(#"{"op":"get","id":"a"}"#)
-      #expect(gone["code"] as? String == "unauthorized", "\(gone)")
-      #expect(view.closed(within: 5))
+      // The view key is gone: its subscriber and its stream are closed at once.
+      #expect(listener.closed(within: 5), "a subscriber whose key is gone")
+      #expect(stream.client.closed(within: 5), "an event stream whose key is gone")
+      #expect(view.closed(within: 5), "a connection whose key is gone")
       let h = try http(
         "GET", "/v1/activities", port: port,
         headers: ["Authorization": "Bearer \(Self.keys["view"]!)"])
@@ -183,6 +191,49 @@ struct AccessTests {
       chmod(path, 0o644)
       #expect(throws: ServerStartError.self) { try s.server.reloadAccess() }
       #expect(try control.request(#"{"op":"get","id":"a"}"#)["ok"] as? Bool == true)
+    }
+  }
+
+  @Test(
+    "The board with a key: GET /?key= keeps it in an HttpOnly, SameSite=Strict cookie and drops it from the address; the cookie authorizes the page's requests with the key's role; another site's POST is still forbidden"
+  )
+  func boardCookie() async throws {
+    try await onThread {
+      let (s, port, _) = try Self.server()
+      _ = s
+      let view = Self.keys["view"]!
+      let r = try http("GET", "/?key=\(view)&controls=1", port: port)
+      #expect(r.status == 303, "\(r.status) \(r.body)")
+      #expect(r.headers["location"] == "/?controls=1")
+      let cookie = try #require(r.headers["set-cookie"])
+      #expect(cookie.hasPrefix("countdown_key=\(view);"))
+      #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"))
+      #expect(!cookie.contains("Secure"), "plain HTTP: no Secure")
+      let jar = ["Cookie": "theme=dark; countdown_key=\(view)"]
+      let page = try http("GET", "/?controls=1", port: port, headers: jar)
+      #expect(page.status == 200 && page.body.contains("const CONTROLS = false"))
+      #expect(try http("GET", "/v1/activities", port: port, headers: jar).status == 200)
+      let start = try http(
+        "POST", "/v1/activities", port: port, body: #"{"kind":"elapsed","title":"C"}"#,
+        headers: jar)
+      #expect(start.status == 403 && start.body.contains("needs control"))
+      // A control key's cookie starts; from another site, even it cannot (Origin).
+      let control = ["Cookie": "countdown_key=\(Self.keys["control"]!)"]
+      let ok = try http(
+        "POST", "/v1/activities", port: port, body: #"{"kind":"elapsed","title":"C"}"#,
+        headers: control)
+      #expect(ok.status == 201, "\(ok.status) \(ok.body)")
+      let crossSite = try http(
+        "POST", "/v1/activities", port: port, body: #"{"kind":"elapsed","title":"X"}"#,
+        headers: control.merging(["Origin": "http://evil.example"]) { $1 })
+      #expect(crossSite.status == 403 && crossSite.code == "forbidden")
+      // An unknown key is not kept.
+      let unknown = try http("GET", "/?key=nope-0001", port: port)
+      #expect(unknown.status == 401 && unknown.headers["set-cookie"] == nil)
+      // A key with characters a cookie cannot hold as they are is percent-encoded.
+      #expect(
+        try http("GET", "/v1/time", port: port, headers: ["Cookie": "countdown_key=%41"]).status
+          == 401)
     }
   }
 

@@ -104,11 +104,12 @@ struct ConnectionStateTests {
     s.rekeyed(nil)
     #expect(s.admit(clusterToken: false, auth: nil, needs: .view) == .refuse)
     #expect(s.closing)
-    // A connection that needs no key (the Unix socket) is admin; an unknown key changes
-    // nothing there, a known one gives its role.
+    // A connection that needs no key (the Unix socket) is admin; an unknown key is refused
+    // there and changes nothing, a known one gives its role.
     var open = ConnectionState(replyBudget: 1000, needsAuth: false)
     #expect(open.role == .admin)
-    #expect(open.admit(clusterToken: false, auth: .some(nil), needs: .view) == .run)
+    #expect(open.admit(clusterToken: false, auth: .some(nil), needs: .view) == .rejectKey)
+    #expect(!open.closing && open.role == .admin)
     #expect(open.admit(clusterToken: false, auth: nil, needs: .admin) == .run)
     #expect(open.admit(clusterToken: false, auth: .some(.view), needs: .view) == .run)
     #expect(open.admit(clusterToken: false, auth: nil, needs: .control) == .forbid(needs: .control))
