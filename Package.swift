@@ -1,4 +1,6 @@
 // swift-tools-version: 6.1
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 import PackageDescription
 
 let package = Package(
@@ -29,7 +31,7 @@ let package = Package(
     .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     // HTTP (docs/http.md). Its default traits pull in swift-configuration and Foundation's
     // networking, which the service does not use (the store's writer thread uses Foundation's
-    // Thread and NSCondition, nothing more).
+    // Thread, nothing more).
     .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     // HTTPField names of the web-safety headers (Hummingbird re-exports only the containers).

@@ -1,4 +1,6 @@
 // swift-tools-version: 6.0
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 import PackageDescription
 
 // The benchmark CLI lives in its own package so that users of the library never build the

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 # `make bench-guard`: the engine's operations and ticks side by side with the baseline
 # revision that Benchmarks/baseline names (Benchmarks/side-by-side.sh, in release), failing
 # when any row's ratio falls below its bound: an operation's rate now ÷ old, a tick row's CPU

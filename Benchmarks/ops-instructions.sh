@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 # Instructions per engine operation at each revision given, under callgrind (issue 62): counts,
 # not seconds, so the same for the same binary whatever else the machine is doing, and a
 # bisect on this noisy 2-core VM needs no rounds. Each revision's Sources/Countdown (and its

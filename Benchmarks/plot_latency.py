@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """Plot tick-lateness percentile distributions from countdown-bench .hgrm files.
 
 Usage: plot_latency.py HGRM_DIR OUT.png [ACTIVITIES]

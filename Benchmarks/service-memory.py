@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """The service's memory under a steady load (issue 62, item 4).
 
     Benchmarks/service-memory.py COUNTDOWN [--minutes M] [--activities N] [--env K=V]...

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 # Side by side: the engine at another revision against the working tree's, in one run on one
 # machine, alternating processes, so that the ratio does not depend on how fast or busy the
 # machine is (absolute figures from different days and VMs here differ by 2x and more).

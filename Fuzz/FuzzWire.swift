@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 // libFuzzer target over the wire decoder and a replay session: the path every line from a
 // file or a socket takes. Built by `make fuzz` with the Countdown sources in one module
 // (swiftc -sanitize=fuzzer,address), with DEBUG set so that the engine's invariants are checked.

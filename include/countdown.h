@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /*
  * countdown.h: the C ABI of Countdown (libcountdown), for C11 and C++ hosts.
  *

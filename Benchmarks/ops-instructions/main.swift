@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 // The engine's operations for `ops-instructions.sh`: the same commands as `countdown-bench
 // ops` (OpsBench.swift), deterministic, phase by phase. `main PHASES COUNT` runs the first
 // PHASES phases on COUNT activities; callgrind counts the instructions, and the script takes

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 #ifndef COUNTDOWN_CLIBUV_SHIM_H
 #define COUNTDOWN_CLIBUV_SHIM_H
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /*
  * kiosk.c: three activities on a Countdown loop, from C. A boarding gate counting down, a
  * parking timer, and an elapsed dose timer; their ticks are printed for a few seconds, then

@@ -1,4 +1,6 @@
 // swift-tools-version: 6.0
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 import PackageDescription
 
 // A package that depends on Countdown the way a service would, one executable per library

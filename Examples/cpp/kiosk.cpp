@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 // kiosk.cpp: the Countdown loop in a small RAII class (C++17). The loop is destroyed (its
 // thread joined) when the object goes out of scope; errors become exceptions on the calling
 // thread; events reach a std::function on the loop thread.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// What an activity shows beside its timer. Only `title` is required.
 ///
 /// Its canonical JSON encoding (compact, keys sorted) is limited to

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// What applying one protocol operation gave (see ``ActivityEngine/apply(_:id:at:)``).
 public enum Applied: Sendable, Hashable {
   /// The operation was carried out and answers with nothing more.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Where an engine's bytes go: its storage part by part, for BENCHMARKS.md's table of an
 /// activity's bytes and for a service that wants to say what its activities cost.
 public struct EngineFootprint: Sendable, Hashable {

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 extension ActivityEngine {
   /// The activity `id` as seen at `t` (events due by then are delivered first).
   /// - Throws: `notFound` when no activity has that id (or it was dismissed).

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// One activity as the engine keeps it, in the engine's own terms: what a store writes as a
 /// row and ``ActivityEngine/init(restoring:onEvent:)`` rebuilds a slot from, without events.
 ///

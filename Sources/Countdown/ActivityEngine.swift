@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 import CPrefetch
 
 /// The clock-free engine: every rule of docs/activities.md, docs/events.md on instants it is given.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Something that happened to an activity, at the exact instant it happened.
 public struct ActivityEvent: Sendable, Hashable {
   /// Event kinds (docs/events.md). `CaseIterable`, so that tables keyed by kind (the event streams'

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Everything needed to start an activity.
 ///
 /// The optional properties of the request types (and of ``ActivityContent``) are spelled

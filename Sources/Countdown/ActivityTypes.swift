@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Which quantity an activity shows. Fixed at start.
 public enum ActivityKind: String, Sendable, Hashable, CaseIterable {
   /// Time remaining until `endDate`, rounded up to whole seconds.

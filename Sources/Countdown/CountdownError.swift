@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// The one error type of Countdown: a code from the protocol's list and a message a person can
 /// act on, naming the field and the value at fault.
 public struct CountdownError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// A four-ary min-heap of each activity's next rare deadline (expiry, milestone, stale, maximum
 /// duration, dismissal), at most one entry per slot, ordered by instant, then start order, then
 /// the per-activity event order of docs/events.md. A back index per slot makes re-keying O(log n).

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Engine-wide settings (docs/activities.md, "Engine-wide options").
 public struct EngineOptions: Sendable, Hashable {
   /// Starting beyond this many activities (not yet dismissed) fails with `limitReached`.

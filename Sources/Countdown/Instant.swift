@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// A wall-clock instant: whole milliseconds since the Unix epoch, UTC.
 ///
 /// The engine keeps time in milliseconds because every instant on the wire is one, and so every

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// The members of one JSON object as the parser met them, for decoders that read a handful of
 /// known keys once each: a command line, a request. Up to ``JSONMembers/linearLimit`` members
 /// are kept in one small array and looked up by comparing keys, which for the short ASCII keys

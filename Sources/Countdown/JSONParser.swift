@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// A strict JSON (RFC 8259) parser over UTF-8 bytes with a nesting limit, so that no input,
 /// however hostile, can trap or exhaust the stack.
 package struct JSONParser {

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// A JSON value as the wire carries it. Integers that fit `Int64` stay exact; other numbers are
 /// `Double`. Objects keep the last value of a repeated key.
 public enum JSONValue: Hashable, Sendable {

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Appends compact JSON to a byte buffer. Object keys are written sorted by their UTF-8 bytes,
 /// so equal values always encode to equal bytes.
 package struct JSONWriter {

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// How an iPhone's Live Activity mirrors an activity (docs/pushes.md): the tokens its pushes
 /// go to and how their content-state is built. Given as `liveActivity` in a start and merge
 /// patched by an update, like the content; kept with the activity, stored durably, and

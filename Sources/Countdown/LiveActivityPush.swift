@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// The APNs payloads of an activity's Live Activity pushes (docs/pushes.md): its content-state,
 /// built from the activity at the push's instant as ActivityKit will decode it, and the `aps`
 /// dictionary around it. Pure: instants and the activity come in, JSON bytes go out.

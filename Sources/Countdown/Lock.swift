@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)

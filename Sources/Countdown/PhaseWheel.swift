@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 import CPrefetch
 
 /// Per-second ticks by phase: 1000 one-millisecond buckets keyed by `instant mod 1 s`.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// How a whole number of seconds is written (docs/activities.md, "Formatting"). Every style is ASCII, locale-free and
 /// without grouping separators.
 public enum TimerStyle: Hashable, Sendable {

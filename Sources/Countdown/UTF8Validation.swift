@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// UTF-8 checks for bytes from outside: a line, a file, a socket.
 package enum UTF8Validation {
   /// The 0-based offset of the first byte that does not belong to valid UTF-8, or nil when

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// One command of the JSON Lines protocol (docs/activities.md, "countdown replay"; docs/protocol.md), decoded and checked.
 public struct WireCommand: Sendable, Hashable {
   /// What the command does.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Writes protocol events as JSON Lines (docs/events.md): `at`, `event`, `id`, then the event's keys.
 public struct WireEventWriter {
   /// The formatter for every `text`.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Reads the fields of one command object, remembering which were used so that unknown ones
 /// can be reported.
 struct WireFields {

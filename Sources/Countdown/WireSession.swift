@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Applies protocol lines to an engine and collects the JSON Lines it answers with. Pure: the
 /// caller reads input, supplies instants (the lines' `at`), and writes the output.
 ///

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Reads lines from a file descriptor (a socket of `countdown serve`, standard input, a file)
 /// through a 64 KiB buffer: one `read` per chunk, not per line. Lines end with `\n`, which is
 /// not passed on.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 import Countdown
 
 /// A line that `countdown serve` wrote on a socket (docs/protocol.md): the reply to a request,

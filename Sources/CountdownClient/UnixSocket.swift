@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Client side of the service's Unix domain socket (and loopback TCP), for tools and tests that
 /// speak the protocol (docs/protocol.md) without SwiftNIO: `countdown send`, `countdown board`,
 /// the benchmarks, and `countdown serve` itself to tell a live server's socket from a stale

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// One node's decisions about the shards of a cluster (docs/cluster.md): which shards
 /// to acquire, when to renew each lease, when to stop serving a shard whose lease could lapse,
 /// and which to hand over when more nodes are alive.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Which shard an activity belongs to (docs/cluster.md, "Shards, leases and the fence"): the 64-bit FNV-1a hash of the id's UTF-8 bytes, modulo
 /// the cluster's shard count.
 ///

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 import NIOCore
 
 /// One NIO timer armed for the earliest instant something is due: a queue's next delivery, the

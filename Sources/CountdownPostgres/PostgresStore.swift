@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 // Over 600 lines: the connection (its bounds and reconnection), loading a shard and the
 // group commit share the store's one connection and its state; the schema is apart
 // (PostgresStore+Schema.swift).

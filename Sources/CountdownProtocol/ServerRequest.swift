@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 import Countdown
 
 /// A request's `rid`, copied verbatim into its reply: a string of at most 128 bytes, or an

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// What one attempt to deliver an outbox item means for it: for a push, what an answer of the
 /// Apple Push Notification service (or its failure to answer) means (docs/pushes.md,
 /// "Delivery": Apple's documented statuses and reasons); for a webhook,

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 import Countdown
 
 /// When each Live Activity push may go, per activity and token (docs/pushes.md, "Budget"): at

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// A connection's decisions apart from its I/O (docs/protocol.md, "Backpressure" and
 /// "Authentication"): whether a request's reply fits the reply budget now, whether the
 /// connection is let in by its first request, when reading goes on, when the line timer runs,

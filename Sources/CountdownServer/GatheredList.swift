@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 // Compiled alone with the core's sources too, in `make fuzz` (Fuzz/FuzzWire.swift).
 #if canImport(Countdown)
   import Countdown

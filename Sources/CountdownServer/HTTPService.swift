@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 // Over 600 lines: the routes, the event streams and the listeners' set-up of the HTTP side;
 // the event streams are the part that moves to a file of its own next.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 // Generated from docs/openapi.yaml by Tests/openapi/generate.py: edit the YAML and run it.
 // swift-format-ignore-file
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 // Compiled twice: in CountdownServer, and alone with the core's sources in `make fuzz`
 // (Fuzz/FuzzWire.swift), which has neither the Countdown module nor NIOCore: what writes into
 // a ByteBuffer is left out there.

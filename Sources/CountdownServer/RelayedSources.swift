@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// Which lifecycle events of other nodes a cluster node has passed on to its subscribers, by
 /// the incarnation that made them (docs/cluster.md, "A node killed between a commit and its
 /// relay"), so that each is passed on once whichever way it comes: on its node's own relay

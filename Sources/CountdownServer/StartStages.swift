@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// What a server's start-up has set up so far, each stage with what undoes it, so that a stage
 /// that fails undoes the ones before it, last first, in one place (``unwind()``), and a part
 /// that takes another over (the store's writer takes the store) undoes it from then on.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// How a client's token is compared with the server's (docs/protocol.md, docs/http.md): as bytes, never as Swift
 /// strings (`"e\u{301}" == "é"` is true for `String`, and its comparison stops at the first
 /// difference), in time that depends on the length only.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// A webhook receiver's URL (`--webhook`, docs/webhooks.md), parsed once: where to connect
 /// and what to ask for. The one reading of such a URL: ``WebhookOptions/problem(with:)`` is
 /// its refusal, and ``WebhookClient`` connects to what it names.

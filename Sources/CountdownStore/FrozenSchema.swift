@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /// The state file's migrations, each one's SQL as it was written at its version and never
 /// changed since (GRDB's advice: a migration must not depend on the application's types, or
 /// adding a column or an enumeration case would change what an old migration makes). What a

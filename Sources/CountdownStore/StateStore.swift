@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 // Over 600 lines: the writer thread, its group commit and the loading of a file share one
 // connection and its statements; the loading is the part that can move out.
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 import Countdown
 
 /// Random runs of engine commands, shared by the tests of the engine's snapshot and of the

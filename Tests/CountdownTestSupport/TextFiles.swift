@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 import Foundation
 
 /// The text of the file at `path` (empty if it cannot be read), read with POSIX calls until

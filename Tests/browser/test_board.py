@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """The kiosk board (GET /, docs/http.md) in a real headless Chromium driven by Selenium, against a
 real `countdown serve --http` with a real state file.
 

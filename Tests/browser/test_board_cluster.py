@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """The kiosk board (GET /) of one cluster node in a real headless Chromium, showing the
 activities of every node live (docs/cluster.md "Subscriptions across nodes"): two
 `countdown serve --node` processes on a real PostgreSQL, forwarding to each other.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """Web safety (docs/security.md) in a real headless Chromium: what a page on another origin can do to a
 `countdown serve --http` on loopback. Chromium resolves attacker.example and evil.example to
 127.0.0.1 (--host-resolver-rules), as a DNS-rebinding attacker's resolver would.

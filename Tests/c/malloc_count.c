@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /*
  * An LD_PRELOAD library that counts heap allocations (malloc, calloc, realloc, memalign and
  * friends) made by any code in the process, for test_alloc.c. glibc's __libc_* entry points do

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /*
  * No allocation where the header promises none: cd_format, and the event path (a tick handed
  * to the C callback as a cd_event). Run with malloc_count.so preloaded, which counts every

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /*
  * Every function of countdown.h, including every error path and bad UTF-8, against the built
  * libcountdown. Run by `make ctest`, under AddressSanitizer. Exits 0 when all checks pass.

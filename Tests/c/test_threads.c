@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 /*
  * Commands from several C threads at once while events flow: each thread starts, pauses,
  * resumes, updates and ends its own activities through the typed calls and JSON requests,

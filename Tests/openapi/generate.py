@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """Writes Sources/CountdownServer/OpenAPIDocument.swift from docs/openapi.yaml: the document as
 compact JSON in a Swift string, which `countdown serve` answers at GET /openapi.json.
 
@@ -26,6 +28,8 @@ def swift_source():
     # line continuation, so the JSON has no newline of its own.
     body = "\\####\n".join("  " + line for line in lines)
     return (
+        "// SPDX-License-Identifier: Apache-2.0\n"
+        "// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)\n"
         "// Generated from docs/openapi.yaml by Tests/openapi/generate.py: edit the YAML and run it.\n"
         "// swift-format-ignore-file\n\n"
         "/// The HTTP API's OpenAPI 3.1 document (docs/openapi.yaml) as JSON, served at\n"

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """The HTTP API's contract (docs/openapi.yaml): a valid OpenAPI 3.1 document (openapi-spec-
 validator), the one `countdown serve` answers at GET /openapi.json (and the generated Swift
 file that holds it), and the running server checked against it by schemathesis for a

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """README "Install", run (make package; root, on the CI machine itself).
 
 Every command of the section is run as written, from the repository's root: `make install`,

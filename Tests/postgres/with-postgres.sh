@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 # Runs a command beside a scratch PostgreSQL server (Debian's, `make pgdeps`): initdb in a
 # fresh directory under /tmp (the postgres user must reach it: a clone under a 0700 home
 # could not be), a free port on 127.0.0.1, trust authentication for the user `postgres`.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """A stand-in for the Apple Push Notification service, for the push tests.
 
 Real TLS (a CA of its own, which `countdown serve` trusts through --apns-ca) and real HTTP/2

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """Broadcast channels end to end (docs/pushes.md, "Broadcast channels"): `countdown serve
 --apns-channels` (the debug build) against the APNs stand-in of apns_standin.py, which speaks
 the channel management API and broadcasts over real TLS and HTTP/2 on loopback. A channel made

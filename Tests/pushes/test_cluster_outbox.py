@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """Live Activity pushes and webhooks from cluster nodes (docs/pushes.md, docs/webhooks.md with docs/cluster.md
 "Pushes and webhooks from a node"): two `countdown serve --node` processes on a real
 PostgreSQL, each with --apns-* pointing at the APNs stand-in (real TLS and HTTP/2) and a

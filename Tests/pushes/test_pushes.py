@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """Live Activity pushes end to end (docs/pushes.md): `countdown serve` (the debug
 build) with --apns-* against the APNs stand-in of apns_standin.py, real TLS and HTTP/2 on
 loopback. Commands go through the HTTP API; what the gateway received is checked against the

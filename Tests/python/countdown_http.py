@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """What the Python tests (Tests/browser, Tests/pushes, Tests/webhooks) share: a free loopback
 port, the wall clock in milliseconds, one request to a `countdown serve --http` on loopback,
 and such a server as a child process."""

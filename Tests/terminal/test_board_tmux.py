@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """`countdown board` in a real terminal: tmux, read back with capture-pane.
 
 Run by `make tui` (part of `make test`). COUNTDOWN is the executable (default

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 """Webhooks end to end (docs/webhooks.md): `countdown serve` (the debug build) with
 --webhook posting to real HTTP receivers on loopback (Python's http.server, HTTP/1.1
 keep-alive). Commands go through the HTTP API; what each receiver got is checked: the bodies

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 # make deb: countdown_<version>_<arch>.deb from the release build (README "Install",
 # docs/systemd.md). The package holds countdown, its manual page, the systemd units, the C
 # library with its header and countdown.pc, and the Swift runtime both need, in a private

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
 import Countdown
 
 // The clock-free engine on a virtual clock, and the formatter: the core library alone.
