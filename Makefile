@@ -142,7 +142,8 @@ tui: deps tuideps
 	$(SWIFT) build --product countdown
 	python3 Tests/terminal/test_board_tmux.py
 
-# The README's screenshots (docs/board-1280x800.png, docs/board-800x480.png).
+# The README's screenshots (docs/board-1280x800.png, docs/board-800x480.png,
+# docs/board-one-1920x1080.png, docs/board-one-800x480.png).
 screenshots: deps browserdeps
 	$(SWIFT) build --product countdown
 	SCRATCH=$(CURDIR)/.build-browser SCREENSHOTS=$(CURDIR)/docs python3 Tests/browser/test_board.py

@@ -81,6 +81,21 @@ enum BoardPage {
     button:disabled { opacity: .45; cursor: default; }
     button.end { background: #5a2a2a; }
     .error { font-size: 14px; color: #ffb4a8; min-height: 0; }
+    /* One to four tiles fill the screen (a gate's, a stage's sign): the digits are sized to
+       their tile by fit() below, the title and subtitle above them, progress below. */
+    html, body { height: 100%; }
+    body { display: flex; flex-direction: column; }
+    #board.few, #board.one { flex: 1; min-height: 0; grid-auto-rows: 1fr; }
+    #board.one { grid-template-columns: 1fr; }
+    #board.few { grid-template-columns: repeat(2, minmax(0, 1fr)); }
+    #board.one .tile, #board.few .tile { justify-content: center; overflow: hidden; }
+    #board.one .timer, #board.few .timer { text-align: center; line-height: 1; }
+    #board.one .title { font-size: clamp(20px, 6vh, 72px); }
+    #board.one .subtitle { font-size: clamp(14px, 3.6vh, 40px); }
+    #board.one .milestone { font-size: clamp(12px, 2.6vh, 28px); }
+    #board.one .bar { height: clamp(8px, 2vh, 22px); border-radius: 11px; }
+    #board.few .title { font-size: clamp(18px, 4vh, 44px); }
+    #board.few .subtitle { font-size: clamp(13px, 2.6vh, 28px); }
     @media (max-width: 900px), (max-height: 560px) {
       header { padding: 6px 10px 2px; } header h1 { font-size: 16px; } #status { font-size: 12px; }
       #board { grid-template-columns: repeat(auto-fill, minmax(250px, 1fr)); gap: 8px; padding: 6px 10px 10px; }
@@ -102,6 +117,8 @@ enum BoardPage {
       const CONTROLS = __CONTROLS__;
       const params = new URLSearchParams(location.search);
       const token = params.get("token");
+      // ?id=ID (or ?ids=a,b): this activity alone, as a gate's screen shows its gate.
+      const only = params.get("ids") || params.get("id");
       const headers = token ? { "Authorization": "Bearer " + token } : {};
       const board = document.getElementById("board");
       const statusEl = document.getElementById("status");
@@ -268,7 +285,13 @@ enum BoardPage {
       function tick(a, t, now) {
         badges(a, t, now);
         const text = format(valueAt(a, now));
-        if (t.text !== text) { t.timerEl.textContent = text; t.text = text; }
+        if (t.text !== text) {
+          t.timerEl.textContent = text;
+          // A text of another length ("10:00" to "9:59") is fitted again.
+          if (!t.text || t.text.length !== text.length) t.fitted = false;
+          t.text = text;
+        }
+        if (!t.fitted) fit(t);
         const p = progressAt(a, now);
         t.bar.classList.toggle("none", p === null);
         if (p !== null) t.fill.style.width = (p * 100).toFixed(2) + "%";
@@ -287,8 +310,32 @@ enum BoardPage {
           if (board.children[i] !== t.root) board.insertBefore(t.root, board.children[i] || null);
         });
         emptyEl.hidden = acts.size > 0;
+        const mode = acts.size === 1 ? "one" : acts.size >= 2 && acts.size <= 4 ? "few" : "";
+        if (board.dataset.mode !== mode) {
+          board.classList.toggle("one", mode === "one");
+          board.classList.toggle("few", mode === "few");
+          board.dataset.mode = mode;
+          for (const t of tiles.values()) fit(t);
+        }
         schedule(now);
       }
+
+      // With one to four tiles, the digits as large as their tile allows: as wide as 94% of
+      // it, and at most half its height (the title, subtitle and progress keep the rest).
+      function fit(t) {
+        t.fitted = true;
+        const el = t.timerEl;
+        if (!board.dataset.mode) { el.style.fontSize = ""; return; }
+        el.style.fontSize = "100px";
+        // The text's own width (the element is as wide as its tile).
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        const natural = range.getBoundingClientRect().width || 1;
+        const width = t.root.clientWidth * 0.94 - 28;
+        const height = t.root.clientHeight * (board.dataset.mode === "one" ? 0.5 : 0.42);
+        el.style.fontSize = Math.max(32, Math.min(100 * width / natural, height)).toFixed(1) + "px";
+      }
+      window.addEventListener("resize", () => { for (const t of tiles.values()) fit(t); });
 
       // One timeout, for the soonest second boundary of any tile (by the server's clock) after
       // `now`, the instant the tiles were last drawn for: a boundary that passed since then
@@ -385,8 +432,10 @@ enum BoardPage {
 
       let source = null;
       function connect() {
-        const q = token ? "?token=" + encodeURIComponent(token) : "";
-        source = new EventSource("/v1/events" + q);
+        const query = [];
+        if (token) query.push("token=" + encodeURIComponent(token));
+        if (only) query.push("ids=" + encodeURIComponent(only));
+        source = new EventSource("/v1/events" + (query.length ? "?" + query.join("&") : ""));
         source.addEventListener("open", () => {
           statusEl.textContent = "live";
           statusEl.classList.remove("down");

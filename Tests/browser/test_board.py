@@ -470,5 +470,97 @@ class PublicBoardTest(unittest.TestCase):
         self.driver.save_screenshot(os.path.join(SCRATCH, "board-overtime.png"))
 
 
+class OneTileTest(unittest.TestCase):
+    """A screen for one gate: one activity fills it (its digits at least 60% of the screen's
+    width), from a gate sign's 1920×1080 to an edge device's 800×480; two to four share it in
+    a grid that fills it; `?id=` shows one of many."""
+
+    SIZES = [(1920, 1080), (1280, 800), (800, 480)]
+
+    @classmethod
+    def setUpClass(cls):
+        serve(cls, "cd-one-")
+        t = now_ms()
+        status, a = cls.server.api("POST", "/v1/activities", {
+            "id": "b12", "kind": "countdown", "endDate": t + 1_500_000, "startDate": t - 300_000,
+            "title": "Gate B12", "subtitle": "Boarding · Lisbon", "color": "#1E88E5"})
+        assert status == 201, (status, a)
+        cls.driver = chromium()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.server.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def open(self, path, tiles, size):
+        BoardTest.driver = self.driver
+        BoardTest.viewport(size[0], size[1])
+        self.driver.get("http://127.0.0.1:%d%s" % (self.port, path))
+        BoardTest.wait_for(
+            lambda: len(self.driver.find_elements(By.CSS_SELECTOR, "section.tile")) == tiles,
+            15, "%d tiles at %s" % (tiles, path))
+        time.sleep(0.3)
+
+    def measure(self):
+        """The digits' box of the first tile, the viewport, the page's scroll size, and the
+        tiles' union."""
+        return self.driver.execute_script("""
+            const el = document.querySelector('section.tile .timer');
+            const r = document.createRange(); r.selectNodeContents(el);
+            const b = r.getBoundingClientRect();
+            const tiles = [...document.querySelectorAll('section.tile')].map(t => t.getBoundingClientRect());
+            const area = tiles.reduce((s, t) => s + t.width * t.height, 0);
+            return {width: b.width, height: b.height, bottom: Math.max(...tiles.map(t => t.bottom)),
+                    innerWidth, innerHeight, area,
+                    scrollWidth: document.documentElement.scrollWidth,
+                    scrollHeight: document.documentElement.scrollHeight, text: el.textContent};""")
+
+    def shot(self, name):
+        path = os.path.join(SCRATCH, name)
+        self.driver.save_screenshot(path)
+        target = os.environ.get("SCREENSHOTS")
+        if target:
+            os.makedirs(target, exist_ok=True)
+            shutil.copy(path, os.path.join(target, name))
+
+    def test_1_one_tile_fills_the_screen(self):
+        for size in self.SIZES:
+            self.open("/", 1, size)
+            m = self.measure()
+            self.assertEqual([m["innerWidth"], m["innerHeight"]], list(size))
+            self.assertGreaterEqual(m["width"], 0.6 * size[0], (size, m))
+            self.assertLessEqual(m["bottom"], size[1] + 0.5, (size, m))
+            self.assertLessEqual(m["scrollWidth"], size[0], (size, m))
+            self.assertLessEqual(m["scrollHeight"], size[1], (size, m))
+            self.assertGreaterEqual(m["area"], 0.75 * size[0] * size[1], (size, m))
+            self.assertRegex(m["text"], r"^2[45]:[0-5][0-9]$")
+            self.shot("board-one-%dx%d.png" % size)
+
+    def test_2_two_to_four_share_it(self):
+        t = now_ms()
+        for k, title in enumerate(["Gate B14", "Gate C2", "Gate C7"]):
+            status, a = self.server.api("POST", "/v1/activities", {
+                "id": "g%d" % k, "kind": "countdown", "endDate": t + 600_000 * (k + 2),
+                "title": title})
+            self.assertEqual(status, 201, a)
+            for size in self.SIZES:
+                self.open("/", k + 2, size)
+                m = self.measure()
+                self.assertLessEqual(m["scrollWidth"], size[0], (k + 2, size, m))
+                self.assertLessEqual(m["scrollHeight"], size[1], (k + 2, size, m))
+                self.assertGreaterEqual(m["area"], 0.6 * size[0] * size[1], (k + 2, size, m))
+                # Larger than the many-tile board's digits, on every screen.
+                self.assertGreaterEqual(m["height"], 0.12 * size[1], (k + 2, size, m))
+        self.shot("board-four-800x480.png")
+
+    def test_3_id_shows_one_of_many(self):
+        self.open("/?id=b12", 1, (800, 480))
+        m = self.measure()
+        self.assertGreaterEqual(m["width"], 0.6 * 800, m)
+        tile = self.driver.find_element(By.CSS_SELECTOR, "section.tile")
+        self.assertEqual(tile.get_attribute("data-id"), "b12")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
