@@ -41,8 +41,9 @@ extension ActivityEngine {
     if let s = r.staleDate { _ = try s.validated("staleDate") }
     if let ts = r.timestamp { _ = try ts.validated("timestamp") }
     if case .after(let d)? = r.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
-    try Self.checkOvertime(r.overtime, kind: r.kind, endOnExpiry: r.endOnExpiry)
-    try Self.validateMilestones(r.milestones, overtime: r.overtime)
+    // Both checks are calls worth skipping for the many starts with neither.
+    if r.overtime { try Self.checkOvertime(r.overtime, kind: r.kind, endOnExpiry: r.endOnExpiry) }
+    if !r.milestones.isEmpty { try Self.validateMilestones(r.milestones, overtime: r.overtime) }
     // The contents the milestones' patches make, each checked to fit (none without milestones).
     let phases =
       r.milestones.isEmpty
@@ -184,7 +185,9 @@ extension ActivityEngine {
     if case .set(let m) = u.milestones {
       phases = try Self.milestoneContents(
         m, kind: kind, over: content ?? cold[s].content, given: true)
-    } else if case .keep = u.milestones, content != nil || live != nil {
+    } else if case .keep = u.milestones, content != nil || live != nil,
+      cold[s].hasMilestonesAhead
+    {
       let milestones = cold[s].milestones
       let next = cold[s].nextMilestone
       if next < milestones.count {

@@ -147,7 +147,7 @@ extension ActivityEngine {
     } else {
       wheel.remove(slot)
     }
-    if skippingPassedMilestones, slots[s].phase == .active {
+    if skippingPassedMilestones, slots[s].phase == .active, cold[s].hasMilestonesAhead {
       // Read once, moved once: re-reading them through `cold[s]` at each turn made the
       // compiler copy the whole engine first, for every refresh.
       let milestones = cold[s].milestones
@@ -211,7 +211,7 @@ extension ActivityEngine {
         if slots[s].kind == .countdown, !slots[s].isExpired, !carried {
           consider(slots[s].anchor, .expiry)
         }
-        if cold[s].nextMilestone < cold[s].milestones.count {
+        if cold[s].hasMilestonesAhead {
           consider(milestoneInstant(s, cold[s].nextMilestone), .milestone)
         }
         // Ticks that begin later: an elapsed timer's at its origin, an expired overtime

@@ -196,6 +196,12 @@ public struct ActivityEngine {
       get { box?.nextMilestone ?? 0 }
       set { if newValue != 0 || box != nil { extras { $0.nextMilestone = newValue } } }
     }
+    /// Whether milestones are still to fire: false at once for a record without a side box
+    /// (most), without building an empty array to count.
+    var hasMilestonesAhead: Bool {
+      guard let box else { return false }
+      return box.nextMilestone < box.milestones.count
+    }
     var endOnExpiry: DismissalPolicy? {
       get { box?.endOnExpiry }
       set { if newValue != nil || box != nil { extras { $0.endOnExpiry = newValue } } }
