@@ -288,7 +288,7 @@ public struct LiveActivity: Sendable, Hashable {
     return true
   }
 
-  /// Reads and checks a `liveActivity` value, which must be an object (``init(object:)``).
+  /// Reads and checks a `liveActivity` value, which must be an object (``init(object:stored:)``).
   public init(json v: JSONValue) throws(CountdownError) {
     guard case .object(let o) = v else {
       throw .payload("liveActivity must be an object, not \(v.typeName)")

@@ -234,5 +234,79 @@ class BoardOverHTTPSTest(unittest.TestCase):
             By.CSS_SELECTOR, 'section.tile[data-id="gate"]').text.lower())
 
 
+class BoardWithKeysTest(unittest.TestCase):
+    """The board with a key (docs/security.md, "Roles"): `/?key=KEY` keeps the key in an
+    HttpOnly cookie and drops it from the address; a view key's screen shows the tiles and no
+    buttons (`controls=1` adds none); a control key's has them, and they work."""
+
+    VIEW, CONTROL = "screen-key-0001", "operator-key-0001"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="cd-keys-", dir="/tmp")
+        access = os.path.join(cls.dir, "access")
+        with open(access, "w") as f:
+            f.write("view %s\ncontrol %s\n" % (cls.VIEW, cls.CONTROL))
+        os.chmod(access, 0o600)
+        cls.port = free_port()
+        cls.server = Server(cls.dir, cls.port, ["--access", access])
+        # The Unix socket needs no key.
+        import socket as sockets
+        with sockets.socket(sockets.AF_UNIX) as c:
+            c.connect(os.path.join(cls.dir, "c.sock"))
+            c.sendall(('{"op":"start","id":"gate","kind":"countdown","endDate":%d,'
+                       '"title":"Gate B12"}\n' % (now_ms() + 600_000)).encode())
+            assert b'"ok":true' in c.recv(4096)
+        options = Options()
+        for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1280,800"]:
+            options.add_argument(arg)
+        options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+        service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+        cls.driver = webdriver.Chrome(service=service, options=options)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.server.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def tiles(self):
+        return self.driver.find_elements(By.CSS_SELECTOR, "section.tile")
+
+    def test_1_view_key(self):
+        self.driver.get("http://127.0.0.1:%d/?key=%s&controls=1" % (self.port, self.VIEW))
+        wait_for(lambda: len(self.tiles()) == 1, 10, "the gate's tile with a view key")
+        self.assertEqual(self.driver.current_url, "http://127.0.0.1:%d/?controls=1" % self.port)
+        self.assertNotIn(self.VIEW, self.driver.current_url)
+        self.assertEqual(self.driver.find_elements(By.TAG_NAME, "button"), [])
+        # HttpOnly: the page's script cannot read it.
+        self.assertNotIn("countdown_key", self.driver.execute_script("return document.cookie"))
+        cookie = self.driver.get_cookie("countdown_key")
+        self.assertEqual(cookie["value"], self.VIEW)
+        self.assertTrue(cookie["httpOnly"])
+        self.assertEqual(cookie["sameSite"], "Strict")
+        # It ticks: the event stream and the clock came with the cookie.
+        first = self.tiles()[0].find_element(By.CSS_SELECTOR, ".timer").text
+        wait_for(lambda: self.tiles()[0].find_element(By.CSS_SELECTOR, ".timer").text != first,
+                 3, "the next second")
+
+    def test_2_control_key(self):
+        self.driver.get("http://127.0.0.1:%d/?key=%s" % (self.port, self.CONTROL))
+        wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR, "section.tile button"), 10,
+                 "the buttons with a control key")
+        pause = next(b for b in self.driver.find_elements(By.TAG_NAME, "button")
+                     if b.text.lower() == "pause")
+        pause.click()
+        wait_for(lambda: "paused" in [b.text.lower() for b in self.driver.find_elements(
+            By.CSS_SELECTOR, "section.tile .badge")], 5, "the pause, made with the cookie")
+
+    def test_3_no_key(self):
+        self.driver.delete_all_cookies()
+        self.driver.get("http://127.0.0.1:%d/" % self.port)
+        self.assertIn("unauthorized", self.driver.page_source)
+        self.assertEqual(self.tiles(), [])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
