@@ -324,6 +324,9 @@ package: deb
 # prefix, and run for two seconds each.
 examples: cdeps
 	$(MAKE) install-lib PREFIX=$(CURDIR)/$(CSCRATCH)/prefix
+	# countdown.pc alone, as a system without libuv's -dev package (no libuv.pc) sees it: a
+	# C program still finds its flags (the .pc names libuv in Libs.private, not Requires).
+	PKG_CONFIG_LIBDIR=$(CURDIR)/$(CSCRATCH)/prefix/lib/pkgconfig pkg-config --cflags --libs countdown
 	PKG_CONFIG_PATH=$(CURDIR)/$(CSCRATCH)/prefix/lib/pkgconfig; export PKG_CONFIG_PATH; \
 	gcc $(CFLAGS_STRICT) Examples/c/kiosk.c $$(pkg-config --cflags --libs countdown) -o $(CSCRATCH)/kiosk && \
 	g++ -std=c++17 -Wall -Wextra -Werror Examples/cpp/kiosk.cpp $$(pkg-config --cflags --libs countdown) -o $(CSCRATCH)/kiosk-cpp
