@@ -688,7 +688,7 @@ struct HTTPRoutes: HTTPResponder {
     return String(validating: bytes, as: UTF8.self)
   }
 
-  fileprivate static func hex(_ c: UInt8) -> UInt8? {
+  private static func hex(_ c: UInt8) -> UInt8? {
     switch c {
     case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
     case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10

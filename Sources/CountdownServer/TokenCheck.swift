@@ -7,11 +7,11 @@
 enum TokenCheck {
   /// Whether `given` is the token, byte for byte.
   static func matches(_ given: some Collection<UInt8>, _ token: String) -> Bool {
-    matches(given, Array(token.utf8))
+    matches(given, token.utf8)
   }
 
   /// Whether `given` is `expected`, byte for byte, in time that depends on the lengths only.
-  static func matches(_ given: some Collection<UInt8>, _ expected: [UInt8]) -> Bool {
+  static func matches(_ given: some Collection<UInt8>, _ expected: some Collection<UInt8>) -> Bool {
     guard given.count == expected.count else { return false }
     var diff: UInt8 = 0
     for (x, y) in zip(given, expected) { diff |= x ^ y }

@@ -76,6 +76,22 @@ def chromium():
     return webdriver.Chrome(service=service, options=options)
 
 
+def set_viewport(driver, width, height):
+    """The page's own size (a window's size would include the browser's frame)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+
+def save_screenshot(driver, name):
+    """A screenshot in SCRATCH, and in SCREENSHOTS too when it is set (the README's)."""
+    path = os.path.join(SCRATCH, name)
+    driver.save_screenshot(path)
+    target = os.environ.get("SCREENSHOTS")
+    if target:
+        os.makedirs(target, exist_ok=True)
+        shutil.copy(path, os.path.join(target, name))
+
+
 def serve(cls, prefix, extra=()):
     """A server for a test class (`cls.dir`, `cls.port`, `cls.server`)."""
     os.makedirs(SCRATCH, exist_ok=True)
@@ -123,9 +139,7 @@ class BoardTest(unittest.TestCase):
 
     @classmethod
     def viewport(cls, width, height):
-        """The page's own size (a window's size would include the browser's frame)."""
-        cls.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-            "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        set_viewport(cls.driver, width, height)
 
     @classmethod
     def tiles(cls):
@@ -150,12 +164,7 @@ class BoardTest(unittest.TestCase):
         return [b.text.lower() for b in self.tile(id).find_elements(By.CSS_SELECTOR, ".badge")]
 
     def screenshot(self, name):
-        path = os.path.join(SCRATCH, name)
-        self.driver.save_screenshot(path)
-        target = os.environ.get("SCREENSHOTS")
-        if target:
-            os.makedirs(target, exist_ok=True)
-            shutil.copy(path, os.path.join(target, name))
+        save_screenshot(self.driver, name)
 
     # The tests run in name order (unittest sorts them), one browser for all.
 
@@ -494,8 +503,7 @@ class OneTileTest(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def open(self, path, tiles, size):
-        BoardTest.driver = self.driver
-        BoardTest.viewport(size[0], size[1])
+        set_viewport(self.driver, size[0], size[1])
         self.driver.get("http://127.0.0.1:%d%s" % (self.port, path))
         BoardTest.wait_for(
             lambda: len(self.driver.find_elements(By.CSS_SELECTOR, "section.tile")) == tiles,
@@ -516,14 +524,6 @@ class OneTileTest(unittest.TestCase):
                     scrollWidth: document.documentElement.scrollWidth,
                     scrollHeight: document.documentElement.scrollHeight, text: el.textContent};""")
 
-    def shot(self, name):
-        path = os.path.join(SCRATCH, name)
-        self.driver.save_screenshot(path)
-        target = os.environ.get("SCREENSHOTS")
-        if target:
-            os.makedirs(target, exist_ok=True)
-            shutil.copy(path, os.path.join(target, name))
-
     def test_1_one_tile_fills_the_screen(self):
         for size in self.SIZES:
             self.open("/", 1, size)
@@ -535,7 +535,7 @@ class OneTileTest(unittest.TestCase):
             self.assertLessEqual(m["scrollHeight"], size[1], (size, m))
             self.assertGreaterEqual(m["area"], 0.75 * size[0] * size[1], (size, m))
             self.assertRegex(m["text"], r"^2[45]:[0-5][0-9]$")
-            self.shot("board-one-%dx%d.png" % size)
+            save_screenshot(self.driver, "board-one-%dx%d.png" % size)
 
     def test_2_two_to_four_share_it(self):
         t = now_ms()
@@ -552,7 +552,7 @@ class OneTileTest(unittest.TestCase):
                 self.assertGreaterEqual(m["area"], 0.6 * size[0] * size[1], (k + 2, size, m))
                 # Larger than the many-tile board's digits, on every screen.
                 self.assertGreaterEqual(m["height"], 0.12 * size[1], (k + 2, size, m))
-        self.shot("board-four-800x480.png")
+        save_screenshot(self.driver, "board-four-800x480.png")
 
     def test_3_id_shows_one_of_many(self):
         self.open("/?id=b12", 1, (800, 480))

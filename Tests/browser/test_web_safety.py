@@ -22,7 +22,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_board import COUNTDOWN, Server, api, free_port, now_ms  # noqa: E402
+from test_board import COUNTDOWN, Server, api, chromium, free_port, now_ms  # noqa: E402
 from countdown_http import wait_for  # noqa: E402
 
 from selenium import webdriver  # noqa: E402
@@ -257,13 +257,7 @@ class BoardWithKeysTest(unittest.TestCase):
             c.sendall(('{"op":"start","id":"gate","kind":"countdown","endDate":%d,'
                        '"title":"Gate B12"}\n' % (now_ms() + 600_000)).encode())
             assert b'"ok":true' in c.recv(4096)
-        options = Options()
-        for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--window-size=1280,800"]:
-            options.add_argument(arg)
-        options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-        service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
-        cls.driver = webdriver.Chrome(service=service, options=options)
+        cls.driver = chromium()
 
     @classmethod
     def tearDownClass(cls):
