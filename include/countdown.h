@@ -241,6 +241,9 @@ typedef struct cd_start {
   int64_t stale_date;         /* 0: none */
   int32_t overtime;           /* countdown only: nonzero runs on past the end, its value
                                  negative from a second after it (-1, -2 …) */
+  const char *group;          /* NULL: none; else 1-64 bytes of A-Z a-z 0-9 . _ - (fixed at
+                                 start; what a server's group keys see, docs/security.md) */
+  size_t group_length;
 } cd_start;
 
 /* Starts a countdown (cd_start.end_date required) or an elapsed timer. On CD_OK the id (given

@@ -40,6 +40,7 @@ extension ActivityEngine {
     if let s = r.startDate { _ = try s.validated("startDate") }
     if let s = r.staleDate { _ = try s.validated("staleDate") }
     if let ts = r.timestamp { _ = try ts.validated("timestamp") }
+    if let g = r.group { _ = try ActivityGroup.validated(g) }
     if case .after(let d)? = r.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
     // Both checks are calls worth skipping for the many starts with neither.
     if r.overtime { try Self.checkOvertime(r.overtime, kind: r.kind, endOnExpiry: r.endOnExpiry) }
@@ -98,9 +99,13 @@ extension ActivityEngine {
       goalMs: r.goalMs, staleDate: r.staleDate?.milliseconds,
       milestones: Self.firingOrder(r.milestones, r.kind), endOnExpiry: r.endOnExpiry,
       overtime: r.overtime, startedAt: now, lastTimestamp: r.timestamp?.milliseconds,
-      liveActivity: r.liveActivity)
+      liveActivity: r.liveActivity, group: r.group)
     slotIndex.insert(slot, hash: h)
+    // Only `started` carries the group: set for it alone, so that no other event (and no
+    // tick) writes the field.
+    if r.group != nil { scratchEvent.group = r.group }
     emit(.started, slot, at: now)
+    if r.group != nil { scratchEvent.group = nil }
     refresh(slot, skippingPassedMilestones: true)
     runDue(upTo: now)
     return id

@@ -16,6 +16,12 @@ extension ActivityEngine {
     return snapshot(handle.slot)
   }
 
+  /// The group of the activity `id` (nil when it has none).
+  /// - Throws: `notFound` when no activity has that id.
+  public func group(of id: String) throws(CountdownError) -> String? {
+    cold[Int(try lookup(id))].group
+  }
+
   /// The content of the activity `id`.
   public func content(of id: String) throws(CountdownError) -> ActivityContent {
     content(ofSlot: try lookup(id))
@@ -49,7 +55,7 @@ extension ActivityEngine {
       goalMs: slots[s].kind == .elapsed ? cold[s].goalMs : nil,
       lastMilestone: next > 0 ? milestones[next - 1].name : nil, nextMilestone: upcoming,
       contentJSON: cold[s].content.canonical, liveActivity: cold[s].liveActivity,
-      overtime: cold[s].overtime)
+      overtime: cold[s].overtime, group: cold[s].group)
   }
 
   /// Every activity not yet dismissed, as seen at the engine's clock, in start order.
@@ -84,8 +90,9 @@ extension ActivityEngine {
     return soonestEnding(k)
   }
 
-  /// The `k` active countdowns that end soonest after the engine's clock.
-  func soonestEnding(_ k: Int) -> [ActivityState] {
+  /// The `k` active countdowns that end soonest after the engine's clock (of those whose
+  /// group `admits` takes, with one).
+  func soonestEnding(_ k: Int, in admits: ((String?) -> Bool)? = nil) -> [ActivityState] {
     guard k > 0 else { return [] }
     let now = self.now.milliseconds
     // A bounded max-heap of (end, seq, slot): the root is the worst kept candidate.
@@ -106,7 +113,7 @@ extension ActivityEngine {
         i = m
       }
     }
-    for slot in liveSlots() {
+    for slot in liveSlots(in: admits) {
       let s = Int(slot)
       guard slots[s].kind == .countdown, slots[s].phase == .active, slots[s].anchor > now else {
         continue
@@ -131,9 +138,15 @@ extension ActivityEngine {
   /// start order.
   /// - Complexity: O(n + m log m) for m results.
   public func ended(within window: ClosedRange<Instant>) -> [ActivityState] {
+    ended(within: window, in: nil)
+  }
+
+  func ended(within window: ClosedRange<Instant>, in admits: ((String?) -> Bool)?)
+    -> [ActivityState]
+  {
     let lo = window.lowerBound.milliseconds
     let hi = window.upperBound.milliseconds
-    return liveSlots()
+    return liveSlots(in: admits)
       .filter { slots[Int($0)].phase == .ended && (lo...hi).contains(cold[Int($0)].endedAt) }
       .sorted {
         let (a, b) = (Int($0), Int($1))
@@ -186,16 +199,33 @@ public struct ActivitiesView: @unchecked Sendable {
   /// - Complexity: O(n log n).
   public func all() -> [ActivityState] { engine.activities() }
 
+  /// The activities whose group `admits` takes (``ActivityRequest/group``; nil for one
+  /// without), in start order.
+  /// - Complexity: O(n + m log m) for m results.
+  public func all(in admits: (String?) -> Bool) -> [ActivityState] {
+    withoutActuallyEscaping(admits) { admits in
+      engine.liveSlots(in: admits).sorted { engine.slots[Int($0)].seq < engine.slots[Int($1)].seq }
+        .map(engine.snapshot)
+    }
+  }
+
   /// The `k` active countdowns that end soonest after ``now``, the earliest first; equal ends
-  /// in start order (see ``ActivityEngine/soonestEnding(_:at:)``).
+  /// in start order (see ``ActivityEngine/soonestEnding(_:at:)``). With `admits`, of those
+  /// whose group it takes.
   /// - Complexity: O(n log k).
-  public func soonestEnding(_ k: Int) -> [ActivityState] { engine.soonestEnding(k) }
+  public func soonestEnding(_ k: Int, in admits: ((String?) -> Bool)? = nil) -> [ActivityState] {
+    guard let admits else { return engine.soonestEnding(k) }
+    return withoutActuallyEscaping(admits) { engine.soonestEnding(k, in: $0) }
+  }
 
   /// The activities that ended within `window`, by end instant then start order (see
-  /// ``ActivityEngine/ended(within:)``).
+  /// ``ActivityEngine/ended(within:)``). With `admits`, of those whose group it takes.
   /// - Complexity: O(n + m log m) for m results.
-  public func ended(within window: ClosedRange<Instant>) -> [ActivityState] {
-    engine.ended(within: window)
+  public func ended(
+    within window: ClosedRange<Instant>, in admits: ((String?) -> Bool)? = nil
+  ) -> [ActivityState] {
+    guard let admits else { return engine.ended(within: window) }
+    return withoutActuallyEscaping(admits) { engine.ended(within: window, in: $0) }
   }
 }
 

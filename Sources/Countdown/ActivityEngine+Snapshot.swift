@@ -39,6 +39,8 @@ public struct StoredActivity: Sendable, Hashable {
   public var lastTimestamp: Int64?
   /// The Live Activity it pushes to (docs/pushes.md), if any.
   public var liveActivity: LiveActivity?
+  /// Its group (``ActivityRequest/group``), if any.
+  public var group: String?
 
   /// A countdown's current end (moved later by pauses), as an activity object shows it.
   public var currentEndDate: Int64? { kind == .countdown ? anchor : nil }
@@ -59,7 +61,7 @@ public struct StoredActivity: Sendable, Hashable {
     countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?, milestones: [Milestone],
     nextMilestone: Int, endOnExpiry: DismissalPolicy?, startedAt: Int64, endedAt: Int64,
     endReason: EndReason, dismissAt: Int64, lastTimestamp: Int64?,
-    liveActivity: LiveActivity? = nil, overtime: Bool = false
+    liveActivity: LiveActivity? = nil, overtime: Bool = false, group: String? = nil
   ) {
     self.id = id
     self.kind = kind
@@ -84,6 +86,7 @@ public struct StoredActivity: Sendable, Hashable {
     self.dismissAt = dismissAt
     self.lastTimestamp = lastTimestamp
     self.liveActivity = liveActivity
+    self.group = group
   }
 }
 
@@ -155,7 +158,7 @@ extension ActivityEngine {
       staleDate: c.staleDate, milestones: c.milestones, nextMilestone: c.nextMilestone,
       endOnExpiry: c.endOnExpiry, startedAt: c.startedAt, endedAt: c.endedAt,
       endReason: c.endReason, dismissAt: c.dismissAt, lastTimestamp: c.lastTimestamp,
-      liveActivity: c.liveActivity, overtime: c.overtime)
+      liveActivity: c.liveActivity, overtime: c.overtime, group: c.group)
   }
 
   /// Rebuilds an engine from `snapshot` without emitting any event: the slots, their ticks and
@@ -209,7 +212,7 @@ extension ActivityEngine {
         content: StoredContent(canonical: a.content), countdownStart: a.countdownStart,
         goalMs: a.goalMs, staleDate: a.staleDate, milestones: a.milestones,
         endOnExpiry: a.endOnExpiry, overtime: a.overtime, startedAt: a.startedAt,
-        lastTimestamp: a.lastTimestamp, liveActivity: a.liveActivity)
+        lastTimestamp: a.lastTimestamp, liveActivity: a.liveActivity, group: a.group)
       cold[s].nextMilestone = a.nextMilestone
       cold[s].endedAt = a.endedAt
       cold[s].endReason = a.endReason
@@ -251,6 +254,7 @@ extension ActivityEngine {
       throw .payload(field("pausedTotal \(a.pausedTotal) is out of range"))
     }
     if let g = a.goalMs { _ = try validatedDuration(field("goalMs"), g) }
+    if let g = a.group { _ = try ActivityGroup.validated(g, field: field("group")) }
     guard (0...a.milestones.count).contains(a.nextMilestone) else {
       throw .payload(field("nextMilestone \(a.nextMilestone) is not 0 to \(a.milestones.count)"))
     }

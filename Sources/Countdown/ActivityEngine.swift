@@ -139,7 +139,7 @@ public struct ActivityEngine {
     mutating func reset(
       content: StoredContent, countdownStart: Int64?, goalMs: Int64?, staleDate: Int64?,
       milestones: [Milestone], endOnExpiry: DismissalPolicy?, overtime: Bool, startedAt: Int64,
-      lastTimestamp: Int64?, liveActivity: LiveActivity?
+      lastTimestamp: Int64?, liveActivity: LiveActivity?, group: String?
     ) {
       self.content = content
       self.staleDate = staleDate
@@ -148,12 +148,12 @@ public struct ActivityEngine {
       dismissDelay = 0
       endReason = .requested
       if countdownStart != nil || goalMs != nil || !milestones.isEmpty || endOnExpiry != nil
-        || overtime || lastTimestamp != nil || liveActivity != nil
+        || overtime || lastTimestamp != nil || liveActivity != nil || group != nil
       {
         box = ColdExtras(
           countdownStart: countdownStart, goalMs: goalMs, milestones: milestones,
           endOnExpiry: endOnExpiry, overtime: overtime, lastTimestamp: lastTimestamp,
-          liveActivity: liveActivity)
+          liveActivity: liveActivity, group: group)
       } else {
         box = nil
       }
@@ -219,6 +219,9 @@ public struct ActivityEngine {
       get { box?.liveActivity }
       set { if newValue != nil || box != nil { extras { $0.liveActivity = newValue } } }
     }
+    /// The activity's group: set by ``reset(content:countdownStart:goalMs:staleDate:milestones:endOnExpiry:overtime:startedAt:lastTimestamp:liveActivity:group:)``
+    /// alone (fixed at start).
+    var group: String? { box?.group }
   }
 
   /// The side box of ``ColdState``.
@@ -232,11 +235,12 @@ public struct ActivityEngine {
     var overtime = false
     var lastTimestamp: Int64?
     var liveActivity: LiveActivity?
+    var group: String?
 
     init(
       countdownStart: Int64? = nil, goalMs: Int64? = nil, milestones: [Milestone] = [],
       endOnExpiry: DismissalPolicy? = nil, overtime: Bool = false, lastTimestamp: Int64? = nil,
-      liveActivity: LiveActivity? = nil
+      liveActivity: LiveActivity? = nil, group: String? = nil
     ) {
       self.countdownStart = countdownStart
       self.goalMs = goalMs
@@ -245,13 +249,14 @@ public struct ActivityEngine {
       self.overtime = overtime
       self.lastTimestamp = lastTimestamp
       self.liveActivity = liveActivity
+      self.group = group
     }
 
     func copy() -> ColdExtras {
       let c = ColdExtras(
         countdownStart: countdownStart, goalMs: goalMs, milestones: milestones,
         endOnExpiry: endOnExpiry, overtime: overtime, lastTimestamp: lastTimestamp,
-        liveActivity: liveActivity)
+        liveActivity: liveActivity, group: group)
       c.nextMilestone = nextMilestone
       return c
     }
@@ -382,6 +387,20 @@ public struct ActivityEngine {
     (0..<slots.count).compactMap { slots[$0].phase == .free ? nil : UInt32($0) }
   }
 
+  /// The slots in use whose activity's group `admits` takes (all of them without one).
+  func liveSlots(in admits: ((String?) -> Bool)?) -> [UInt32] {
+    guard let admits else { return liveSlots() }
+    return (0..<slots.count).compactMap {
+      slots[$0].phase == .free || !admits(cold[$0].group) ? nil : UInt32($0)
+    }
+  }
+
+  /// The error a command on an id that no activity has gets: also what a key whose groups
+  /// do not include the activity's is told (docs/security.md, "Groups"), word for word.
+  package static func notFound(_ id: String) -> CountdownError {
+    CountdownError(.notFound, "no activity has id \(JSONValue.string(id))")
+  }
+
   @inline(__always)
   func lookup(_ id: String) throws(CountdownError) -> UInt32 {
     try lookup(id, hash: IDIndex.hash(id))
@@ -391,7 +410,7 @@ public struct ActivityEngine {
   @inline(__always)
   func lookup(_ id: String, hash h: UInt32) throws(CountdownError) -> UInt32 {
     guard let s = slotIndex.find(id, hash: h, in: slots) else {
-      throw CountdownError(.notFound, "no activity has id \(JSONValue.string(id))")
+      throw Self.notFound(id)
     }
     return s
   }

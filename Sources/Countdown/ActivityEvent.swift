@@ -28,10 +28,15 @@ public struct ActivityEvent: Sendable, Hashable {
   /// For a `milestone` that changed the content: the content after its patch, as canonical
   /// JSON (compact, keys sorted). Nil for every other event.
   public var content: String?
+  /// For `started`: the activity's group (``ActivityRequest/group``), if it has one. Nil for
+  /// every other event: a subscriber that filters by group learns an activity's group from its
+  /// `started` event or its snapshot.
+  public var group: String?
 
   public init(
     at: Instant, kind: Kind, id: String, handle: ActivityHandle, activityKind: ActivityKind,
-    value: Int64, reason: EndReason? = nil, milestone: String? = nil, content: String? = nil
+    value: Int64, reason: EndReason? = nil, milestone: String? = nil, content: String? = nil,
+    group: String? = nil
   ) {
     self.at = at
     self.kind = kind
@@ -42,6 +47,7 @@ public struct ActivityEvent: Sendable, Hashable {
     self.reason = reason
     self.milestone = milestone
     self.content = content
+    self.group = group
   }
 }
 
@@ -100,6 +106,8 @@ public struct ActivityState: Sendable, Hashable {
   public var liveActivity: LiveActivity? = nil
   /// A countdown that runs on past its end (``ActivityRequest/overtime``).
   public var overtime: Bool = false
+  /// Its group (``ActivityRequest/group``), if any.
+  public var group: String? = nil
 
   /// Whether it shows time past its end now: an expired countdown with overtime.
   public var isInOvertime: Bool { overtime && expired }

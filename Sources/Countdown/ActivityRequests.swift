@@ -33,13 +33,16 @@ public struct ActivityRequest: Sendable, Hashable {
   public var timestamp: Optional<Instant>
   /// The iPhone Live Activity it pushes to (docs/pushes.md).
   public var liveActivity: Optional<LiveActivity>
+  /// The group it belongs to, fixed at start (``ActivityGroup``): a key with groups sees and
+  /// commands only its groups' activities (docs/security.md).
+  public var group: Optional<String>
 
   @inlinable
   public init(
     id: String? = nil, kind: ActivityKind, endDate: Instant? = nil, startDate: Instant? = nil,
     goalMs: Int64? = nil, content: ActivityContent, staleDate: Instant? = nil,
     milestones: [Milestone] = [], endOnExpiry: DismissalPolicy? = nil, overtime: Bool = false,
-    timestamp: Instant? = nil, liveActivity: LiveActivity? = nil
+    timestamp: Instant? = nil, liveActivity: LiveActivity? = nil, group: String? = nil
   ) {
     self.id = id
     self.kind = kind
@@ -53,6 +56,7 @@ public struct ActivityRequest: Sendable, Hashable {
     self.overtime = overtime
     self.timestamp = timestamp
     self.liveActivity = liveActivity
+    self.group = group
   }
 
   /// A countdown to `end` titled `title`.

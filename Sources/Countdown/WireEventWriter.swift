@@ -62,7 +62,12 @@ public struct WireEventWriter {
       out.bytes.append(contentsOf: (e.reason ?? .requested).rawValue.utf8)
       out.raw("\"")
       valueAndText(e.value)
-    case .started: head(e.at, "started", e.id)
+    case .started:
+      head(e.at, "started", e.id)
+      if let group = e.group {
+        out.raw(",\"group\":")
+        out.write(string: group)
+      }
     case .updated: head(e.at, "updated", e.id)
     case .stale: head(e.at, "stale", e.id)
     case .expired: head(e.at, "expired", e.id)

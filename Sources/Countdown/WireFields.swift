@@ -187,6 +187,12 @@ struct WireFields {
       timestamp: try optionalInstant("timestamp"),
       liveActivity: try value("liveActivity").map { (v) throws(CountdownError) in
         try LiveActivity(json: v)
+      },
+      group: try value("group").map { (v) throws(CountdownError) in
+        guard case .string(let g) = v else {
+          throw .payload("group must be a string, not \(v.canonicalText)")
+        }
+        return try ActivityGroup.validated(g)
       })
   }
 
@@ -203,6 +209,9 @@ struct WireFields {
 
   mutating func update() throws(CountdownError) -> ActivityUpdate {
     if value("kind") != nil { throw .payload("kind is fixed at start and cannot be updated") }
+    if value("group") != nil || isNull("group") {
+      throw .payload("group is fixed at start and cannot be updated")
+    }
     if isNull("endDate") { throw .payload("endDate cannot be removed; a countdown needs one") }
     return ActivityUpdate(
       content: contentPatch(), endDate: try optionalInstant("endDate"),

@@ -164,7 +164,8 @@ func activityRequest(_ s: cd_start, kind: ActivityKind) throws(CountdownError) -
     endDate: try optionalInstant("end_date", s.end_date),
     startDate: try optionalInstant("start_date", s.start_date),
     goalMs: s.goal_ms == 0 ? nil : s.goal_ms, content: content,
-    staleDate: try optionalInstant("stale_date", s.stale_date), overtime: s.overtime != 0)
+    staleDate: try optionalInstant("stale_date", s.stale_date), overtime: s.overtime != 0,
+    group: try optionalString("group", s.group, s.group_length))
 }
 
 func start(

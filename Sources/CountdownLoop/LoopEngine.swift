@@ -140,6 +140,12 @@ public struct LoopEngine: ~Copyable {
     engine.pointee.phaseCounts()
   }
 
+  /// The activity's group (nil when it has none).
+  /// - Throws: `notFound` when no activity has that id.
+  public func group(of id: String) throws(CountdownError) -> String? {
+    try engine.pointee.group(of: id)
+  }
+
   /// The activity's content.
   public func content(of id: String) throws(CountdownError) -> ActivityContent {
     try engine.pointee.content(of: id)

@@ -12,14 +12,15 @@ import CountdownStore
 extension PostgresStore {
   /// The tables' schema version this build writes (`countdown_schema`): 2 adds the `shard`
   /// columns (a single server's rows are shard 0); 3 adds `countdown_unsettled`; 4 adds each
-  /// push's `apnsID` and `expiration` to `countdown_outbox`.
-  static let schemaVersion = 4
+  /// push's `apnsID` and `expiration` to `countdown_outbox`; 5 adds `groupName` to
+  /// `countdown_activity`.
+  static let schemaVersion = 5
 
-  /// A new database's tables, at schema 4, made in one transaction.
+  /// A new database's tables, at schema 5, made in one transaction.
   static let createTables =
     [
       "CREATE TABLE countdown_schema (version int NOT NULL)",
-      "INSERT INTO countdown_schema VALUES (4)",
+      "INSERT INTO countdown_schema VALUES (5)",
       "CREATE TABLE countdown_engine (shard int PRIMARY KEY, now BIGINT NOT NULL, "
         + "nextOrder BIGINT NOT NULL, idGeneratorState BIGINT NOT NULL, enabled BIGINT NOT NULL, "
         + "maxActivities BIGINT, maxActiveDurationMs BIGINT)",
@@ -33,7 +34,7 @@ extension PostgresStore {
         + "endedAt BIGINT NOT NULL, "
         + "endReason TEXT NOT NULL CHECK (endReason IN ('requested', 'expired', 'maxDuration', 'disabled')), "
         + "dismissAt BIGINT NOT NULL, lastTimestamp BIGINT, liveActivity TEXT, "
-        + "overtime BIGINT NOT NULL DEFAULT 0, shard int NOT NULL DEFAULT 0)",
+        + "overtime BIGINT NOT NULL DEFAULT 0, shard int NOT NULL DEFAULT 0, groupName TEXT)",
       "CREATE TABLE countdown_outbox (seq BIGINT PRIMARY KEY, activity TEXT NOT NULL, "
         + "token TEXT NOT NULL, event TEXT NOT NULL, priority BIGINT NOT NULL, "
         + "timestamp BIGINT NOT NULL, notBefore BIGINT NOT NULL, eventAt BIGINT NOT NULL, "
@@ -82,6 +83,14 @@ extension PostgresStore {
         "ALTER TABLE countdown_outbox ADD COLUMN expiration BIGINT",
         "UPDATE countdown_outbox SET apnsID = gen_random_uuid()::text WHERE destination = 'apns'",
         "UPDATE countdown_schema SET version = 4",
+      ]
+    ),
+    // 4 to 5: an activity's group (docs/security.md, "Groups"); the rows held have none.
+    (
+      5,
+      [
+        "ALTER TABLE countdown_activity ADD COLUMN groupName TEXT",
+        "UPDATE countdown_schema SET version = 5",
       ]
     ),
   ]

@@ -54,7 +54,7 @@ package struct ReplyWriter {
       if let only = announcedShards { servedShards(only) }
       out.raw(",\"activities\":")
       activities(list.states())
-    case .subscribed(let snapshot, _, _, _):
+    case .subscribed(let snapshot, _, _, _, _):
       head(rid, ok: true, at: at)
       if let only = announcedShards { servedShards(only) }
       out.raw(",\"snapshot\":")
@@ -120,7 +120,7 @@ package struct ReplyWriter {
 
   /// An activity object (docs/protocol.md): id, kind, phase, value, text, progress, stale,
   /// overtime, content, endDate, startDate, pausedAt, goalMs, milestone,
-  /// nextMilestone, liveActivity.
+  /// nextMilestone, liveActivity, group.
   package mutating func activity(_ s: ActivityState) {
     out.raw("{\"id\":")
     out.write(string: s.id)
@@ -160,6 +160,8 @@ package struct ReplyWriter {
     }
     out.raw(",\"liveActivity\":")
     if let live = s.liveActivity { out.write(.object(live.object)) } else { out.raw("null") }
+    out.raw(",\"group\":")
+    if let g = s.group { out.write(string: g) } else { out.raw("null") }
     if let shardOf {
       out.raw(",\"shard\":")
       out.write(int: Int64(shardOf(s.id)))

@@ -11,8 +11,11 @@ package enum Outcome: Sendable {
   case started(id: String)
   case activity(ActivityState)
   case activities(Listing)
-  /// A subscription: its snapshot, and the sequence number of the first event it receives.
-  case subscribed(snapshot: Listing, fromSequence: UInt64, ids: [String]?, ticks: Bool)
+  /// A subscription: its snapshot, and the sequence number of the first event it receives;
+  /// `scope`: the groups whose events it takes.
+  case subscribed(
+    snapshot: Listing, fromSequence: UInt64, ids: [String]?, ticks: Bool,
+    scope: GroupScope = .everything)
   case unsubscribed
   case failed(CountdownError)
   /// The `cluster` request's answer.
@@ -45,6 +48,8 @@ package enum Listing: Sendable {
   case soonest(ActivitiesView, Int)
   /// The activities that ended within the window.
   case endedWithin(ActivitiesView, ClosedRange<Instant>)
+  /// Those of a listing over every activity that `scope` shows (docs/security.md, "Groups").
+  indirect case scoped(Listing, GroupScope)
 
   /// The states, built now (on the calling thread).
   package func states() -> [ActivityState] {
@@ -53,7 +58,21 @@ package enum Listing: Sendable {
     case .all(let view): view.all()
     case .soonest(let view, let k): view.soonestEnding(k)
     case .endedWithin(let view, let window): view.ended(within: window)
+    case .scoped(let listing, let scope):
+      switch listing {
+      case .built(let list): list.filter { scope.shows($0.group) }
+      case .all(let view): view.all(in: scope.shows)
+      case .soonest(let view, let k): view.soonestEnding(k, in: scope.shows)
+      case .endedWithin(let view, let window): view.ended(within: window, in: scope.shows)
+      case .scoped(let inner, let outer):
+        inner.states().filter { scope.shows($0.group) && outer.shows($0.group) }
+      }
     }
+  }
+
+  /// This listing, narrowed to what `scope` shows.
+  package func scoped(_ scope: GroupScope) -> Listing {
+    scope.isEverything ? self : .scoped(self, scope)
   }
 }
 
@@ -190,7 +209,8 @@ extension LoopEngine {
       case .failure(let e): outcome = .failed(e)
       case .success(let request):
         do throws(CountdownError) {
-          outcome = try run(request, gate: gate, forwarding: forwarding)
+          outcome = try run(
+            request, gate: gate, forwarding: forwarding, keyGroups: item.keyGroups)
         } catch {
           outcome = .failed(error)
         }
@@ -202,42 +222,76 @@ extension LoopEngine {
     return result
   }
 
-  private func run(_ request: ServerRequest, gate: ShardGate?, forwarding: Bool)
-    throws(CountdownError) -> Outcome
-  {
+  /// Runs one request; `keyGroups`: those of the key it came with (docs/security.md,
+  /// "Groups"), checked here, on the loop, against the activity as it stands.
+  private func run(
+    _ request: ServerRequest, gate: ShardGate?, forwarding: Bool, keyGroups: Set<String>?
+  ) throws(CountdownError) -> Outcome {
     switch request {
     case .command(let operation, var id):
+      let scope = GroupScope(keyGroups: keyGroups)
+      if case .start(let r) = operation, let refusal = scope.startRefusal(r.group) {
+        throw refusal
+      }
       if let gate {
         let admitted = try gate.admit(operation, id: id)
         if case .forward(let node, let otherwise)? = admitted.forward {
+          // The node that owns the activity checks the key's groups (the forwarded command
+          // carries them).
           guard forwarding else { throw otherwise }
           return .forward(node: node, otherwise: otherwise)
         }
         id = admitted.id
       }
+      // An activity outside the key's groups is as if absent: the same answer, word for word.
+      if keyGroups != nil, let id, Self.actsOnOne(operation) { try check(id, in: scope) }
       // `advance` is refused while decoding: the loop's clock is the wall clock.
       return try run(operation, id: id)
-    case .subscribe(let ids, let ticks):
+    case .subscribe(let ids, let ticks, let group):
+      let scope = GroupScope(keyGroups: keyGroups, narrowed: group)
       let snapshot: Listing
       if let ids {
         snapshot = .built(ids.compactMap { id in handle(for: id).flatMap { state(of: $0) } })
       } else {
         snapshot = .all(activitiesView())
       }
-      return .subscribed(snapshot: snapshot, fromSequence: eventSequence, ids: ids, ticks: ticks)
+      return .subscribed(
+        snapshot: snapshot.scoped(scope), fromSequence: eventSequence, ids: ids, ticks: ticks,
+        scope: scope)
     case .unsubscribe:
       return .unsubscribed
-    case .list(.all):
-      return .activities(.all(activitiesView()))
-    case .list(.soonest(let k)):
-      return .activities(.soonest(activitiesView(), k))
-    case .list(.endedWithin(let w)):
-      let from = Instant(milliseconds: max(Instant.wireMinimum.milliseconds, now.milliseconds - w))
-      return .activities(.endedWithin(activitiesView(), from...now))
+    case .list(let query, let group):
+      let scope = GroupScope(keyGroups: keyGroups, narrowed: group)
+      switch query {
+      case .all:
+        return .activities(Listing.all(activitiesView()).scoped(scope))
+      case .soonest(let k):
+        return .activities(Listing.soonest(activitiesView(), k).scoped(scope))
+      case .endedWithin(let w):
+        let from = Instant(
+          milliseconds: max(Instant.wireMinimum.milliseconds, now.milliseconds - w))
+        return .activities(Listing.endedWithin(activitiesView(), from...now).scoped(scope))
+      }
     case .ping, .auth:
       return .ok
     case .cluster:
       return .cluster(gate?.view() ?? .single)
+    }
+  }
+
+  /// Refuses a command on `id` when its activity is outside `scope` (a key's groups): with
+  /// `notFound`, as if it were absent. An absent one is left to the command to refuse.
+  package func check(_ id: String, in scope: GroupScope) throws(CountdownError) {
+    let group: String?
+    do throws(CountdownError) { group = try self.group(of: id) } catch { return }
+    if !scope.commands(group) { throw ActivityEngine.notFound(id) }
+  }
+
+  /// Whether `operation` names an existing activity (not a start, not the engine's settings).
+  private static func actsOnOne(_ operation: WireCommand.Operation) -> Bool {
+    switch operation {
+    case .update, .pause, .resume, .end, .get: true
+    default: false
     }
   }
 

@@ -21,9 +21,11 @@ package enum ListQuery: Sendable, Hashable {
 package enum ServerRequest: Sendable {
   /// A §5 command, run at the loop's now.
   case command(WireCommand.Operation, id: String?)
-  case subscribe(ids: [String]?, ticks: Bool)
+  /// `group`: only that group's activities (docs/security.md, "Groups").
+  case subscribe(ids: [String]?, ticks: Bool, group: String? = nil)
   case unsubscribe
-  case list(ListQuery)
+  /// `group`: only that group's activities.
+  case list(ListQuery, group: String? = nil)
   case ping
   case auth(token: String)
   /// A cluster's nodes and shards as this node sees them (docs/cluster.md).
@@ -33,10 +35,17 @@ package enum ServerRequest: Sendable {
   package struct Decoded: Sendable {
     package var rid: RequestID?
     package var request: Result<ServerRequest, CountdownError>
+    /// The groups of the key the request came with (docs/security.md, "Groups"); nil for a
+    /// key without groups, and for a connection that needs no key.
+    package var keyGroups: Set<String>?
 
-    package init(rid: RequestID?, request: Result<ServerRequest, CountdownError>) {
+    package init(
+      rid: RequestID?, request: Result<ServerRequest, CountdownError>,
+      keyGroups: Set<String>? = nil
+    ) {
       self.rid = rid
       self.request = request
+      self.keyGroups = keyGroups
     }
   }
 
@@ -124,6 +133,8 @@ package enum ServerRequest: Sendable {
         o[name] =
           if name == "ids" {
             .array(text.split(separator: ",").map { .string(String($0)) })
+          } else if name == "group" {
+            .string(String(text))
           } else if text == "true" || text == "false" {
             .bool(text == "true")
           } else if let n = Int64(text) {
@@ -138,7 +149,7 @@ package enum ServerRequest: Sendable {
 
   /// The parameters an HTTP query may give, by operation (`ids` is a comma-separated list).
   private static let queryParameters = [
-    "list": ["soonest", "endedWithinMs"], "subscribe": ["ids", "ticks"],
+    "list": ["soonest", "endedWithinMs", "group"], "subscribe": ["ids", "ticks", "group"],
   ]
 
   private static func request(_ o: JSONMembers) throws(CountdownError) -> ServerRequest {
@@ -160,6 +171,13 @@ package enum ServerRequest: Sendable {
       }
       return n
     }
+    func group() throws(CountdownError) -> String? {
+      switch o["group"] {
+      case nil, .null?: return nil
+      case .string(let g)?: return try ActivityGroup.validated(g)
+      case let other?: throw .payload("group must be a string, not \(other.canonicalText)")
+      }
+    }
     switch op {
     case "start", "update", "pause", "resume", "end", "get", "configure":
       // The §5 decoder, at a placeholder instant: the loop runs the command at its own now.
@@ -170,7 +188,7 @@ package enum ServerRequest: Sendable {
         "advance moves replay's virtual clock; the server runs on the real clock, so there is nothing to advance"
       )
     case "subscribe":
-      try only(["ids", "ticks"])
+      try only(["ids", "ticks", "group"])
       var ids: [String]?
       switch o["ids"] {
       case nil, .null?: ids = nil
@@ -192,7 +210,7 @@ package enum ServerRequest: Sendable {
       case let other?:
         throw .payload("ticks must be true or false (or 1 or 0), not \(other.canonicalText)")
       }
-      return .subscribe(ids: ids, ticks: ticks)
+      return .subscribe(ids: ids, ticks: ticks, group: try group())
     case "unsubscribe":
       try only([])
       return .unsubscribe
@@ -203,11 +221,13 @@ package enum ServerRequest: Sendable {
       try only([])
       return .cluster
     case "list":
-      try only(["soonest", "endedWithinMs"])
+      try only(["soonest", "endedWithinMs", "group"])
+      let g = try group()
       switch (o["soonest"], o["endedWithinMs"]) {
-      case (nil, nil): return .list(.all)
-      case (_?, nil): return .list(.soonest(Int(clamping: try count("soonest"))))
-      case (nil, _?): return .list(.endedWithin(milliseconds: try count("endedWithinMs")))
+      case (nil, nil): return .list(.all, group: g)
+      case (_?, nil): return .list(.soonest(Int(clamping: try count("soonest"))), group: g)
+      case (nil, _?):
+        return .list(.endedWithin(milliseconds: try count("endedWithinMs")), group: g)
       default: throw .payload("list takes soonest or endedWithinMs, not both")
       }
     case "auth":

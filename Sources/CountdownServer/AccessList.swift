@@ -49,27 +49,49 @@ public enum AccessRole: Int, Comparable, Sendable, CaseIterable {
   }
 }
 
-/// `--access FILE` (docs/security.md, "Roles"): one key a line, `ROLE KEY`, `#` comments.
-/// Keys are compared as bytes in constant time (``TokenCheck``), every key of the list each
-/// time, so that the time a check takes says nothing of which key is near.
+/// What a key may do (docs/security.md): its role, and the groups whose activities it sees
+/// and commands (nil: every activity).
+struct AccessGrant: Sendable, Equatable {
+  let role: AccessRole
+  let groups: Set<String>?
+
+  /// `--token`'s, and a connection's that needs no key.
+  static let admin = AccessGrant(role: .admin, groups: nil)
+}
+
+/// `--access FILE` (docs/security.md, "Roles", "Groups"): one key a line,
+/// `ROLE KEY [GROUP,GROUP…]`, `#` comments.
+///
+/// A key is found by a hash of its bytes (Swift's `Hasher`, SipHash seeded at random per
+/// process: what the lookup's time depends on cannot be aimed at a key), then compared as
+/// bytes in constant time (``TokenCheck``). A file of 10,000 keys costs an HTTP request one
+/// hash and one comparison, where comparing every key took each request tens of microseconds.
 struct AccessList: Sendable {
   struct Key: Sendable {
-    let role: AccessRole
+    let grant: AccessGrant
     let bytes: [UInt8]
   }
 
   let keys: [Key]
+  /// Each key's position in ``keys``, by its bytes.
+  private let positions: [[UInt8]: Int]
+
+  init(keys: [Key]) {
+    self.keys = keys
+    var positions: [[UInt8]: Int] = [:]
+    for (k, key) in keys.enumerated() { positions[key.bytes] = k }
+    self.positions = positions
+  }
 
   /// The longest key, in bytes.
   static let maximumKeyLength = 512
 
-  /// The role of `given`, nil when no key is `given`.
-  func role(of given: some Collection<UInt8>) -> AccessRole? {
-    var found: AccessRole?
-    for key in keys where TokenCheck.matches(given, key.bytes) && found == nil {
-      found = key.role
+  /// What `given` may do, nil when no key is `given`.
+  func grant(of given: some Collection<UInt8>) -> AccessGrant? {
+    guard given.count <= Self.maximumKeyLength, let k = positions[Array(given)] else {
+      return nil
     }
-    return found
+    return TokenCheck.matches(given, keys[k].bytes) ? keys[k].grant : nil
   }
 
   /// Reads the file's text; an error names the line and what is wrong with it.
@@ -91,10 +113,22 @@ struct AccessList: Sendable {
       guard words.count >= 2 else {
         throw ServerStartError("\(at): a \(role.name) line needs its key")
       }
-      if words.count > 2 {
+      guard words.count <= 3 else {
         throw ServerStartError(
-          "\(at): groups (\(words[2...].joined(separator: " "))) are not enforced by this build; a key with groups would see every activity, so none is taken: give ROLE KEY only"
+          "\(at): a line is ROLE KEY [GROUP,GROUP…], its groups one word with commas between them, not \(words.count) words"
         )
+      }
+      var groups: Set<String>?
+      if words.count == 3 {
+        groups = []
+        for name in words[2].split(separator: ",", omittingEmptySubsequences: false) {
+          guard ActivityGroup.isValid(name) else {
+            throw ServerStartError(
+              "\(at): \"\(name)\" is not a group: 1 to \(ActivityGroup.maximumLength) characters of A-Z, a-z, 0-9, '.', '_' or '-', groups separated by commas without spaces"
+            )
+          }
+          groups!.insert(String(name))
+        }
       }
       let key = Array(words[1].utf8)
       guard key.count <= maximumKeyLength, key.allSatisfy({ (0x21...0x7E).contains($0) }) else {
@@ -104,7 +138,7 @@ struct AccessList: Sendable {
       guard seen.insert(key).inserted else {
         throw ServerStartError("\(at): this key is already on an earlier line; give each key once")
       }
-      keys.append(Key(role: role, bytes: key))
+      keys.append(Key(grant: AccessGrant(role: role, groups: groups), bytes: key))
     }
     return AccessList(keys: keys)
   }

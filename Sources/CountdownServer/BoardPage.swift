@@ -119,6 +119,8 @@ enum BoardPage {
       const token = params.get("token");
       // ?id=ID (or ?ids=a,b): this activity alone, as a gate's screen shows its gate.
       const only = params.get("ids") || params.get("id");
+      // ?group=NAME: that group's activities alone (a key with groups sees only its own).
+      const group = params.get("group");
       const headers = token ? { "Authorization": "Bearer " + token } : {};
       const board = document.getElementById("board");
       const statusEl = document.getElementById("status");
@@ -435,6 +437,7 @@ enum BoardPage {
         const query = [];
         if (token) query.push("token=" + encodeURIComponent(token));
         if (only) query.push("ids=" + encodeURIComponent(only));
+        if (group) query.push("group=" + encodeURIComponent(group));
         source = new EventSource("/v1/events" + (query.length ? "?" + query.join("&") : ""));
         source.addEventListener("open", () => {
           statusEl.textContent = "live";

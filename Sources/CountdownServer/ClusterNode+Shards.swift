@@ -40,6 +40,11 @@ extension ClusterNode {
       delivery?.restore(pushes.pending)
     }
     if !deliveries.isEmpty { webhooks?.restore(deliveries) }
+    // The groups of its activities, before any of their events (docs/security.md, "Groups").
+    if let taken = rows?.activities, taken.contains(where: { $0.group != nil }) {
+      let hub = self.hub
+      hub.eventLoop.execute { hub.addGroups(taken) }
+    }
     // What the shard's last writer committed and perhaps never relayed (it died between the
     // two): passed on before anything the step fires (docs/cluster.md, "A node killed between
     // a commit and its relay").

@@ -78,6 +78,9 @@ final class ClusterNode: @unchecked Sendable {
   /// How long an unrestorable shard waits before its rows are read and tried again.
   static let restoreRetry: Double = 5
 
+  /// The subscribers' side: told the groups of the activities of each shard taken.
+  let hub: Hub
+
   init(
     options: ClusterOptions, store: PostgresStore, writer: StoreWriter,
     loop: Locked<CountdownLoop?>, journal: Journal, logger: Logger,
@@ -86,6 +89,7 @@ final class ClusterNode: @unchecked Sendable {
   ) {
     self.options = options
     self.group = group
+    self.hub = hub
     self.delivery = delivery
     self.webhooks = webhooks
     // A peer that leaves a request unanswered for two leases has lost its shards by then.
@@ -310,10 +314,12 @@ final class ClusterNode: @unchecked Sendable {
 
   /// Every other live node's part of a subscription's snapshot, in node order, or
   /// `unavailable` naming the first that did not answer.
-  func gatherSnapshots(ids: [String]?, served: [Int]?, on eventLoop: any EventLoop)
-    -> EventLoopFuture<Result<[PeerSnapshot], CountdownError>>
-  {
-    let line = PeerMessage.SnapshotRequest(ids: ids).line
+  func gatherSnapshots(
+    ids: [String]?, scope: GroupScope = .everything, served: [Int]?, on eventLoop: any EventLoop
+  ) -> EventLoopFuture<Result<[PeerSnapshot], CountdownError>> {
+    let line = PeerMessage.SnapshotRequest(
+      ids: ids, groups: scope.keyGroups, group: scope.narrowed
+    ).line
     return gather(line, "subscription", served: served, ids: ids, on: eventLoop).map {
       result in
       result.flatMap { replies in
@@ -381,9 +387,10 @@ final class ClusterNode: @unchecked Sendable {
   /// Sends an HTTP command to `node` and gives back the activity object it answered with,
   /// or the error (its own, or `unavailable` when the node could not be reached).
   func forwardHTTP(
-    op: String, id: String?, body: [UInt8], to node: String, otherwise: CountdownError
+    op: String, id: String?, body: [UInt8], groups: Set<String>? = nil, to node: String,
+    otherwise: CountdownError
   ) -> EventLoopFuture<Result<[UInt8], CountdownError>> {
-    let line = PeerMessage.HTTPCommand(method: op, id: id, body: body).line
+    let line = PeerMessage.HTTPCommand(method: op, id: id, body: body, groups: groups).line
     return forward(line, to: node, on: group.next()).map { reply in
       PeerMessage.activity(in: reply)
     }.flatMapErrorThrowing { error in

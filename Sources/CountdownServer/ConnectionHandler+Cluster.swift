@@ -13,11 +13,14 @@ extension ConnectionHandler {
   /// Another node's HTTP command (``PeerMessage/HTTPCommand``), decoded as HTTP decodes it;
   /// nil for any other line.
   static func peerHTTP(_ bytes: UnsafeBufferPointer<UInt8>) -> BatchItem? {
-    guard let (method, id, body) = PeerMessage.HTTPCommand.decode(bytes) else { return nil }
+    guard let (method, id, body, groups) = PeerMessage.HTTPCommand.decode(bytes) else {
+      return nil
+    }
     var text = JSONValue.object(body).canonicalText
     return text.withUTF8 { b in
       BatchItem(
-        rid: nil, request: ServerRequest.decode(op: method, id: id, body: b.isEmpty ? nil : b))
+        rid: nil, request: ServerRequest.decode(op: method, id: id, body: b.isEmpty ? nil : b),
+        keyGroups: groups)
     }
   }
 
@@ -53,17 +56,23 @@ extension ConnectionHandler {
       [(Int, EventLoopFuture<Result<[ClusterNode.PeerSnapshot], CountdownError>>)] =
         []
     for (k, item) in r.items.enumerated() {
-      if case .subscribed(_, _, let ids, _) = item.outcome, peerItems.gathers.contains(k) {
-        // A subscription spans every node: the others' snapshots, and where each stands.
+      if case .subscribed(_, _, let ids, _, let scope) = item.outcome, peerItems.gathers.contains(k)
+      {
+        // A subscription spans every node: the others' snapshots (held to its scope), and
+        // where each stands.
         subscriptions.append(
-          (k, cluster.gatherSnapshots(ids: ids, served: r.served, on: eventLoop)))
+          (k, cluster.gatherSnapshots(ids: ids, scope: scope, served: r.served, on: eventLoop)))
         continue
       }
-      guard k < raw.count, let line = raw[k] else { continue }
+      guard k < raw.count, var line = raw[k] else { continue }
+      // The node that runs it holds it to the key's groups.
+      if let groups = items[k].keyGroups {
+        line = PeerMessage.ScopedCommand(groups: groups, line: line).wrapped
+      }
       switch (item.outcome, items[k].request) {
       case (.forward(let node, _), _):
         sent.append((k, cluster.forward(line, to: node, on: eventLoop)))
-      case (.activities, .success(.list(let query))):
+      case (.activities, .success(.list(let query, _))):
         // A list spans every node: the others' own activities, gathered (docs/cluster.md).
         var soonest: Int?
         if case .soonest(let n) = query { soonest = n }

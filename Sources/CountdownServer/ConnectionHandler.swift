@@ -34,6 +34,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
   /// when its role was last looked up.
   private var key: [UInt8] = []
   private var keysRead = 0
+  /// The groups of the key the connection gave (docs/security.md, "Groups"); nil for a key
+  /// without groups and a connection that gave none.
+  private var keyGroups: Set<String>?
   var writer: ReplyWriter
   /// Bytes read and not parsed yet, waiting for `owed` to come down.
   private var backlog: [UInt8] = []
@@ -164,6 +167,17 @@ final class ConnectionHandler: ChannelDuplexHandler {
       bytes = UnsafeBufferPointer(rebasing: bytes.dropLast())
     }
     if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return true }  // blank: not a request
+    if fromPeer, let scoped = PeerMessage.ScopedCommand.decode(bytes) {
+      // Another node's command, list or subscription for a key with groups: run with them.
+      var item = scoped.line.withUnsafeBufferPointer { ServerRequest.decode($0) }
+      item.keyGroups = scoped.groups
+      guard affords(ReplyBudget.estimate(item.request, activities: core.activityCount)) else {
+        return false
+      }
+      if keepsLines { lines.append(nil) }
+      batch.append(item)
+      return true
+    }
     if fromPeer, let http = Self.peerHTTP(bytes) {
       guard affords(ReplyBudget.acknowledgement + ReplyBudget.perActivity) else { return false }
       httpItems.insert(batch.count)
@@ -183,7 +197,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
     if fromPeer, let request = PeerMessage.SnapshotRequest.decode(bytes) {
       let snapshot = BatchItem(
-        rid: nil, request: .success(.subscribe(ids: request.ids, ticks: false)))
+        rid: nil,
+        request: .success(.subscribe(ids: request.ids, ticks: false, group: request.group)),
+        keyGroups: request.groups)
       let cost = ReplyBudget.estimate(snapshot.request, activities: core.activityCount)
       guard affords(cost) else { return false }
       snapshotItems.insert(batch.count)
@@ -201,18 +217,27 @@ final class ConnectionHandler: ChannelDuplexHandler {
       // Another node of the cluster: what it sends was forwarded once already.
       clusterToken = core.options.cluster?.token.map { TokenCheck.matches(token.utf8, $0) } ?? false
       // A server without keys takes any (the connection is open to all anyway).
-      let role = core.needsKeys ? core.role(ofKey: token.utf8) : .admin
-      auth = .some(role)
-      if role != nil, core.needsKeys {
+      let grant = core.needsKeys ? core.grant(ofKey: token.utf8) : .admin
+      auth = .some(grant?.role)
+      if let grant, core.needsKeys, !clusterToken {
         key = Array(token.utf8)
+        keyGroups = grant.groups
         if let channel { core.keyGiven(key, on: channel) }
       }
     } else if state.keyed, core.accessGeneration != keysRead {
-      // The keys were read again (SIGHUP): this connection's key may have another role now.
-      state.rekeyed(core.role(ofKey: key))
+      // The keys were read again (SIGHUP): this connection's key may have another role and
+      // other groups now.
+      let grant = core.grant(ofKey: key)
+      state.rekeyed(grant?.role)
+      keyGroups = grant?.groups
     }
     keysRead = core.accessGeneration
-    let needs = (try? decoded.request.get()).map(AccessRole.needed) ?? .view
+    // An admin connection (every one on a server without keys) may send anything: its
+    // requests are not looked at for the role they need.
+    var needs = AccessRole.view
+    if state.role != .admin, case .success(let request) = decoded.request {
+      needs = AccessRole.needed(request)
+    }
     let refusal: CountdownError?
     switch state.admit(clusterToken: clusterToken, auth: auth, needs: needs) {
     case .run: refusal = nil
@@ -238,7 +263,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
       return true
     }
     if keepsLines { lines.append(Array(bytes)) }
-    batch.append(BatchItem(rid: decoded.rid, request: decoded.request))
+    batch.append(BatchItem(rid: decoded.rid, request: decoded.request, keyGroups: keyGroups))
     return true
   }
 
@@ -270,10 +295,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
     var gathers: Set<Int> = []
     if forwarding {
       for (k, item) in items.enumerated() {
-        guard case .success(.subscribe(let ids, let ticks)) = item.request else { continue }
+        guard case .success(.subscribe(let ids, let ticks, let group)) = item.request else {
+          continue
+        }
         gathers.insert(k)
+        let scope = GroupScope(keyGroups: item.keyGroups, narrowed: group)
         hub.eventLoop.execute {
-          _ = hub.subscribePending(ChannelSink(channel), ids: ids, ticks: ticks)
+          _ = hub.subscribePending(ChannelSink(channel), ids: ids, ticks: ticks, scope: scope)
         }
       }
     }
@@ -289,7 +317,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
           for (k, item) in items.enumerated() {
             let one =
               http.contains(k)
-              ? engine.runForHTTP(item.request, gate: core.gate)
+              ? engine.runForHTTP(item.request, keyGroups: item.keyGroups, gate: core.gate)
               : engine.run([item], gate: core.gate, forwarding: forwarding)
             result.items.append((item.rid, one.items[0].outcome))
             if let served = one.served { result.served = served }
@@ -323,9 +351,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     for (k, item) in r.items.enumerated()
     where !peerItems.snapshots.contains(k) && !peerItems.gathers.contains(k) {
       switch item.outcome {
-      case .subscribed(_, let from, let ids, let ticks):
+      case .subscribed(_, let from, let ids, let ticks, let scope):
         hub.eventLoop.execute {
-          hub.subscribe(ChannelSink(channel), ids: ids, ticks: ticks, fromSequence: from)
+          hub.subscribe(
+            ChannelSink(channel), ids: ids, ticks: ticks, scope: scope, fromSequence: from)
         }
       case .unsubscribed:
         hub.eventLoop.execute { hub.unsubscribe(ObjectIdentifier(channel)) }
@@ -380,7 +409,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
       }
       for (k, item) in r.items.enumerated() {
         if peerItems.gathers.contains(k) {
-          if case .subscribed(_, let from, _, _) = item.outcome,
+          if case .subscribed(_, let from, _, _, _) = item.outcome,
             case .success? = resolved.replies[k]
           {
             activations.append((from, resolved.cuts[k] ?? [:]))
@@ -389,7 +418,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
           }
         }
         if peerItems.snapshots.contains(k),
-          case .subscribed(let snapshot, let from, _, _) =
+          case .subscribed(let snapshot, let from, _, _, _) =
             item.outcome
         {
           writeSnapshot(snapshot, from: from, at: r.at)
@@ -560,7 +589,7 @@ enum ReplyBudget {
   static func estimate(_ request: Result<ServerRequest, CountdownError>, activities: Int) -> Int {
     guard case .success(let r) = request else { return error }
     switch r {
-    case .list(.soonest(let k)): return acknowledgement + min(k, activities) * perActivity
+    case .list(.soonest(let k), _): return acknowledgement + min(k, activities) * perActivity
     case .list, .subscribe: return acknowledgement + activities * perActivity
     case .command(.get, _): return acknowledgement + perActivity
     default: return acknowledgement

@@ -199,6 +199,10 @@ extension CountdownServer {
       return (group, hub, loop, nil, nil)
     }
     let (store, snapshot) = try Self.openStore(options)
+    // The groups of the activities restored, before any of their events (docs/security.md).
+    if let restored = snapshot?.activities, restored.contains(where: { $0.group != nil }) {
+      hub.eventLoop.execute { hub.replaceGroups(restored) }
+    }
     stages.add("store") { store.close() }
     let journal = Journal(
       storedOptions: StoredOptions(snapshot?.options ?? options.engine), pushes: apns != nil,
@@ -249,7 +253,8 @@ extension CountdownServer {
         }
         guard let loop = loopBox.withLock({ $0 }) else { return }
         Self.reload(
-          snapshot, epoch: epoch, loop: loop, journal: journal, options: options, logger: logger)
+          snapshot, epoch: epoch, loop: loop, journal: journal, hub: hub, options: options,
+          logger: logger)
       },
       onError: { error in
         logger.error(

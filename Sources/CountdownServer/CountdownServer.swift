@@ -52,7 +52,7 @@ final class ServerCore: @unchecked Sendable {
     access.withLock { $0 = list }
     accessReads.add(1, ordering: .relaxed)
     let open = keyed.withLock { Array($0.values) }
-    for entry in open where role(ofKey: entry.key) == nil {
+    for entry in open where grant(ofKey: entry.key) == nil {
       logger.notice("a connection's key is no longer in --access: closing it")
       entry.channel.close(promise: nil)
     }
@@ -76,13 +76,17 @@ final class ServerCore: @unchecked Sendable {
   /// have the role of theirs; without, loopback is open to all (`admin`).
   var needsKeys: Bool { options.token != nil || options.accessPath != nil }
 
-  /// The role of a client that gave `key`: its `--access` role, `admin` for `--token`; nil
-  /// for a key that is neither. Both are compared in constant time, whatever matches.
-  func role(ofKey key: some Collection<UInt8>) -> AccessRole? {
-    let listed = access.withLock { $0?.role(of: key) }
+  /// What a client that gave `key` may do: its `--access` role and groups, `admin` of every
+  /// activity for `--token`; nil for a key that is neither. Both are compared in constant
+  /// time, whatever matches.
+  func grant(ofKey key: some Collection<UInt8>) -> AccessGrant? {
+    let listed = access.withLock { $0?.grant(of: key) }
     let token = options.token.map { TokenCheck.matches(key, $0) } ?? false
     return token ? .admin : listed
   }
+
+  /// The role of a client that gave `key` (``grant(ofKey:)``'s).
+  func role(ofKey key: some Collection<UInt8>) -> AccessRole? { grant(ofKey: key)?.role }
 
   /// How many activities the engine held after the last batch (set on the loop thread after
   /// each batch, read by connections to estimate listings before they are built).

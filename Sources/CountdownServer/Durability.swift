@@ -155,7 +155,7 @@ extension CountdownServer {
   /// Rebuilds the loop's engine from the last committed state after a failed write (with the
   /// limits given to this server, as at start).
   static func reload(
-    _ snapshot: EngineSnapshot?, epoch: UInt64, loop: CountdownLoop, journal: Journal,
+    _ snapshot: EngineSnapshot?, epoch: UInt64, loop: CountdownLoop, journal: Journal, hub: Hub,
     options: ServerOptions, logger: Logger
   ) {
     let state =
@@ -166,6 +166,8 @@ extension CountdownServer {
     loop.replaceEngine(with: state) { result in
       switch result {
       case .success:
+        // What the engine went back to: the groups of its activities.
+        hub.eventLoop.execute { hub.replaceGroups(state.activities) }
         journal.epoch = epoch
         journal.storedOptions = StoredOptions(state.options)
         logger.notice(

@@ -15,7 +15,8 @@ extension LoopEngine {
   /// With a cluster node's `gate`, a command of another node's shard is to be forwarded there
   /// (``Outcome/forward(node:otherwise:)``) when `forwarding`, else refused (`unavailable`).
   func runForHTTP(
-    _ request: Result<ServerRequest, CountdownError>, gate: ShardGate?, forwarding: Bool = false
+    _ request: Result<ServerRequest, CountdownError>, keyGroups: Set<String>? = nil,
+    gate: ShardGate?, forwarding: Bool = false
   ) -> BatchResult {
     if case .success(.command(.end(let e), let id?)) = request {
       let outcome: Outcome
@@ -24,13 +25,17 @@ extension LoopEngine {
           guard forwarding else { throw otherwise }
           return BatchResult(at: now, items: [(nil, .forward(node: node, otherwise: otherwise))])
         }
+        // An activity outside the key's groups is as if absent.
+        if keyGroups != nil { try check(id, in: GroupScope(keyGroups: keyGroups)) }
         outcome = .activity(try ending(id, e))
       } catch {
         outcome = .failed(error)
       }
       return BatchResult(at: now, items: [(nil, outcome)])
     }
-    var result = run([BatchItem(rid: nil, request: request)], gate: gate, forwarding: forwarding)
+    var result = run(
+      [BatchItem(rid: nil, request: request, keyGroups: keyGroups)], gate: gate,
+      forwarding: forwarding)
     if case .forward = result.items[0].outcome { return result }
     guard case .success(.command(let op, let commandID)) = request else { return result }
     let id: String?

@@ -232,6 +232,8 @@ struct HTTPRoutes: HTTPResponder {
     let query = request.uri.queryParameters
     // The client's role (docs/security.md, "Roles"): its key's, or `admin` without keys.
     var role = AccessRole.admin
+    // Its key's groups (docs/security.md, "Groups"): nil sees every activity.
+    var keyGroups: Set<String>?
     if core.needsKeys {
       // The board with a key: `GET /?key=KEY` keeps it in a cookie and drops it from the
       // address (docs/security.md, "Roles"), so that a screen holds it.
@@ -243,14 +245,15 @@ struct HTTPRoutes: HTTPResponder {
         }
         return boardCookie(key: key, query: query)
       }
-      guard let key = Self.key(of: request), let known = core.role(ofKey: key.utf8) else {
+      guard let key = Self.key(of: request), let grant = core.grant(ofKey: key.utf8) else {
         return failure(
           CountdownError(
             .unauthorized,
             "this server needs a key: send the header \"Authorization: Bearer KEY\" (or ?token=KEY in the page's address) with --token or one of --access's keys"
           ))
       }
-      role = known
+      role = grant.role
+      keyGroups = grant.groups
       let needs = AccessRole.needed(method: request.method.rawValue, path: path)
       guard role >= needs else {
         return failure(
@@ -289,20 +292,23 @@ struct HTTPRoutes: HTTPResponder {
       return json(.ok, w.out.bytes)
     case 2 where path[0] == "v1" && path[1] == "events":
       guard method == .get else { return notAllowed("GET", request) }
-      return await events(request, channel: context.channel)
+      return await events(request, channel: context.channel, keyGroups: keyGroups)
     case 2 where path[0] == "v1" && path[1] == "activities":
       switch method {
       case .get:
-        return await run(ServerRequest.decode(op: "list") { query[Substring($0)] }, created: false)
+        return await run(
+          ServerRequest.decode(op: "list") { query[Substring($0)] }, keyGroups: keyGroups,
+          created: false)
       case .post:
-        return await command("start", id: nil, request, created: true)
+        return await command("start", id: nil, request, keyGroups: keyGroups, created: true)
       default: return notAllowed("GET, POST", request)
       }
     case 3 where path[0] == "v1" && path[1] == "activities":
       guard let id = Self.percentDecoded(path[2]) else { return badID(path[2]) }
       switch method {
-      case .get: return await command("get", id: id, request, created: false)
-      case .patch: return await command("update", id: id, request, created: false)
+      case .get: return await command("get", id: id, request, keyGroups: keyGroups, created: false)
+      case .patch:
+        return await command("update", id: id, request, keyGroups: keyGroups, created: false)
       default: return notAllowed("GET, PATCH", request)
       }
     case 4
@@ -310,7 +316,8 @@ struct HTTPRoutes: HTTPResponder {
       && ["pause", "resume", "end"].contains(path[3]):
       guard method == .post else { return notAllowed("POST", request) }
       guard let id = Self.percentDecoded(path[2]) else { return badID(path[2]) }
-      return await command(String(path[3]), id: id, request, created: false)
+      return await command(
+        String(path[3]), id: id, request, keyGroups: keyGroups, created: false)
     default:
       return failure(
         CountdownError(
@@ -322,9 +329,9 @@ struct HTTPRoutes: HTTPResponder {
 
   // MARK: - Commands
 
-  private func command(_ op: String, id: String?, _ request: Request, created: Bool) async
-    -> Response
-  {
+  private func command(
+    _ op: String, id: String?, _ request: Request, keyGroups: Set<String>?, created: Bool
+  ) async -> Response {
     let body: ByteBuffer
     do {
       body = try await request.body.collect(upTo: Self.maxBodyBytes)
@@ -341,17 +348,18 @@ struct HTTPRoutes: HTTPResponder {
     }
     // A cluster node sends a command of another node's shard there as it came (docs/cluster.md).
     let forward = core.cluster?.links == nil ? nil : (op, id, Array(body.readableBytesView))
-    return await run(decoded, created: created, forward: forward)
+    return await run(decoded, keyGroups: keyGroups, created: created, forward: forward)
   }
 
   /// Runs one request on the loop and returns its outcome once it is committed (a loop that
   /// is shutting down gives `shutdown`); counted for `/metrics`.
   /// `served`: a cluster node's shards held in full when a list or subscription ran.
-  private func outcome(of request: Result<ServerRequest, CountdownError>, forwarding: Bool = false)
-    async -> (at: Instant, outcome: Outcome, served: [Int]?)
-  {
+  private func outcome(
+    of request: Result<ServerRequest, CountdownError>, keyGroups: Set<String>?,
+    forwarding: Bool = false
+  ) async -> (at: Instant, outcome: Outcome, served: [Int]?) {
     switch await core.perform({ [core] engine in
-      engine.runForHTTP(request, gate: core.gate, forwarding: forwarding)
+      engine.runForHTTP(request, keyGroups: keyGroups, gate: core.gate, forwarding: forwarding)
     }) {
     case .success(let batch):
       core.metrics.answered(batch.items[0].outcome)
@@ -365,10 +373,11 @@ struct HTTPRoutes: HTTPResponder {
   /// Runs one request and answers with its outcome; with `forward` (a cluster node's command:
   /// its op, id and body as they came), a command of another node's shard is answered there.
   private func run(
-    _ request: Result<ServerRequest, CountdownError>, created: Bool,
+    _ request: Result<ServerRequest, CountdownError>, keyGroups: Set<String>?, created: Bool,
     forward: (op: String, id: String?, body: [UInt8])? = nil
   ) async -> Response {
-    let (at, outcome, served) = await outcome(of: request, forwarding: forward != nil)
+    let (at, outcome, served) = await outcome(
+      of: request, keyGroups: keyGroups, forwarding: forward != nil)
     var w = ReplyWriter(formatter: core.formatter, shardOf: core.shardOf)
     w.onlyShards = served.map(Set.init)
     if core.cluster?.links == nil { w.announcedShards = served }
@@ -379,7 +388,8 @@ struct HTTPRoutes: HTTPResponder {
       let answer: Result<[UInt8], CountdownError>
       do {
         answer = try await cluster.forwardHTTP(
-          op: forward.op, id: forward.id, body: forward.body, to: node, otherwise: otherwise
+          op: forward.op, id: forward.id, body: forward.body, groups: keyGroups, to: node,
+          otherwise: otherwise
         ).get()
       } catch {
         answer = .failure(otherwise)  // forwardHTTP gives its failures as values
@@ -394,7 +404,7 @@ struct HTTPRoutes: HTTPResponder {
     case .activities(let list):
       w.listing(list.states(), at: at)
       guard let cluster = core.cluster, cluster.links != nil,
-        case .success(.list(let query)) = request
+        case .success(.list(let query, let group)) = request
       else { return json(.ok, w.out.bytes) }
       // A list spans every node: the others' own activities, gathered (docs/cluster.md).
       var line = JSONWriter()
@@ -410,11 +420,19 @@ struct HTTPRoutes: HTTPResponder {
         line.raw(",\"endedWithinMs\":")
         line.write(int: ms)
       }
+      if let group {
+        line.raw(",\"group\":")
+        line.write(string: group)
+      }
       line.raw("}")
+      // The other nodes hold it to the key's groups.
+      let asked =
+        keyGroups.map { PeerMessage.ScopedCommand(groups: $0, line: line.bytes).wrapped }
+        ?? line.bytes
       let gathered: Result<[[UInt8]], CountdownError>
       do {
         gathered = try await cluster.gatherList(
-          line.bytes, served: served, on: core.group.next()
+          asked, served: served, on: core.group.next()
         ).get()
       } catch {
         gathered = .failure(
@@ -435,12 +453,16 @@ struct HTTPRoutes: HTTPResponder {
 
   // MARK: - Server-sent events
 
-  private func events(_ request: Request, channel: any Channel) async -> Response {
+  private func events(_ request: Request, channel: any Channel, keyGroups: Set<String>?) async
+    -> Response
+  {
     let query = request.uri.queryParameters
     let ids: [String]?
     let ticks: Bool
+    let group: String?
     switch ServerRequest.decode(op: "subscribe", query: { query[Substring($0)] }) {
-    case .success(.subscribe(let wanted, let withTicks)): (ids, ticks) = (wanted, withTicks)
+    case .success(.subscribe(let wanted, let withTicks, let narrowed)):
+      (ids, ticks, group) = (wanted, withTicks, narrowed)
     case .success: return failure(.payload("not a subscription"))
     case .failure(let e): return failure(e)
     }
@@ -455,16 +477,18 @@ struct HTTPRoutes: HTTPResponder {
     // Registered on the hub before the request runs, so that every event after the snapshot
     // reaches the stream (the hub keeps them until the snapshot is written).
     let (wanted, withTicks) = (ids, ticks)
+    let scope = GroupScope(keyGroups: keyGroups, narrowed: group)
     let registered = try? await hub.eventLoop.submit {
-      hub.subscribePending(sink, ids: wanted, ticks: withTicks)
+      hub.subscribePending(sink, ids: wanted, ticks: withTicks, scope: scope)
     }.get()
     guard registered == true else {
       return failure(
         CountdownError(
           .shutdown, "the server is stopping; connect again once it is back"))
     }
-    let (at, outcome, served) = await outcome(of: .success(.subscribe(ids: ids, ticks: ticks)))
-    guard case .subscribed(let snapshot, let from, _, _) = outcome else {
+    let (at, outcome, served) = await outcome(
+      of: .success(.subscribe(ids: ids, ticks: ticks, group: group)), keyGroups: keyGroups)
+    guard case .subscribed(let snapshot, let from, _, _, _) = outcome else {
       hub.eventLoop.execute { hub.unsubscribe(sink.key) }
       if case .failed(let e) = outcome { return failure(e) }
       return failure(CountdownError(.systemError, "the subscription did not start"))
@@ -481,7 +505,7 @@ struct HTTPRoutes: HTTPResponder {
       let gathered: Result<[ClusterNode.PeerSnapshot], CountdownError>
       do {
         gathered = try await cluster.gatherSnapshots(
-          ids: ids, served: served, on: core.group.next()
+          ids: ids, scope: scope, served: served, on: core.group.next()
         ).get()
       } catch {
         gathered = .failure(

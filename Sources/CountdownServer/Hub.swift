@@ -22,43 +22,6 @@ import NIOCore
 final class Hub: @unchecked Sendable {
   // @unchecked Sendable: every field is touched only on `eventLoop` (asserted in debug).
 
-  final class Subscriber {
-    let sink: any EventSink
-    let ids: Set<String>?
-    let ticks: Bool
-    var fromSequence: UInt64
-    /// Another node's events (a cluster node's): those numbered from its entry on, by that
-    /// node's incarnation (the rest were in the snapshot); all of a node without one.
-    var cuts: [UInt64: UInt64] = [:]
-    var output: SubscriberOutput
-    /// An event stream's pacing (unused for a socket subscriber).
-    var pacer = StreamPacer()
-
-    init(
-      sink: any EventSink, ids: [String]?, ticks: Bool, fromSequence: UInt64,
-      output: SubscriberOutput
-    ) {
-      self.sink = sink
-      self.ids = ids.map(Set.init)
-      self.ticks = ticks
-      self.fromSequence = fromSequence
-      self.output = output
-    }
-
-    func wants(_ e: ActivityEvent, sequence: UInt64) -> Bool {
-      sequence >= fromSequence && (ticks || e.kind != .tick) && (ids?.contains(e.id) ?? true)
-    }
-
-    /// Whether it takes another node's event of `id`, numbered `sequence` by that node,
-    /// incarnation `source` (before its snapshot, the cut is not known yet).
-    func wantsRelayed(
-      _ id: String, _ kind: ActivityEvent.Kind, sequence: UInt64, from source: UInt64
-    ) -> Bool {
-      (ticks || kind != .tick) && (ids?.contains(id) ?? true)
-        && (output.isPending || sequence >= cuts[source] ?? 0)
-    }
-  }
-
   let eventLoop: EventLoop
   let formatter: TimerFormatter
   let bound: Int
@@ -97,6 +60,11 @@ final class Hub: @unchecked Sendable {
   /// The tests' fault (``ClusterOptions/stallAfterCommitOf``), and whether it has struck.
   var stallAfterCommitOf: String?
   private var stalled = false
+  /// The group of each activity that has one, as the events delivered so far (and the state
+  /// the server started from) tell it: what a subscriber with a scope is filtered by
+  /// (docs/security.md, "Groups"). An activity's group is fixed at its start.
+  /// Touched on `eventLoop` only, as every field (Hub+Groups.swift).
+  var groupOf: [String: String] = [:]
 
   init(
     eventLoop: EventLoop, formatter: TimerFormatter, bound: Int, slowConsumerAfter: TimeAmount,
@@ -120,10 +88,13 @@ final class Hub: @unchecked Sendable {
   }
 
   /// Registers (or replaces) the subscription of `sink`.
-  func subscribe(_ sink: any EventSink, ids: [String]?, ticks: Bool, fromSequence: UInt64) {
+  func subscribe(
+    _ sink: any EventSink, ids: [String]?, ticks: Bool, scope: GroupScope = .everything,
+    fromSequence: UInt64
+  ) {
     eventLoop.assertInEventLoop()
     subscribers[sink.key] = Subscriber(
-      sink: sink, ids: ids, ticks: ticks, fromSequence: fromSequence,
+      sink: sink, ids: ids, ticks: ticks, scope: scope, fromSequence: fromSequence,
       output: output(pending: false))
     metrics.subscribers.record(subscribers.count)
     noteTicks()
@@ -135,11 +106,14 @@ final class Hub: @unchecked Sendable {
   /// snapshot stands. Nothing published after the request is missed. False, and nothing
   /// registered, once ``closeStreams()`` has run: the server is stopping, and a stream
   /// registered then would never be ended (the HTTP server would wait for it, then give up).
-  func subscribePending(_ sink: any EventSink, ids: [String]?, ticks: Bool) -> Bool {
+  func subscribePending(
+    _ sink: any EventSink, ids: [String]?, ticks: Bool, scope: GroupScope = .everything
+  ) -> Bool {
     eventLoop.assertInEventLoop()
     guard !streamsClosed else { return false }
     subscribers[sink.key] = Subscriber(
-      sink: sink, ids: ids, ticks: ticks, fromSequence: 0, output: output(pending: true))
+      sink: sink, ids: ids, ticks: ticks, scope: scope, fromSequence: 0,
+      output: output(pending: true))
     metrics.subscribers.record(subscribers.count)
     noteTicks()
     checkInvariants()
@@ -217,14 +191,16 @@ final class Hub: @unchecked Sendable {
   /// rows by the node that took it) goes only to subscribers whose snapshot stands somewhere
   /// in `source`'s events: a later snapshot was taken from the shard's new owner, with the
   /// event's change in it.
+  ///
+  /// `group`: the group of its activity as the relay line names it (none: nil).
   func relayed(
     from source: UInt64, sequence: UInt64, id: String, kind: ActivityEvent.Kind,
-    line: ByteBuffer, recovered: Bool = false
+    group: String? = nil, line: ByteBuffer, recovered: Bool = false
   ) {
     eventLoop.assertInEventLoop()
     var sse: ByteBuffer?
     for sub in subscribers.values
-    where sub.wantsRelayed(id, kind, sequence: sequence, from: source)
+    where sub.wantsRelayed(id, kind, group: group, sequence: sequence, from: source)
       && (!recovered || sub.output.isPending || sub.cuts[source] != nil)
     {
       // Another node's tick is not kept for a subscriber that is behind: the next supersedes it.
@@ -275,11 +251,13 @@ final class Hub: @unchecked Sendable {
   ) {
     eventLoop.assertInEventLoop()
     guard let relays, !events.isEmpty else { return }
+    // Their activities' rows were taken with the shard (``addGroups(_:)``): their groups are known.
     for e in events {
       relayed(
-        from: source, sequence: e.sequence, id: e.id, kind: e.kind, line: e.line, recovered: true)
+        from: source, sequence: e.sequence, id: e.id, kind: e.kind, group: groupOf[e.id],
+        line: e.line, recovered: true)
     }
-    relays.recovered(from: source, events)
+    relays.recovered(from: source, events) { self.groupOf[$0] }
     checkInvariants()
   }
 
@@ -303,7 +281,7 @@ final class Hub: @unchecked Sendable {
   func publish(first: UInt64, _ events: [ActivityEvent]) {
     eventLoop.assertInEventLoop()
     metrics.published(events)
-    guard !subscribers.isEmpty || relays != nil else { return }
+    guard !subscribers.isEmpty || relays != nil else { return noteGroups(events) }
     deliver(events) { first + UInt64($0) }
     checkInvariants()
   }
@@ -316,9 +294,17 @@ final class Hub: @unchecked Sendable {
     metrics.published(events)
     switch gate.admit(first: first, events, token: token) {
     case .all:
-      if !subscribers.isEmpty || relays != nil { deliver(events) { first + UInt64($0) } }
+      if !subscribers.isEmpty || relays != nil {
+        deliver(events) { first + UInt64($0) }
+      } else {
+        noteGroups(events)
+      }
     case .some(let now, let sequences):
-      if !now.isEmpty && (!subscribers.isEmpty || relays != nil) { deliver(now) { sequences[$0] } }
+      if !now.isEmpty && (!subscribers.isEmpty || relays != nil) {
+        deliver(now) { sequences[$0] }
+      } else {
+        noteGroups(now)
+      }
     }
     checkInvariants()
   }
@@ -337,7 +323,7 @@ final class Hub: @unchecked Sendable {
       return
     }
     gate.finish(token: token, committed: committed) { released in
-      guard !subscribers.isEmpty || relays != nil else { return }
+      guard !subscribers.isEmpty || relays != nil else { return noteGroups(released.map(\.event)) }
       deliver(released.map(\.event)) { released[$0].sequence }
     }
     // Every wake to `token` went out (or was dropped): the writer need keep none of them.
@@ -367,6 +353,15 @@ final class Hub: @unchecked Sendable {
     if subscribers.isEmpty && !relaysTakeTicks && !events.contains(where: { $0.kind != .tick }) {
       return
     }
+    // The wake's groups are known while it is delivered: a `started` carries its own, and a
+    // `dismissed` forgets it once the wake is out.
+    let changesGroups = events.contains { $0.kind == .started || $0.kind == .dismissed }
+    if changesGroups {
+      // Known from the start of the wake (an activity may start and expire in one wake);
+      // forgotten at its end, once its `dismissed` is out.
+      for e in events where e.kind == .started { groupOf[e.id] = e.group }
+    }
+    defer { if changesGroups { noteGroups(events) } }
     // Batches that fell due since the last wake go out before this wake's events.
     writeDueBatches()
     offsets.removeAll(keepingCapacity: true)
@@ -385,7 +380,9 @@ final class Hub: @unchecked Sendable {
     var sse: FramedWake?
     writer.out.bytes.withUnsafeBufferPointer { encoded in
       if let relays, !onlyTicks || relays.takeTicks {
-        relays.wake(events, encoded, offsets: offsets, sequence: sequence)
+        relays.wake(events, encoded, offsets: offsets, sequence: sequence) {
+          self.groupOf.isEmpty ? nil : self.group(of: $0)
+        }
       }
       for sub in subscribers.values where sub.ticks || !onlyTicks {
         let framing = sub.sink.framing
@@ -399,8 +396,8 @@ final class Hub: @unchecked Sendable {
         // Takes every event of the wake: no id filter, ticks wanted or none there, and the
         // wake is after its snapshot.
         let takesAll =
-          sub.ids == nil && !sub.output.isPending && firstSequence >= sub.fromSequence
-          && (sub.ticks || !hasTicks)
+          sub.ids == nil && sub.scope.isEverything && !sub.output.isPending
+          && firstSequence >= sub.fromSequence && (sub.ticks || !hasTicks)
         if takesAll && sub.output.isEmpty && sub.sink.isWritable {
           if wake.buffer.readableBytes > 0 { deliver(framed: wake.buffer, to: sub) }
         } else if takesAll && sub.output.takesRuns {
@@ -445,7 +442,8 @@ final class Hub: @unchecked Sendable {
   ) {
     if sub.output.isPending {
       var within = true
-      for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
+      for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k), group: group(of:))
+      {
         within = sub.output.keep(sequence: sequence(k), wake.event(k)) && within
       }
       // A stream whose snapshot never comes (its request stuck) may not gather without end;
@@ -458,12 +456,14 @@ final class Hub: @unchecked Sendable {
     }
     if sub.output.isEmpty && sub.sink.isWritable {
       var size = 0
-      for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
+      for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k), group: group(of:))
+      {
         size += wake.offsets[k + 1] - wake.offsets[k]
       }
       guard size > 0 else { return }
       var buffer = sub.sink.allocator.buffer(capacity: size)
-      for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
+      for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k), group: group(of:))
+      {
         var slice = wake.event(k)
         buffer.writeBuffer(&slice)
       }
@@ -471,7 +471,7 @@ final class Hub: @unchecked Sendable {
       return
     }
     takeBatch(of: sub)
-    for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k)) {
+    for (k, e) in events.enumerated() where sub.wants(e, sequence: sequence(k), group: group(of:)) {
       if sub.output.append(wake.event(k), of: e.handle, isTick: e.kind == .tick) {
         metrics.coalescedTicks.increment()
       }

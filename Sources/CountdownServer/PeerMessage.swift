@@ -103,14 +103,17 @@ enum PeerMessage {
     }
   }
 
-  /// The head of a relay line, `[~SOURCE ]SEQUENCE DELIVERY ` before the event's JSON: the
-  /// event's sequence number at the node that made it, its delivery number at the relaying
-  /// node (0: a tick, not numbered nor replayed), and, for an event another node committed
-  /// and never relayed (recovered beside a shard's rows), that node's incarnation.
+  /// The head of a relay line, `[~SOURCE ]SEQUENCE DELIVERY [@GROUP ]` before the event's
+  /// JSON: the event's sequence number at the node that made it, its delivery number at the
+  /// relaying node (0: a tick, not numbered nor replayed), for an event another node
+  /// committed and never relayed (recovered beside a shard's rows) that node's incarnation,
+  /// and the group of the event's activity when it has one (what a subscriber whose key has
+  /// groups is filtered by: docs/security.md, "Groups").
   struct RelayLine: Equatable, Sendable {
     var source: UInt64?
     var sequence: UInt64
     var delivery: UInt64
+    var group: String? = nil
 
     #if canImport(NIOCore)
       /// Writes the head (the JSON and its newline follow).
@@ -124,6 +127,11 @@ enum PeerMessage {
         buffer.writeStaticString(" ")
         PeerMessage.writeDecimal(delivery, into: &buffer)
         buffer.writeStaticString(" ")
+        if let group {
+          buffer.writeStaticString("@")
+          buffer.writeString(group)
+          buffer.writeStaticString(" ")
+        }
       }
     #endif
 
@@ -140,9 +148,22 @@ enum PeerMessage {
         start = space + 1
       }
       guard let (sequence, afterSequence) = number(bytes, from: start),
-        let (delivery, json) = number(bytes, from: afterSequence), json < bytes.count
+        let (delivery, jsonStart) = number(bytes, from: afterSequence), jsonStart < bytes.count
       else { return nil }
-      return (RelayLine(source: source, sequence: sequence, delivery: delivery), json)
+      var json = jsonStart
+      var group: String?
+      if bytes[json] == UInt8(ascii: "@") {
+        guard let space = bytes[json...].firstIndex(of: 0x20), space < bytes.count - 1 else {
+          return nil
+        }
+        let name = String(decoding: bytes[(json + 1)..<space], as: UTF8.self)
+        guard ActivityGroup.isValid(name) else { return nil }
+        group = name
+        json = space + 1
+      }
+      return (
+        RelayLine(source: source, sequence: sequence, delivery: delivery, group: group), json
+      )
     }
 
     /// A decimal number at `start` followed by a space: the number and where the rest begins.
@@ -163,10 +184,13 @@ enum PeerMessage {
 
   // MARK: - Snapshots
 
-  /// `{"op":"peerSnapshot","ids":[…]}` (`ids` optional): a node asks another for its part of
-  /// a subscription's snapshot.
+  /// `{"op":"peerSnapshot","ids":[…],"groups":[…],"group":…}` (each optional): a node asks
+  /// another for its part of a subscription's snapshot; `groups` and `group` are the
+  /// subscription's scope (docs/security.md, "Groups"), which the part is held to.
   struct SnapshotRequest: Equatable, Sendable {
     var ids: [String]?
+    var groups: Set<String>? = nil
+    var group: String? = nil
 
     /// The request line, without its newline.
     var line: [UInt8] {
@@ -180,22 +204,35 @@ enum PeerMessage {
         }
         w.raw("]")
       }
+      if let groups { ScopedCommand.write(groups, into: &w) }
+      if let group {
+        w.raw(",\"group\":")
+        w.write(string: group)
+      }
       w.raw("}")
       return w.bytes
     }
 
     /// The request in `bytes`, or nil when the line is not one.
     static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> Self? {
-      guard bytes.starts(with: head), let o = object(bytes) else { return nil }
+      guard bytes.starts(with: head), let o = object(bytes),
+        case let groups? = ScopedCommand.groups(o["groups"])
+      else { return nil }
+      var group: String?
+      switch o["group"] {
+      case nil, .null?: break
+      case .string(let g)? where ActivityGroup.isValid(g): group = g
+      default: return nil
+      }
       switch o["ids"] {
-      case nil, .null?: return SnapshotRequest(ids: nil)
+      case nil, .null?: return SnapshotRequest(ids: nil, groups: groups, group: group)
       case .array(let list)?:
         var ids: [String] = []
         for item in list {
           guard case .string(let s) = item else { return nil }
           ids.append(s)
         }
-        return SnapshotRequest(ids: ids)
+        return SnapshotRequest(ids: ids, groups: groups, group: group)
       default: return nil
       }
     }
@@ -229,6 +266,9 @@ enum PeerMessage {
     var id: String?
     /// The body as it came: a JSON object, or nothing (sent as `{}`).
     var body: [UInt8]
+    /// The groups of the caller's key (docs/security.md, "Groups"), which the node that runs
+    /// the command holds it to; nil for a key without groups.
+    var groups: Set<String>? = nil
 
     /// The request line, without its newline.
     var line: [UInt8] {
@@ -237,6 +277,7 @@ enum PeerMessage {
       w.write(string: method)
       w.raw(",\"id\":")
       if let id { w.write(string: id) } else { w.raw("null") }
+      if let groups { ScopedCommand.write(groups, into: &w) }
       w.raw(",\"body\":")
       let trimmed = body.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
       if trimmed.isEmpty { w.raw("{}") } else { w.bytes.append(contentsOf: body) }
@@ -247,19 +288,75 @@ enum PeerMessage {
     /// The command in `bytes`, its body as an object (its canonical text is what the
     /// receiving node decodes), or nil when the line is not one.
     static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> (
-      method: String, id: String?, body: [String: JSONValue]
+      method: String, id: String?, body: [String: JSONValue], groups: Set<String>?
     )? {
       guard bytes.starts(with: head), let o = object(bytes),
-        case .string(let method)? = o["method"], case .object(let body)? = o["body"]
+        case .string(let method)? = o["method"], case .object(let body)? = o["body"],
+        let groups = ScopedCommand.groups(o["groups"])
       else { return nil }
       switch o["id"] {
-      case .string(let s)?: return (method, s, body)
-      case .null?: return (method, nil, body)
+      case .string(let s)?: return (method, s, body, groups)
+      case .null?: return (method, nil, body, groups)
       default: return nil
       }
     }
 
     private static let head = Array(#"{"op":"peerHTTP""#.utf8)
+  }
+
+  /// A request line of the socket protocol that a node sends on for a key with groups (a
+  /// command for another node's activity, a list gathered from every node): the node that
+  /// runs it holds it to the key's groups (docs/security.md, "Groups").
+  /// `{"op":"peerScoped","groups":[…],"line":{…}}`.
+  struct ScopedCommand: Equatable, Sendable {
+    var groups: Set<String>
+    /// The request line as it came (a JSON object).
+    var line: [UInt8]
+
+    /// The wrapped line, without its newline.
+    var wrapped: [UInt8] {
+      var w = JSONWriter()
+      w.raw("{\"op\":\"peerScoped\"")
+      Self.write(groups, into: &w)
+      w.raw(",\"line\":")
+      w.bytes.append(contentsOf: line)
+      w.raw("}")
+      return w.bytes
+    }
+
+    /// `,"groups":[…]`, sorted.
+    static func write(_ groups: Set<String>, into w: inout JSONWriter) {
+      w.raw(",\"groups\":[")
+      for (k, g) in groups.sorted().enumerated() {
+        if k > 0 { w.raw(",") }
+        w.write(string: g)
+      }
+      w.raw("]")
+    }
+
+    /// A `groups` member's value: `.some(nil)` when absent, nil when it is not an array of
+    /// group names.
+    static func groups(_ value: JSONValue?) -> Set<String>?? {
+      guard let value else { return .some(nil) }
+      guard case .array(let items) = value else { return nil }
+      var out: Set<String> = []
+      for item in items {
+        guard case .string(let g) = item, ActivityGroup.isValid(g) else { return nil }
+        out.insert(g)
+      }
+      return .some(out)
+    }
+
+    /// The wrapped command in `bytes` (its line re-encoded, canonical), or nil when the line
+    /// is not one.
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> ScopedCommand? {
+      guard bytes.starts(with: head), let o = object(bytes), case .object(let line)? = o["line"],
+        case let groups?? = groups(o["groups"])
+      else { return nil }
+      return ScopedCommand(groups: groups, line: Array(JSONValue.object(line).canonicalText.utf8))
+    }
+
+    private static let head = Array(#"{"op":"peerScoped""#.utf8)
   }
 
   // MARK: - Replies

@@ -88,9 +88,10 @@ final class PeerRelays: @unchecked Sendable {
   /// A wake's events, encoded in `encoded` (event `k` at `offsets[k]..<offsets[k + 1]`), as
   /// relay lines: the lifecycle events numbered, kept in the ring and written to every
   /// relaying node; the ticks to those that take them.
+  /// `group`: the group of an event's activity (none: nil), written in its line's head.
   func wake(
     _ events: [ActivityEvent], _ encoded: UnsafeBufferPointer<UInt8>, offsets: [Int],
-    sequence: (Int) -> UInt64
+    sequence: (Int) -> UInt64, group: (ActivityEvent) -> String? = { _ in nil }
   ) {
     var lifecycle: ByteBuffer?
     var lineStarts: [Int] = []
@@ -101,7 +102,8 @@ final class PeerRelays: @unchecked Sendable {
       if e.kind == .tick {
         guard takeTicks else { continue }
         if ticks == nil { ticks = ByteBufferAllocator().buffer(capacity: encoded.count + 4096) }
-        PeerMessage.RelayLine(sequence: sequence(k), delivery: 0).writeHead(into: &ticks!)
+        PeerMessage.RelayLine(sequence: sequence(k), delivery: 0, group: group(e))
+          .writeHead(into: &ticks!)
         ticks!.writeBytes(json)
         continue
       }
@@ -116,7 +118,8 @@ final class PeerRelays: @unchecked Sendable {
       }
       lineStarts.append(lifecycle!.writerIndex)
       PeerMessage.RelayLine(
-        sequence: sequence(k), delivery: ring.next + UInt64(lineStarts.count - 1)
+        sequence: sequence(k), delivery: ring.next + UInt64(lineStarts.count - 1),
+        group: group(e)
       ).writeHead(into: &lifecycle!)
       lifecycle!.writeBytes(json)
     }
@@ -131,7 +134,8 @@ final class PeerRelays: @unchecked Sendable {
   /// the ring and written to every relaying node as `~SOURCE SEQUENCE DELIVERY JSON` lines.
   func recovered(
     from source: UInt64,
-    _ events: [(sequence: UInt64, id: String, kind: ActivityEvent.Kind, line: ByteBuffer)]
+    _ events: [(sequence: UInt64, id: String, kind: ActivityEvent.Kind, line: ByteBuffer)],
+    group: (String) -> String? = { _ in nil }
   ) {
     var lifecycle = ByteBufferAllocator().buffer(
       capacity: events.reduce(0) { $0 + $1.line.readableBytes + 60 })
@@ -139,7 +143,8 @@ final class PeerRelays: @unchecked Sendable {
     for e in events {
       lineStarts.append(lifecycle.writerIndex)
       PeerMessage.RelayLine(
-        source: source, sequence: e.sequence, delivery: ring.next + UInt64(lineStarts.count - 1)
+        source: source, sequence: e.sequence, delivery: ring.next + UInt64(lineStarts.count - 1),
+        group: group(e.id)
       ).writeHead(into: &lifecycle)
       lifecycle.writeImmutableBuffer(e.line)
     }

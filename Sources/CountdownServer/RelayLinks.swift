@@ -193,8 +193,8 @@ final class RelayLinks: @unchecked Sendable {
     line.writeBytes(json)
     if kind != .tick { hub.metrics.relayedIn.increment() }
     hub.relayed(
-      from: source ?? incarnation, sequence: sequence, id: id, kind: kind, line: line,
-      recovered: source != nil)
+      from: source ?? incarnation, sequence: sequence, id: id, kind: kind, group: head.group,
+      line: line, recovered: source != nil)
   }
 
   /// The peer's answer to the token (ignored when it agrees) or to `relay`.

@@ -4,7 +4,7 @@
 /// The state file's migrations, each one's SQL as it was written at its version and never
 /// changed since (GRDB's advice: a migration must not depend on the application's types, or
 /// adding a column or an enumeration case would change what an old migration makes). What a
-/// new file ends up with is checked against `Tests/CountdownStoreTests/Fixtures/schema-v7.sql`
+/// new file ends up with is checked against `Tests/CountdownStoreTests/Fixtures/schema-v8.sql`
 /// (and each older version's fixture)
 /// and against the columns that ``ActivityColumn``, ``EngineColumn``, ``OutboxColumn`` and
 /// ``BudgetColumn`` declare (`StateMigrationTests`). A new version adds a statement here and
@@ -105,4 +105,7 @@ enum FrozenSchema {
       || '-' || hex(randomblob(6)))
     WHERE destination = 'apns';
     """
+
+  /// v8: an activity's group (docs/security.md, "Groups"); the rows a v7 file held have none.
+  static let v8 = "ALTER TABLE activity ADD COLUMN groupName TEXT"
 }

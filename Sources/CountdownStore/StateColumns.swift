@@ -73,6 +73,8 @@ package enum ActivityColumn: Int32, StoredColumn {
   case liveActivity
   /// 1 for a countdown that runs on past its end (overtime), else 0.
   case overtime
+  /// The activity's group (docs/security.md, "Groups"), or null.
+  case groupName
 
   package static let table = ColumnTable<Self>()
   /// Its parameter in an `INSERT` of ``ActivityColumn/allCases``.
@@ -87,7 +89,7 @@ package enum ActivityColumn: Int32, StoredColumn {
     case .endReason:
       "TEXT NOT NULL CHECK (endReason IN (\(Self.names(EndReason.allCases))))"
     case .content: "TEXT NOT NULL"
-    case .milestones, .liveActivity: "TEXT"
+    case .milestones, .liveActivity, .groupName: "TEXT"
     case .countdownStart, .goalMs, .staleDate, .endOnExpiry, .lastTimestamp: "INTEGER"
     // Added to files that have rows: the default is what they were.
     case .overtime: "INTEGER NOT NULL DEFAULT 0"
@@ -200,6 +202,8 @@ enum StateSchema: String, CaseIterable, Comparable {
   case v6
   /// Adds `push_outbox.apnsID` and `expiration` (docs/pushes.md, "Tracing", "Expiry").
   case v7
+  /// Adds `activity.groupName` (docs/security.md, "Groups").
+  case v8
 
   static func < (a: Self, b: Self) -> Bool {
     allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!

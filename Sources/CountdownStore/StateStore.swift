@@ -190,6 +190,7 @@ package final class StateStore: DurableStore {
     m.registerMigration(StateSchema.v5.rawValue) { db in try db.execute(sql: FrozenSchema.v5) }
     m.registerMigration(StateSchema.v6.rawValue) { db in try db.execute(sql: FrozenSchema.v6) }
     m.registerMigration(StateSchema.v7.rawValue) { db in try db.execute(sql: FrozenSchema.v7) }
+    m.registerMigration(StateSchema.v8.rawValue) { db in try db.execute(sql: FrozenSchema.v8) }
     return m
   }
 

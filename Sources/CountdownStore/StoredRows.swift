@@ -57,6 +57,7 @@ extension ActivityColumn {
     case .liveActivity:
       StoredValue(a.liveActivity.map { JSONValue.object($0.object).canonicalText })
     case .overtime: .int(a.overtime ? 1 : 0)
+    case .groupName: StoredValue(a.group)
     }
   }
 
@@ -102,6 +103,10 @@ extension ActivityColumn {
         throw bad("liveActivity: \(error.message)")
       }
     }
+    let group = text(.groupName)
+    if let group, !ActivityGroup.isValid(group) {
+      throw bad("groupName \(JSONValue.string(group).canonicalText) is not a group name")
+    }
     let endOnExpiry: DismissalPolicy? =
       switch optional(.endOnExpiry) {
       case nil: nil
@@ -118,7 +123,7 @@ extension ActivityColumn {
       nextMilestone: Int(int(.nextMilestone)), endOnExpiry: endOnExpiry,
       startedAt: int(.startedAt), endedAt: int(.endedAt), endReason: reason,
       dismissAt: int(.dismissAt), lastTimestamp: optional(.lastTimestamp),
-      liveActivity: liveActivity, overtime: int(.overtime) != 0)
+      liveActivity: liveActivity, overtime: int(.overtime) != 0, group: group)
   }
 }
 

@@ -341,7 +341,7 @@ struct PostgresStoreTests {
       "\(e?.message ?? "")")
   }
 
-  @Test("A database of schema 1 (one server) is migrated to 4 on open, its rows shard 0's")
+  @Test("A database of schema 1 (one server) is migrated to today's on open, its rows shard 0's")
   func fromSchemaOne() throws {
     var (location, store, engine) = try Self.storeHoldingA()
     try store.write([], pushes: [.add(pushItem("a", "ab", ts: 1, "{}"))])
@@ -359,13 +359,14 @@ struct PostgresStoreTests {
       ALTER TABLE countdown_engine RENAME COLUMN shard TO id;
       UPDATE countdown_engine SET id = 1;
       ALTER TABLE countdown_engine ADD CONSTRAINT countdown_engine_id_check CHECK (id = 1);
+      ALTER TABLE countdown_activity DROP COLUMN groupName;
       UPDATE countdown_schema SET version = 1;
       """, in: location.database)
     let reopened = try PostgresStore(location)
     defer { reopened.close() }
     #expect(
       try PostgresTestServer.psql("SELECT version FROM countdown_schema", in: location.database)
-        == "4\n")
+        == "\(PostgresStore.schemaVersion)\n")
     #expect(try reopened.loadUnsettled(shard: 0) == nil)
     #expect(sameStoredState(try #require(try reopened.load()), engine.snapshot()))
     #expect(try reopened.loadPushes().pending.map(\.item.activity) == ["a"])
@@ -375,7 +376,8 @@ struct PostgresStoreTests {
     #expect(sameStoredState(try #require(try reopened.load()), engine.snapshot()))
   }
 
-  @Test("A database of schema 2 is migrated to 4 on open: countdown_unsettled, empty; rows kept")
+  @Test(
+    "A database of schema 2 is migrated to today's on open: countdown_unsettled, empty; rows kept")
   func fromSchemaTwo() throws {
     let (location, store, engine) = try Self.storeHoldingA()
     store.close()
@@ -383,6 +385,7 @@ struct PostgresStoreTests {
       """
       DROP TABLE countdown_unsettled;
       ALTER TABLE countdown_outbox DROP COLUMN apnsID, DROP COLUMN expiration;
+      ALTER TABLE countdown_activity DROP COLUMN groupName;
       UPDATE countdown_schema SET version = 2;
       """,
       in: location.database)
@@ -390,7 +393,7 @@ struct PostgresStoreTests {
     defer { reopened.close() }
     #expect(
       try PostgresTestServer.psql("SELECT version FROM countdown_schema", in: location.database)
-        == "4\n")
+        == "\(PostgresStore.schemaVersion)\n")
     #expect(
       try PostgresTestServer.psql(
         "SELECT count(*) FROM countdown_unsettled", in: location.database) == "0\n")
@@ -398,7 +401,7 @@ struct PostgresStoreTests {
   }
 
   @Test(
-    "A database of schema 3 is migrated to 4 on open: each waiting push gets its own apns-id, no expiry"
+    "A database of schema 3 is migrated to today's on open: each waiting push gets its own apns-id, no expiry"
   )
   func fromSchemaThree() throws {
     let (location, store, _) = try Self.storeHoldingA()
@@ -408,13 +411,14 @@ struct PostgresStoreTests {
     try PostgresTestServer.psql(
       """
       ALTER TABLE countdown_outbox DROP COLUMN apnsID, DROP COLUMN expiration;
+      ALTER TABLE countdown_activity DROP COLUMN groupName;
       UPDATE countdown_schema SET version = 3;
       """, in: location.database)
     let reopened = try PostgresStore(location)
     defer { reopened.close() }
     #expect(
       try PostgresTestServer.psql("SELECT version FROM countdown_schema", in: location.database)
-        == "4\n")
+        == "\(PostgresStore.schemaVersion)\n")
     let pending = try reopened.loadPushes().pending.map(\.item)
     let uuid = /[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
     #expect(pending.count == 2 && Set(pending.map(\.apnsID)).count == 2)
@@ -422,6 +426,32 @@ struct PostgresStoreTests {
     // Writes go on, with the new columns.
     try reopened.write([], pushes: [.add(pushItem("a", "ef", ts: 3, "{}"))])
     #expect(try reopened.loadPushes().pending.last?.item == pushItem("a", "ef", ts: 3, "{}"))
+  }
+
+  @Test(
+    "A database of schema 4 is migrated to 5 on open: its activities have no group, new ones keep theirs"
+  )
+  func fromSchemaFour() throws {
+    let (location, store, engine) = try Self.storeHoldingA()
+    store.close()
+    try PostgresTestServer.psql(
+      """
+      ALTER TABLE countdown_activity DROP COLUMN groupName;
+      UPDATE countdown_schema SET version = 4;
+      """, in: location.database)
+    let reopened = try PostgresStore(location)
+    defer { reopened.close() }
+    #expect(
+      try PostgresTestServer.psql("SELECT version FROM countdown_schema", in: location.database)
+        == "5\n")
+    let loaded = try #require(try reopened.load())
+    #expect(loaded.activities.map(\.id) == ["a"] && loaded.activities[0].group == nil)
+    var e = try ActivityEngine(restoring: engine.snapshot())
+    var r = ActivityRequest.countdown(id: "g", to: e.now.advanced(by: 60_000), title: "G")
+    r.group = "gate-7"
+    _ = try e.start(r, at: e.now)
+    try reopened.write([StoreChanges(engine: e, ids: ["g"])])
+    #expect(try reopened.load()?.activities.first { $0.id == "g" }?.group == "gate-7")
   }
 
   /// A new database with a store on it that committed countdown "a", and the engine.

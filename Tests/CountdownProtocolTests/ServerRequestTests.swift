@@ -19,7 +19,7 @@ struct ServerRequestTests {
   }
 
   static func subscription(_ r: Result<ServerRequest, CountdownError>) -> ([String]?, Bool)? {
-    guard case .success(.subscribe(let ids, let ticks)) = r else { return nil }
+    guard case .success(.subscribe(let ids, let ticks, _)) = r else { return nil }
     return (ids, ticks)
   }
 
@@ -58,7 +58,7 @@ struct ServerRequestTests {
   @Test("list: soonest and endedWithinMs checked alike; both at once refused")
   func list() {
     guard
-      case .success(.list(.soonest(3))) = ServerRequest.decode(
+      case .success(.list(.soonest(3), nil)) = ServerRequest.decode(
         op: "list", query: Self.query(["soonest": "3"]))
     else {
       Issue.record("soonest=3 not decoded")

@@ -31,14 +31,15 @@ struct ClusterOnPostgresTests {
 
   /// A node that forwards: `--listen` on a free loopback port, the cluster token.
   static func forwardingNode(
-    _ name: String, _ url: String, in dir: URL, environment: [String: String]? = nil
+    _ name: String, _ url: String, in dir: URL, _ extra: [String] = [],
+    environment: [String: String]? = nil
   ) throws -> ServerProcess {
     try node(
       name, url, in: dir,
       [
         "--listen", "127.0.0.1:\(try freePort())", "--cluster-token", "ct-1", "--http",
         "127.0.0.1:0",
-      ], environment: environment)
+      ] + extra, environment: environment)
   }
 
   /// A TCP port nothing listens on now (bound to 0, read, closed).
@@ -97,6 +98,7 @@ struct ClusterOnPostgresTests {
   /// runs with `environmentOfA` added to its environment.
   static func withTwoNodes(
     forwarding: Bool = false, environmentOfA: [String: String]? = nil,
+    files: [String: String] = [:], extra: [String] = [],
     _ body: @escaping @Sendable (Pair) throws -> Void
   ) async throws {
     let url = try PostgresTestServer.freshDatabaseURL()
@@ -106,10 +108,18 @@ struct ClusterOnPostgresTests {
         try? FileManager.default.removeItem(at: dirA)
         try? FileManager.default.removeItem(at: dirB)
       }
+      // `files`: written (mode 0600) in each node's directory before it starts.
+      for dir in [dirA, dirB] {
+        for (name, text) in files {
+          let path = dir.appendingPathComponent(name).path
+          try text.write(toFile: path, atomically: false, encoding: .utf8)
+          chmod(path, 0o600)
+        }
+      }
       let start = { (name: String, dir: URL, environment: [String: String]?) in
         forwarding
-          ? try Self.forwardingNode(name, url, in: dir, environment: environment)
-          : try Self.node(name, url, in: dir, environment: environment)
+          ? try Self.forwardingNode(name, url, in: dir, extra, environment: environment)
+          : try Self.node(name, url, in: dir, extra, environment: environment)
       }
       let a = try start("a", dirA, environmentOfA)
       let b = try start("b", dirB, nil)

@@ -235,6 +235,11 @@ package final class ServerProcess {
     startLine.firstMatch(of: /http http:\/\/127\.0\.0\.1:(\d+)\//).flatMap { Int($0.1) }
   }
 
+  /// The TCP port its start-up line names (`--listen 127.0.0.1:PORT`).
+  package var tcpPort: Int? {
+    startLine.firstMatch(of: /tcp 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }
+  }
+
   /// Resident memory of the server, in KiB.
   package var rssKiB: Int {
     let status = readTextFile("/proc/\(pid)/status")

@@ -247,7 +247,6 @@ struct AccessTests {
       ("viewer k1\n", 0o600, "line 1: \"viewer\" is not a role"),
       ("view\n", 0o600, "line 1: a view line needs its key"),
       ("view k1\ncontrol k1\n", 0o600, "line 2: this key is already on an earlier line"),
-      ("view k1 gate-a\n", 0o600, "groups (gate-a) are not enforced"),
     ]
     for (text, mode, message) in cases {
       let dir = temporaryDirectory()

@@ -11,7 +11,7 @@ import Testing
 struct HTTPTests {
   static let objectKeys: Set<String> = [
     "id", "kind", "phase", "value", "text", "progress", "stale", "overtime", "content", "endDate",
-    "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone", "liveActivity",
+    "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone", "liveActivity", "group",
   ]
 
   @Test("liveActivity over HTTP: kept, merge-patched, refused by member name, kept by a restart")

@@ -2,6 +2,7 @@
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
 import Countdown
+import CountdownProtocol
 import CountdownTestSupport
 import NIOCore
 import Testing
@@ -94,6 +95,8 @@ struct PeerMessageTests {
       PeerMessage.RelayLine(source: nil, sequence: 0, delivery: 0),
       PeerMessage.RelayLine(source: nil, sequence: 42, delivery: 7),
       PeerMessage.RelayLine(source: 0xabc, sequence: .max, delivery: .max),
+      PeerMessage.RelayLine(source: nil, sequence: 3, delivery: 0, group: "gate-12"),
+      PeerMessage.RelayLine(source: 0x1f, sequence: 9, delivery: 4, group: "a.b_c-D"),
     ] {
       var buffer = ByteBufferAllocator().buffer(capacity: 64)
       head.writeHead(into: &buffer)
@@ -105,7 +108,7 @@ struct PeerMessageTests {
     for bad in [
       "", "12 3", "12 3 ", "12x 3 {}\n", "12  3 {}\n", "~ 1 2 {}\n", "~zz 1 2 {}\n",
       "~11112222333344445 1 2 {}\n", "99999999999999999999999 1 {}\n", " 1 2 {}\n",
-      "-1 2 {}\n",
+      "-1 2 {}\n", "1 2 @ {}\n", "1 2 @gate/12 {}\n", "1 2 @gate-12\n", "1 2 @g\n",
     ] {
       #expect(Self.decodeLine(bad) == nil, "\(bad.debugDescription)")
     }
@@ -116,12 +119,15 @@ struct PeerMessageTests {
     for r in [
       PeerMessage.SnapshotRequest(ids: nil), .init(ids: []),
       .init(ids: ["gate-12", #"quote " and \ slash"#, "é ☃"]),
+      .init(ids: nil, groups: ["gate-a", "gate-b"], group: "gate-b"), .init(ids: ["x"], groups: []),
     ] {
       #expect(r.line.withUnsafeBufferPointer { PeerMessage.SnapshotRequest.decode($0) } == r)
     }
     #expect(Self.decodeSnapshotRequest(#"{"op":"peerSnapshot","ids":["a",1]}"#) == nil)
     #expect(Self.decodeSnapshotRequest(#"{"op":"peerSnapshot","ids":"a"}"#) == nil)
     #expect(Self.decodeSnapshotRequest(#"{"op":"peerSnapshots"}"#) == nil)
+    #expect(Self.decodeSnapshotRequest(#"{"op":"peerSnapshot","groups":["a b"]}"#) == nil)
+    #expect(Self.decodeSnapshotRequest(#"{"op":"peerSnapshot","group":7}"#) == nil)
   }
 
   @Test("A forwarded HTTP command: round trip, an empty body as {}, and what is not one")
@@ -145,6 +151,41 @@ struct PeerMessageTests {
         Self.bytes(bad).withUnsafeBufferPointer { PeerMessage.HTTPCommand.decode($0) } == nil,
         "\(bad)")
     }
+  }
+
+  @Test(
+    "A command for a key with groups: the line wrapped with them, round trip; the groups of a forwarded HTTP command; what is not one"
+  )
+  func scopedCommand() throws {
+    let line = Self.bytes(#"{"op":"get","id":"gate \"12\""}"#)
+    let wrapped = PeerMessage.ScopedCommand(groups: ["b", "a"], line: line)
+    #expect(
+      String(decoding: wrapped.wrapped, as: UTF8.self)
+        == #"{"op":"peerScoped","groups":["a","b"],"line":{"op":"get","id":"gate \"12\""}}"#)
+    let back = try #require(
+      wrapped.wrapped.withUnsafeBufferPointer { PeerMessage.ScopedCommand.decode($0) })
+    #expect(back.groups == ["a", "b"])
+    let decoded = back.line.withUnsafeBufferPointer { ServerRequest.decode($0) }
+    guard case .success(.command(.get, let id)) = decoded.request else {
+      Issue.record("\(decoded.request)")
+      return
+    }
+    #expect(id == #"gate "12""#)
+    let http = PeerMessage.HTTPCommand(method: "end", id: "a", body: [], groups: ["gate-1"])
+    let h = try #require(http.line.withUnsafeBufferPointer { PeerMessage.HTTPCommand.decode($0) })
+    #expect(h.groups == ["gate-1"])
+    for bad in [
+      #"{"op":"peerScoped","groups":["a"],"line":"x"}"#,
+      #"{"op":"peerScoped","groups":"a","line":{}}"#,
+      #"{"op":"peerScoped","groups":["a b"],"line":{}}"#, #"{"op":"peerScoped","line":{}}"#,
+    ] {
+      #expect(
+        Self.bytes(bad).withUnsafeBufferPointer { PeerMessage.ScopedCommand.decode($0) } == nil,
+        "\(bad)")
+    }
+    #expect(
+      Self.bytes(#"{"op":"peerHTTP","method":"end","id":"a","groups":[1],"body":{}}"#)
+        .withUnsafeBufferPointer { PeerMessage.HTTPCommand.decode($0) } == nil)
   }
 
   @Test("A snapshot's head, a part's served shards and a forwarded activity are read typed")

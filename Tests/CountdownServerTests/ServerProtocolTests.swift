@@ -68,7 +68,7 @@ struct ServerProtocolTests {
       let keys: Set<String> = [
         "id", "kind", "phase", "value", "text", "progress", "stale", "overtime", "content",
         "endDate",
-        "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone", "liveActivity",
+        "startDate", "pausedAt", "goalMs", "milestone", "nextMilestone", "liveActivity", "group",
       ]
       #expect(Set(a.keys) == keys)
       #expect(a["goalMs"] is NSNull, "a countdown has no goal")

@@ -152,9 +152,11 @@ package func everyFieldEngine() throws -> (engine: ActivityEngine, gateContent: 
     pushTokens: ["a0b1c2d3"], startTokens: ["ffee"], attributesType: "GateAttributes",
     attributes: ["gate": .string("B12")], keys: ["endDate": "departs"], dateEncoding: .unix,
     priority: 10)
+  r.group = "gate-b12"
   _ = try e.start(r, at: t0)
   var dose = ActivityRequest.elapsed(id: "dose", title: "Dose")
   dose.goalMs = 90_000
+  dose.group = "ward.3_east-1"
   _ = try e.start(dose, at: t0)
   var park = ActivityRequest.countdown(id: "park", to: t0.advanced(by: 3_000), title: "Park")
   park.endOnExpiry = .default

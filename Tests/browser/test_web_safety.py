@@ -234,36 +234,58 @@ class BoardOverHTTPSTest(unittest.TestCase):
             By.CSS_SELECTOR, 'section.tile[data-id="gate"]').text.lower())
 
 
-class BoardWithKeysTest(unittest.TestCase):
-    """The board with a key (docs/security.md, "Roles"): `/?key=KEY` keeps the key in an
-    HttpOnly cookie and drops it from the address; a view key's screen shows the tiles and no
-    buttons (`controls=1` adds none); a control key's has them, and they work."""
+class KeyedServerCase(unittest.TestCase):
+    """A server with `--access` (the class's ACCESS text, mode 0600) in a directory of its own,
+    Chromium, and `start` on the Unix socket (which needs no key). No tests of its own."""
 
-    VIEW, CONTROL = "screen-key-0001", "operator-key-0001"
+    ACCESS = ""
 
     @classmethod
     def setUpClass(cls):
+        if cls is KeyedServerCase:
+            raise unittest.SkipTest("a base case: its subclasses have the tests")
         cls.dir = tempfile.mkdtemp(prefix="cd-keys-", dir="/tmp")
         access = os.path.join(cls.dir, "access")
         with open(access, "w") as f:
-            f.write("view %s\ncontrol %s\n" % (cls.VIEW, cls.CONTROL))
+            f.write(cls.ACCESS)
         os.chmod(access, 0o600)
         cls.port = free_port()
         cls.server = Server(cls.dir, cls.port, ["--access", access])
-        # The Unix socket needs no key.
+        cls.seed()
+        cls.driver = chromium()
+
+    @classmethod
+    def seed(cls):
+        pass
+
+    @classmethod
+    def start(cls, id, title, group=None):
         import socket as sockets
         with sockets.socket(sockets.AF_UNIX) as c:
             c.connect(os.path.join(cls.dir, "c.sock"))
-            c.sendall(('{"op":"start","id":"gate","kind":"countdown","endDate":%d,'
-                       '"title":"Gate B12"}\n' % (now_ms() + 600_000)).encode())
+            extra = ',"group":"%s"' % group if group else ""
+            c.sendall(('{"op":"start","id":"%s","kind":"countdown","endDate":%d,'
+                       '"title":"%s"%s}\n' % (id, now_ms() + 600_000, title, extra)).encode())
             assert b'"ok":true' in c.recv(4096)
-        cls.driver = chromium()
 
     @classmethod
     def tearDownClass(cls):
         cls.driver.quit()
         cls.server.stop()
         shutil.rmtree(cls.dir, ignore_errors=True)
+
+
+class BoardWithKeysTest(KeyedServerCase):
+    """The board with a key (docs/security.md, "Roles"): `/?key=KEY` keeps the key in an
+    HttpOnly cookie and drops it from the address; a view key's screen shows the tiles and no
+    buttons (`controls=1` adds none); a control key's has them, and they work."""
+
+    VIEW, CONTROL = "screen-key-0001", "operator-key-0001"
+    ACCESS = "view %s\ncontrol %s\n" % (VIEW, CONTROL)
+
+    @classmethod
+    def seed(cls):
+        cls.start("gate", "Gate B12")
 
     def tiles(self):
         return self.driver.find_elements(By.CSS_SELECTOR, "section.tile")
@@ -300,6 +322,46 @@ class BoardWithKeysTest(unittest.TestCase):
         self.driver.get("http://127.0.0.1:%d/" % self.port)
         self.assertIn("unauthorized", self.driver.page_source)
         self.assertEqual(self.tiles(), [])
+
+
+class BoardWithGroupKeysTest(KeyedServerCase):
+    """The board with a key that has groups (docs/security.md, "Groups"): a view key of gate-b
+    shows gate-b's tiles alone, those started later too, no buttons; `?group=` narrows a key of
+    two groups to one, and its buttons work there."""
+
+    SCREEN, OPERATOR = "screen-b-0001", "operator-ab-0001"
+    ACCESS = "view %s gate-b\ncontrol %s gate-a,gate-b\n" % (SCREEN, OPERATOR)
+
+    @classmethod
+    def seed(cls):
+        for id, group in [("a1", "gate-a"), ("b1", "gate-b"), ("n1", None)]:
+            cls.start(id, "T " + id, group)
+
+    def titles(self):
+        return sorted(t.text for t in self.driver.find_elements(By.CSS_SELECTOR, "section.tile .title"))
+
+    def test_1_view_key_of_one_group(self):
+        self.driver.get("http://127.0.0.1:%d/?key=%s&controls=1" % (self.port, self.SCREEN))
+        wait_for(lambda: self.titles() == ["T b1"], 10, "gate-b's tile alone")
+        self.assertEqual(self.driver.find_elements(By.TAG_NAME, "button"), [])
+        # Started later: gate-b's appears, gate-a's and one without a group do not.
+        self.start("a2", "T a2", "gate-a")
+        self.start("n2", "T n2")
+        self.start("b2", "T b2", "gate-b")
+        wait_for(lambda: self.titles() == ["T b1", "T b2"], 10, "b2's tile")
+        time.sleep(1.5)
+        self.assertEqual(self.titles(), ["T b1", "T b2"])
+
+    def test_2_group_narrows_a_key_of_two(self):
+        self.driver.delete_all_cookies()
+        self.driver.get("http://127.0.0.1:%d/?key=%s&group=gate-a" % (self.port, self.OPERATOR))
+        wait_for(lambda: self.titles() == ["T a1", "T a2"], 10, "gate-a's tiles alone")
+        self.assertIn("group=gate-a", self.driver.current_url)
+        pause = next(b for b in self.driver.find_elements(By.TAG_NAME, "button")
+                     if b.text.lower() == "pause")
+        pause.click()
+        wait_for(lambda: "paused" in [b.text.lower() for b in self.driver.find_elements(
+            By.CSS_SELECTOR, "section.tile .badge")], 5, "the pause of a gate-a activity")
 
 
 if __name__ == "__main__":

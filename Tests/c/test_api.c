@@ -323,6 +323,32 @@ static void test_overtime(void) {
   CHECK(seen.expired == 1 && seen.negative == 1 && seen.text_ok);
 }
 
+/* A group: given at the start, shown in the activity object; a bad name is refused and
+ * nothing starts. */
+static void test_group(void) {
+  cd_loop *loop = NULL;
+  CHECK_STATUS(cd_loop_create(NULL, NULL, NULL, &loop), CD_OK);
+  cd_start s = {0};
+  s.id = "g1";
+  s.id_length = 2;
+  s.title = "Gate";
+  s.title_length = 4;
+  s.end_date = now_ms() + 60000;
+  s.group = "gate-12";
+  s.group_length = 7;
+  CHECK_STATUS(cd_loop_start_countdown(loop, &s, NULL, 0, NULL), CD_OK);
+  cd_start bad = s;
+  bad.id = "g2";
+  bad.group = "gate 12";
+  CHECK_STATUS(cd_loop_start_countdown(loop, &bad, NULL, 0, NULL), CD_ERR_INVALID_PAYLOAD);
+  CHECK(contains(cd_last_error_message(), "group must be 1"));
+  char reply[2048];
+  size_t n = 0;
+  CHECK_STATUS(cd_loop_request(loop, LIT("{\"op\":\"list\"}"), reply, sizeof reply, &n), CD_OK);
+  CHECK(contains(reply, "\"group\":\"gate-12\"") && !contains(reply, "\"g2\""));
+  CHECK_STATUS(cd_loop_destroy(loop), CD_OK);
+}
+
 /* Every queued request is answered exactly once, with CD_ERR_SHUTDOWN if destroy came first. */
 typedef struct counts {
   pthread_mutex_t lock;
@@ -673,6 +699,7 @@ int main(void) {
   test_null_loop();
   test_no_text();
   test_overtime();
+  test_group();
   test_async_shutdown();
   test_loop();
   if (failures) {

@@ -12,7 +12,7 @@ struct BenchCommand: AsyncParsableCommand {
       SuiteBench.self, TicksBench.self, WakeBench.self, FormatBench.self, OpsBench.self,
       ServeBench.self, ServeChild.self, CABIBench.self, StoreBench.self, SSEBench.self,
       FloorBench.self, AbuseBench.self, PushBench.self, WebhookBench.self, ClusterBench.self,
-      MemoryBench.self,
+      MemoryBench.self, AccessBench.self,
     ],
     defaultSubcommand: SuiteBench.self
   )

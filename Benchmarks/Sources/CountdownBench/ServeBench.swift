@@ -41,6 +41,7 @@ struct ServeChild: AsyncParsableCommand {
   @Option var clusterToken: String?
   @Option var shards = 64
   @Option var leaseMs: Int64 = 5_000
+  @Option var access: String?
 
   func run() async throws {
     raiseDescriptorLimit()
@@ -53,6 +54,7 @@ struct ServeChild: AsyncParsableCommand {
       ClusterOptions(
         node: $0, advertise: listen, shards: shards, leaseMs: leaseMs, token: clusterToken)
     }
+    options.accessPath = access
     options.tlsCertificatePath = tlsCert
     options.tlsKeyPath = tlsKey
     if let replyBufferBytes { options.replyBufferBytes = replyBufferBytes }
@@ -349,14 +351,22 @@ struct ServeBench: ParsableCommand {
   }
 
   /// Pipelines `commands` requests over `connections` connections and times the replies.
+  /// With `key`, each connection gives it first (`auth`) and has its role from then on.
   static func throughput(
     op: String, connections: Int, commands: Int, state: String = ":memory:",
-    sync: String = "normal", replyBufferBytes: Int? = nil, extra: [String] = []
+    sync: String = "normal", replyBufferBytes: Int? = nil, extra: [String] = [],
+    key: String? = nil
   ) throws -> Double {
     let child = try Child(
       state: state, sync: sync, replyBufferBytes: replyBufferBytes, extra: extra)
     defer { child.stop() }
     let clients = try (0..<connections).map { _ in try Client(child.socket) }
+    if let key {
+      for client in clients {
+        client.sendWhileReading(
+          Array(#"{"op":"auth","token":"\#(key)"}"#.utf8) + [0x0A], replies: 1)
+      }
+    }
     // gets need activities to get.
     if op == "get" {
       var batch = [UInt8]()
