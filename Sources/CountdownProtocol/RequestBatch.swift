@@ -314,8 +314,24 @@ extension BatchResult {
   ///
   /// `mayHaveCommitted`: the database's connection went with the commit under way, so the
   /// requests may have been carried out all the same; the message says so, and how to tell.
-  package func storageFailed(_ error: String, mayHaveCommitted: Bool = false) -> BatchResult {
+  /// `lostShard`: the commit touched a shard this cluster node had just stopped serving (its
+  /// lease gone or handed on while the wake ran): `unavailable` naming it, as a request for a
+  /// shard changing hands gets; nothing was written.
+  package func storageFailed(
+    _ error: String, mayHaveCommitted: Bool = false, lostShard: Int? = nil
+  ) -> BatchResult {
     var r = self
+    if let lostShard {
+      let failure = CountdownError(
+        .unavailable,
+        "shard \(lostShard) changed hands while this request ran (\(error)), so it was not carried out; the server goes back to what it committed. Try again: the shard's new owner answers"
+      )
+      for k in r.items.indices {
+        if case .failed = r.items[k].outcome { continue }
+        r.items[k].outcome = .failed(failure)
+      }
+      return r
+    }
     let message =
       mayHaveCommitted
       ? "the server lost its database connection while storing its state (\(error)), so this request may or may not have been carried out: the server reads its state back from the database, where a get shows which; the server is up and what it acknowledged before is kept. Try again once the database answers"

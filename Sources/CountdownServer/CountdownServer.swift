@@ -171,7 +171,9 @@ final class ServerCore: @unchecked Sendable {
       var result = result
       if let failure, case .success(let r) = result {
         result = .success(
-          r.storageFailed(failure.message, mayHaveCommitted: failure.mayHaveCommitted))
+          r.storageFailed(
+            failure.message, mayHaveCommitted: failure.mayHaveCommitted,
+            lostShard: failure.lostShard))
       }
       deliver(result)
     }
