@@ -49,14 +49,21 @@ private func peerLine(_ line: UnsafeBufferPointer<UInt8>) {
     let again = s.line.withUnsafeBufferPointer { PeerMessage.SnapshotRequest.decode($0) }
     precondition(again == s, "SnapshotRequest \(s) does not decode to itself")
   }
-  if let (method, id, _) = PeerMessage.HTTPCommand.decode(line) {
-    // Its body written back as the command carries it: decodes to the same method and id.
+  if let (method, id, _, groups) = PeerMessage.HTTPCommand.decode(line) {
+    // Its body written back as the command carries it: decodes to the same method, id and
+    // groups.
     var w = JSONWriter()
     w.write(.object(decodedBody(line)))
     let body = w.bytes
-    let again = PeerMessage.HTTPCommand(method: method, id: id, body: body).line
+    let again = PeerMessage.HTTPCommand(method: method, id: id, body: body, groups: groups).line
       .withUnsafeBufferPointer { PeerMessage.HTTPCommand.decode($0) }
-    precondition(again?.method == method && again?.id == id, "HTTPCommand \(method) \(id ?? "-")")
+    precondition(
+      again?.method == method && again?.id == id && again?.groups == groups,
+      "HTTPCommand \(method) \(id ?? "-")")
+  }
+  if let c = PeerMessage.ScopedCommand.decode(line) {
+    let again = c.wrapped.withUnsafeBufferPointer { PeerMessage.ScopedCommand.decode($0) }
+    precondition(again == c, "ScopedCommand \(c) does not decode to itself")
   }
   _ = PeerMessage.RelayLine.decode(UnsafeRawBufferPointer(line))
   _ = PeerMessage.SnapshotHead.decode(bytes)
