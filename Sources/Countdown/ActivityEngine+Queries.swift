@@ -161,10 +161,10 @@ extension ActivityEngine {
 /// ``ActivityEngine/activitiesView()`` gives.
 ///
 /// Taking one costs O(1) on the engine's thread: it shares the engine's per-slot records (the
-/// hot and the cold array), copied on write, and builds nothing. The states are built where ``all()``,
-/// ``soonestEnding(_:)`` or ``ended(within:)`` is called, so a service can answer a listing or
-/// a subscription's snapshot of a million activities on a network thread while the engine
-/// goes on ticking. While a view is alive, the first change the engine makes to one of those
+/// hot and the cold array), copied on write, and builds nothing. The states are built where
+/// ``all()``, ``soonestEnding(_:in:)`` or ``ended(within:in:)`` is called, so a service can
+/// answer a listing or a subscription's snapshot of a million activities on a network thread
+/// while the engine goes on ticking. While a view is alive, the first change the engine makes to one of those
 /// arrays copies it (O(n) once per array); drop the view once its states are built.
 ///
 /// A view never changes: its states are those of the engine at ``now``, whatever the engine
