@@ -2,10 +2,9 @@
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
 import Countdown
+import CountdownServer
 import Foundation
 import Testing
-
-@testable import CountdownServer
 
 /// An HTTP/1.1 answer read off a real socket.
 package struct HTTPAnswer {

@@ -2,11 +2,10 @@
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
 import CountdownClient
+import CountdownServer
 import CountdownTestSupport
 import Foundation
 import Testing
-
-@testable import CountdownServer
 
 /// A real client socket (Unix or TCP) with line reads bounded in time.
 package final class TestClient {
