@@ -12,11 +12,13 @@ deps:
 	  echo "installing libuv1-dev, libsqlite3-dev"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libuv1-dev libsqlite3-dev pkg-config; }
 
-# The C ABI's tests and examples compile with gcc and g++ (the issue's flags) and pkg-config.
+# The C ABI's tests and examples compile with gcc and g++ (the issue's flags) and pkg-config;
+# patchelf gives the library its SONAME.
 cdeps: deps
-	@command -v gcc >/dev/null && command -v g++ >/dev/null && command -v pkg-config >/dev/null || { \
-	  echo "installing gcc, g++, pkg-config"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc g++ pkg-config; }
+	@command -v gcc >/dev/null && command -v g++ >/dev/null && command -v pkg-config >/dev/null \
+	  && command -v patchelf >/dev/null || { \
+	  echo "installing gcc, g++, pkg-config, patchelf"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc g++ pkg-config patchelf; }
 
 # The main job: countdown-bench's default suite (release build, about 3½ minutes on 2 cores):
 # the machine's wake-up floor, tick latency of our driver beside one uv_timer_t per activity,
@@ -251,16 +253,22 @@ fuzz: .build-fuzz/fuzz-wire
 
 # ---- The C ABI (include/countdown.h, libcountdown) ----
 # The dynamic library product is CountdownC (a product named "countdown" would collide with
-# the executable); it has no SONAME, so copied as libcountdown.so it links as -lcountdown.
+# the executable). `make lib` copies it as libcountdown.so.VERSION with the SONAME
+# libcountdown.so.MAJOR (patchelf: SwiftPM sets none), and the two links a system has beside
+# it: libcountdown.so.MAJOR (what a program loads) and libcountdown.so (what -lcountdown finds).
 PREFIX ?= /usr/local
 VERSION := $(shell sed -n 's/^\#define CD_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/countdown.h | paste -sd.)
+SOVERSION := $(firstword $(subst ., ,$(VERSION)))
 CLIB := .build/release/libcountdown.so
 CFLAGS_STRICT := -std=c11 -Wall -Wextra -Werror -pedantic
 CSCRATCH := .build-c
 
-lib: deps
+lib: cdeps
 	$(SWIFT) build -c release --product CountdownC
-	cp .build/release/libCountdownC.so $(CLIB)
+	cp .build/release/libCountdownC.so $(CLIB).$(VERSION)
+	patchelf --set-soname libcountdown.so.$(SOVERSION) $(CLIB).$(VERSION)
+	ln -sf libcountdown.so.$(VERSION) $(CLIB).$(SOVERSION)
+	ln -sf libcountdown.so.$(SOVERSION) $(CLIB)
 
 # `make install` (README "Install"): countdown, its manual page, and the C library, header and
 # countdown.pc under PREFIX (DESTDIR for a staging root). `make install-lib` installs the C
@@ -277,7 +285,9 @@ man: deps
 
 install-lib: lib
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig
-	install -m 0755 $(CLIB) $(DESTDIR)$(LIBDIR)/libcountdown.so
+	install -m 0644 $(CLIB).$(VERSION) $(DESTDIR)$(LIBDIR)/libcountdown.so.$(VERSION)
+	ln -sf libcountdown.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libcountdown.so.$(SOVERSION)
+	ln -sf libcountdown.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libcountdown.so
 	install -m 0644 include/countdown.h $(DESTDIR)$(PREFIX)/include/countdown.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	  CSupport/countdown.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/countdown.pc
@@ -290,7 +300,8 @@ install: install-lib man
 # What `make install` put under PREFIX, removed again.
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/countdown $(DESTDIR)$(MANDIR)/countdown.1 \
-	  $(DESTDIR)$(LIBDIR)/libcountdown.so $(DESTDIR)$(PREFIX)/include/countdown.h \
+	  $(DESTDIR)$(LIBDIR)/libcountdown.so $(DESTDIR)$(LIBDIR)/libcountdown.so.$(SOVERSION) \
+	  $(DESTDIR)$(LIBDIR)/libcountdown.so.$(VERSION) $(DESTDIR)$(PREFIX)/include/countdown.h \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig/countdown.pc
 
 # The DocC catalogs (Sources/*/*.docc) of the libraries an app embeds, warnings as errors
@@ -305,20 +316,30 @@ docs: deps
 debdeps: deps
 	@command -v patchelf >/dev/null && command -v dpkg-architecture >/dev/null \
 	  && command -v systemd-socket-activate >/dev/null && command -v systemd-analyze >/dev/null \
-	  && command -v man >/dev/null || { \
-	  echo "installing patchelf, dpkg-dev, systemd, man-db"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patchelf dpkg-dev systemd man-db; }
+	  && command -v man >/dev/null && command -v lintian >/dev/null \
+	  && command -v debootstrap >/dev/null || { \
+	  echo "installing patchelf, dpkg-dev, systemd, man-db, lintian, debootstrap"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patchelf dpkg-dev systemd man-db lintian debootstrap; }
 
-# countdown_<version>_<arch>.deb here, from the release build.
+# countdown, libcountdown0 and libcountdown-dev _<version>-1_<arch>.deb here, from the release
+# build (dist/deb/build.sh).
+DEBS = countdown libcountdown0 libcountdown-dev
 deb: debdeps
 	dist/deb/build.sh $(VERSION) .
 
-# README "Install", run: make install and uninstall under a scratch PREFIX, the .deb
-# installed with dpkg -i (this machine; root), the units verified, the installed binary served
-# under systemd-socket-activate with a NOTIFY_SOCKET listener, the kiosk quick start, dpkg -r
-# (Tests/package/test_package.py; scratch in .build-package).
+# Debian's lintian on each package (errors and warnings fail); README "Install", run: make
+# install and uninstall under a scratch PREFIX, the packages installed with apt (this machine;
+# root), the units verified, the installed binary served under systemd-socket-activate with a
+# NOTIFY_SOCKET listener, the kiosk quick start, dpkg -r (Tests/package/test_package.py); then
+# the packages installed with apt into a fresh `debootstrap --variant=minbase bookworm` root
+# (cached in .build-package), the quick start and the C example there, and a purge
+# (Tests/package/test_debootstrap.py). Not in .ci/run (a release build of its own and a
+# Debian root: about 15 minutes); .ci/run-long runs it.
 package: deb
-	SCRATCH=$(CURDIR)/.build-package python3 Tests/package/test_package.py countdown_$(VERSION)_$$(dpkg --print-architecture).deb
+	for p in $(DEBS); do lintian --fail-on error,warning --tag-display-limit 0 \
+	  $${p}_$(VERSION)-1_$$(dpkg --print-architecture).deb || exit 1; done
+	SCRATCH=$(CURDIR)/.build-package python3 Tests/package/test_package.py
+	SCRATCH=$(CURDIR)/.build-package python3 Tests/package/test_debootstrap.py $(CURDIR)
 
 # The C and C++ examples, built through pkg-config against an installation in a scratch
 # prefix, and run for two seconds each.

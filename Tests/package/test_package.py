@@ -34,13 +34,20 @@ VERSION = ".".join(re.search(r"#define CD_VERSION_%s (\d+)" % p, HEADER).group(1
                    for p in ("MAJOR", "MINOR", "PATCH"))
 ARCH = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
                       check=True).stdout.strip()
-DEB = "countdown_%s_%s.deb" % (VERSION, ARCH)
+PACKAGES = ["countdown", "libcountdown0", "libcountdown-dev"]
+MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
+                           text=True, check=True).stdout.strip()
+# The packages' version: the release's with Debian revision 1 (dist/deb/build.sh).
+DEBS = ["%s_%s-1_%s.deb" % (p, VERSION, ARCH) for p in PACKAGES]
+DEB = DEBS[0]
 UNITS = "/lib/systemd/system"
 STATE = "/var/lib/countdown"
 RUNDIR = "/run/countdown"
 FROM_SOURCE = ["/usr/local/bin/countdown", "/usr/local/share/man/man1/countdown.1",
                "/usr/local/lib/libcountdown.so", "/usr/local/include/countdown.h",
-               "/usr/local/lib/pkgconfig/countdown.pc"]
+               "/usr/local/lib/pkgconfig/countdown.pc",
+               "/usr/local/lib/libcountdown.so.%s" % VERSION.split(".")[0],
+               "/usr/local/lib/libcountdown.so." + VERSION]
 ENV = dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin:" + os.environ.get("PATH", ""))
 
 
@@ -172,27 +179,41 @@ def check_from_source(block):
 
 
 def check_package(block):
-    assert block == ["make deb", "dpkg -i " + DEB], (block, DEB)
+    assert block == ["make deb", "apt-get install -y " + " ".join("./" + d for d in DEBS)], (
+        block, DEBS)
     sh(block[0])
     info = subprocess.run(["dpkg-deb", "-f", DEB], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout
-    assert "Version: %s\n" % VERSION in info and "libuv1" in info and "libsqlite3-0" in info, info
+    assert "Version: %s-1\n" % VERSION in info and "libuv1" in info and "libsqlite3-0" in info, info
+    assert "libcountdown0 (= %s-1)" % VERSION in info, info
+    dev = subprocess.run(["dpkg-deb", "-f", DEBS[2], "Depends"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert "libuv1-dev" in dev and "libcountdown0 (= %s-1)" % VERSION in dev, dev
     sh(block[1])
-    files = [f for f in subprocess.run(["dpkg", "-L", "countdown"], capture_output=True,
+    files = [f for f in subprocess.run(["dpkg", "-L"] + PACKAGES, capture_output=True,
                                        text=True, check=True).stdout.splitlines()
              if os.path.isfile(f)]
     for expected in ["/usr/bin/countdown", "/usr/share/man/man1/countdown.1.gz",
                      UNITS + "/countdown.service", UNITS + "/countdown.socket",
                      "/usr/include/countdown.h"]:
         assert expected in files, (expected, files)
+    # The library's SONAME, and each package's copyright and changelog.
+    library = [f for f in files if os.path.basename(f) == "libcountdown.so." + VERSION]
+    assert len(library) == 1, files
+    soname = subprocess.run(["objdump", "-p", library[0]], capture_output=True, text=True,
+                            check=True).stdout
+    assert "SONAME               libcountdown.so.%s\n" % VERSION.split(".")[0] in soname, soname
+    for p in PACKAGES:
+        for doc in ("copyright", "changelog.Debian.gz"):
+            assert "/usr/share/doc/%s/%s" % (p, doc) in files, (p, doc)
     assert sh("countdown --version").stdout.strip() == VERSION
     # The Swift runtime comes from the package's private directory, never the toolchain.
-    for target in ["/usr/bin/countdown"] + [f for f in files if f.endswith("libcountdown.so")]:
+    for target in ["/usr/bin/countdown"] + library:
         ldd = subprocess.run(["ldd", target], capture_output=True, text=True,
                              check=True).stdout
         assert "not found" not in ldd, ldd
         swift = [line for line in ldd.splitlines() if "libswiftCore" in line]
-        assert swift and "/usr/lib/countdown/swift/" in swift[0], ldd
+        assert swift and "/usr/lib/%s/countdown/swift/" % MULTIARCH in swift[0], ldd
         assert "/opt/swift" not in ldd and ".build" not in ldd, ldd
     # The C library through pkg-config, with the package's runtime.
     example = os.path.join(SCRATCH, "kiosk")
@@ -291,11 +312,12 @@ def check_quick_start():
 
 
 def check_removal(block, files):
-    assert block == ["dpkg -r countdown"], block
+    assert block == ["dpkg -r " + " ".join(PACKAGES)], block
     sh(block[0])
     left = [f for f in files if os.path.exists(f)]
     assert not left, left
-    assert not os.path.exists("/usr/lib/countdown"), os.listdir("/usr/lib/countdown")
+    runtime = "/usr/lib/%s/countdown" % MULTIARCH
+    assert not os.path.exists(runtime), os.listdir(runtime)
     # Removed, its maintainer scripts kept until purge (Debian's "rc" state), no files.
     status = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Abbrev}", "countdown"],
                             capture_output=True, text=True).stdout
@@ -309,7 +331,7 @@ def check_removal(block, files):
 
 
 def cleanup():
-    subprocess.run(["dpkg", "--purge", "countdown"], capture_output=True)
+    subprocess.run(["dpkg", "--purge"] + PACKAGES, capture_output=True)
     subprocess.run(["make", "-s", "uninstall"], cwd=ROOT, capture_output=True)
     shutil.rmtree(RUNDIR, ignore_errors=True)
     shutil.rmtree(STATE, ignore_errors=True)
