@@ -12,36 +12,20 @@ import base64
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from apns_standin import StandIn, make_key_p8  # noqa: E402
-from test_pushes import BUNDLE, COUNTDOWN, KEY_ID, S1, SCRATCH, T1, T2, TEAM_ID, Server  # noqa: E402
+from test_pushes import (  # noqa: E402
+    BUNDLE, COUNTDOWN, KEY_ID, S1, T1, T2, TEAM_ID, Server, StandInCase)
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-class ChannelTests(unittest.TestCase):
-    def setUp(self):
-        os.makedirs(SCRATCH, exist_ok=True)
-        self.dir = tempfile.mkdtemp(dir=SCRATCH)
-        public_key = make_key_p8(os.path.join(self.dir, "key.p8"))
-        self.gateway = StandIn(self.dir, public_key, KEY_ID, TEAM_ID, BUNDLE)
-        self.server = None
-
-    def tearDown(self):
-        if self.server:
-            self.server.stop()
-        self.gateway.close()
-        if not os.environ.get("KEEP"):
-            shutil.rmtree(self.dir, ignore_errors=True)
-
+class ChannelTests(StandInCase):
     def serve(self, *extra):
         self.server = Server(self.dir, self.gateway, (
             "--apns-channels", "--apns-manage-url", self.gateway.url, *extra))

@@ -86,7 +86,11 @@ def reference(ms):
     return ms / 1000 - REFERENCE_EPOCH
 
 
-class PushTests(unittest.TestCase):
+class StandInCase(unittest.TestCase):
+    """A scratch directory, a provider key and the APNs stand-in for each test, and the
+    server it starts stopped after it (this file's tests and test_channels.py's). No tests of
+    its own."""
+
     def setUp(self):
         os.makedirs(SCRATCH, exist_ok=True)
         self.dir = tempfile.mkdtemp(dir=SCRATCH)
@@ -101,6 +105,8 @@ class PushTests(unittest.TestCase):
         if not os.environ.get("KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
 
+
+class PushTests(StandInCase):
     def serve(self, *extra, url=None, topic=BUNDLE, env=None):
         self.server = Server(self.dir, self.gateway, extra, url, topic, env)
         return self.server
