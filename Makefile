@@ -197,7 +197,7 @@ TSAN_SUPP := suppressions=$(CURDIR)/.ci/tsan.supp
 # run in this process, a stream joining mid-flow among them, and the web-safety tests served in
 # this process (limits, timeouts, the guard) (own scratch path, so the debug build stays).
 tsan: deps pgdeps
-	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests|ServiceManagerTests|DeadlineTimerTests'
+	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests|ServiceManagerTests|DeadlineTimerTests|GroupAccessTests'
 	# The durable state: the state file in process, and servers run as children (built with
 	# ThreadSanitizer too), which stop at their first race. Not the disk-failure test: under
 	# its file-size limit the sanitizer's runtime cannot start (SIGBUS).
@@ -206,7 +206,7 @@ tsan: deps pgdeps
 	# event loop of its own) against a scratch PostgreSQL; two cluster nodes as children (a
 	# takeover, events passed on for a node killed before relaying them). Not the subscription
 	# test: its steps before the kill outlast their deadline under the sanitizer.
-	TSAN_OPTIONS=$(TSAN_SUPP):halt_on_error=1:exitcode=66 Tests/postgres/with-postgres.sh $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --no-parallel --filter 'LeaseDriverOnPostgresTests|PostgresStoreTests|ClusterOnPostgresTests/(takeover|killedBetweenCommitAndRelay)'
+	TSAN_OPTIONS=$(TSAN_SUPP):halt_on_error=1:exitcode=66 Tests/postgres/with-postgres.sh $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --no-parallel --filter 'LeaseDriverOnPostgresTests|PostgresStoreTests|ClusterOnPostgresTests/(takeover|killedBetweenCommitAndRelay|groupKeyForwarded)'
 
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
