@@ -7,13 +7,23 @@
 # CPrefetch header) is built in release in a scratch package (.build-ops/REV) with the
 # harness in Benchmarks/ops-instructions/main.swift (the commands of `countdown-bench ops`).
 #
-#   Benchmarks/ops-instructions.sh [-n COUNT] REV [REV …]     (WORK: the working tree)
+#   Benchmarks/ops-instructions.sh [-n COUNT] [-c] REV [REV …]     (WORK: the working tree)
 #
 # Prints, per revision, instructions per operation for each of the seven rows of
-# `countdown-bench ops`' engine pass (COUNT activities, default 50000).
+# `countdown-bench ops`' engine pass (COUNT activities, default 50000). With -c, cachegrind's
+# simulated data-cache misses per operation instead, first level and last level (8 MiB,
+# 16-way, 64-byte lines): what a row waits for memory, which this VM's missing hardware
+# counters cannot tell (COUNT 200000 puts the engine well past the last level).
 set -euo pipefail
 count=50000
-if [ "${1:-}" = -n ]; then count=$2; shift 2; fi
+cache=false
+while [ $# -gt 0 ]; do
+  case $1 in
+  -n) count=$2; shift 2 ;;
+  -c) cache=true; shift ;;
+  *) break ;;
+  esac
+done
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 cd "$root"
 names=("start" "update (endDate)" "end (immediate)" "start (reused slots)" "update (title)"
@@ -52,8 +62,25 @@ PKG
     valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$count" 2>&1 |
       sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
   }
-  prev=$(total 0)
+  misses() { # "D1 LL" data misses of `harness $1 $count`
+    valgrind --tool=cachegrind --cache-sim=yes --LL=8388608,16,64 --cachegrind-out-file=/dev/null \
+      "$bin" "$1" "$count" 2>&1 | tr -d , |
+      awk '/D1  misses:/ { d = $4 } /LLd misses:/ { l = $4 } END { print d, l }'
+  }
   line="$sha"
+  if $cache; then
+    read -r prevd prevl <<<"$(misses 0)"
+    for p in 1 2 3 4 5 6 7; do
+      read -r d l <<<"$(misses $p)"
+      line="$line|${names[$((p - 1))]}=$(awk -v a=$((d - prevd)) -v b=$((l - prevl)) -v n="$count" \
+        'BEGIN { printf "D1 %.2f LL %.2f", a / n, b / n }')"
+      prevd=$d
+      prevl=$l
+    done
+    echo "$line"
+    continue
+  fi
+  prev=$(total 0)
   for p in 1 2 3 4 5 6 7; do
     now=$(total $p)
     per=$(( (now - prev) / count ))
