@@ -320,25 +320,27 @@ extension BatchResult {
   package func storageFailed(
     _ error: String, mayHaveCommitted: Bool = false, lostShard: Int? = nil
   ) -> BatchResult {
-    var r = self
+    let failure: CountdownError
     if let lostShard {
-      let failure = CountdownError(
+      failure = CountdownError(
         .unavailable,
         "shard \(lostShard) changed hands while this request ran (\(error)), so it was not carried out; the server goes back to what it committed. Try again: the shard's new owner answers"
       )
-      for k in r.items.indices {
-        if case .failed = r.items[k].outcome { continue }
-        r.items[k].outcome = .failed(failure)
-      }
-      return r
+    } else if mayHaveCommitted {
+      failure = CountdownError(
+        .storageFailed,
+        "the server lost its database connection while storing its state (\(error)), so this request may or may not have been carried out: the server reads its state back from the database, where a get shows which; the server is up and what it acknowledged before is kept. Try again once the database answers"
+      )
+    } else {
+      failure = CountdownError(
+        .storageFailed,
+        "the server could not store its state (\(error)), so this request was not carried out; the server is up and what it acknowledged before is kept. Try again (once the disk is fixed)"
+      )
     }
-    let message =
-      mayHaveCommitted
-      ? "the server lost its database connection while storing its state (\(error)), so this request may or may not have been carried out: the server reads its state back from the database, where a get shows which; the server is up and what it acknowledged before is kept. Try again once the database answers"
-      : "the server could not store its state (\(error)), so this request was not carried out; the server is up and what it acknowledged before is kept. Try again (once the disk is fixed)"
+    var r = self
     for k in r.items.indices {
       if case .failed = r.items[k].outcome { continue }
-      r.items[k].outcome = .failed(CountdownError(.storageFailed, message))
+      r.items[k].outcome = .failed(failure)
     }
     return r
   }

@@ -13,7 +13,7 @@ extension Hub {
   func replaceGroups(_ activities: [StoredActivity]) {
     eventLoop.assertInEventLoop()
     groupOf.removeAll()
-    for a in activities { if let g = a.group { groupOf[a.id] = g } }
+    addGroups(activities)
   }
 
   /// Adds the groups of `activities` (a shard's rows, taken by a cluster node).

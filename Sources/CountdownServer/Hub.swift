@@ -348,14 +348,25 @@ final class Hub: @unchecked Sendable {
   /// Encodes `events` once, frames them once per framing that a subscriber needs, and hands
   /// each subscriber those it wants; `sequence` numbers them.
   private func deliver(_ events: [ActivityEvent], sequence: (Int) -> UInt64) {
+    // One look at the wake's kinds (most wakes are ticks alone, and are not walked again).
+    var hasTicks = false
+    var onlyTicks = true
+    var changesGroups = false
+    for e in events {
+      switch e.kind {
+      case .tick: hasTicks = true
+      case .started, .dismissed:
+        onlyTicks = false
+        changesGroups = true
+      default: onlyTicks = false
+      }
+    }
+    onlyTicks = onlyTicks && hasTicks
     // Kept for relaying alone (a cluster node with no subscriber): ticks only when a relaying
     // node takes them.
-    if subscribers.isEmpty && !relaysTakeTicks && !events.contains(where: { $0.kind != .tick }) {
-      return
-    }
+    if subscribers.isEmpty && !relaysTakeTicks && (onlyTicks || events.isEmpty) { return }
     // The wake's groups are known while it is delivered: a `started` carries its own, and a
     // `dismissed` forgets it once the wake is out.
-    let changesGroups = events.contains { $0.kind == .started || $0.kind == .dismissed }
     if changesGroups {
       // Known from the start of the wake (an activity may start and expire in one wake);
       // forgotten at its end, once its `dismissed` is out.
@@ -372,9 +383,7 @@ final class Hub: @unchecked Sendable {
       writer.write(e)
     }
     offsets.append(writer.out.bytes.count)
-    let hasTicks = events.contains { $0.kind == .tick }
     // Most wakes are ticks alone: a subscriber without ticks has nothing to look at then.
-    let onlyTicks = hasTicks && !events.contains { $0.kind != .tick }
     let firstSequence = events.isEmpty ? 0 : sequence(0)
     var lines: FramedWake?
     var sse: FramedWake?

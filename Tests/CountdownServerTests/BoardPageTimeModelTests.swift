@@ -166,12 +166,14 @@ enum BoardScript {
   static func run(_ cases: [String], chromium: String) throws -> [[String]] {
     // Headless Chromium sometimes exits with status 5 and an empty page when the machine is
     // loaded (the whole suite running beside it on two cores): a browser that gave no page is
-    // started again, up to three times; any page it gives is checked in full.
+    // started again, a little later each time, up to five times; any page it gives is checked
+    // in full.
     var attempt = 1
     while true {
       do {
         return try runOnce(cases, chromium: chromium)
-      } catch let e as Missing where e.noPage && attempt < 3 {
+      } catch let e as Missing where e.noPage && attempt < 5 {
+        Thread.sleep(forTimeInterval: 0.5 * Double(attempt))
         attempt += 1
       }
     }
@@ -208,16 +210,24 @@ enum BoardScript {
     ]
     let out = Pipe()
     p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
+    // Its complaints go to a file, read only when it gave no answers (a pipe left unread
+    // could fill and stop it).
+    let errFile = dir.appendingPathComponent("stderr.txt")
+    _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
+    let err = try FileHandle(forWritingTo: errFile)
+    defer { try? err.close() }
+    p.standardError = err
     try p.run()
     let data = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
     let dom = String(decoding: data, as: UTF8.self)
+    let complaints = { (try? String(contentsOf: errFile, encoding: .utf8))?.suffix(600) ?? "" }
     guard let a = dom.range(of: "ANSWERS"), let b = dom.range(of: "END", options: .backwards),
       a.upperBound <= b.lowerBound
     else {
       throw Missing(
-        description: "Chromium (exit \(p.terminationStatus)) gave no answers: \(dom.prefix(500))",
+        description:
+          "Chromium (exit \(p.terminationStatus)) gave no answers: \(dom.prefix(500)); its standard error ends: \(complaints())",
         noPage: dom.isEmpty)
     }
     let json = String(dom[a.upperBound..<b.lowerBound])
