@@ -13,6 +13,10 @@ let package = Package(
     // A client of `countdown serve` without SwiftNIO: the socket, and the time model the boards
     // share (what an activity object shows at an instant).
     .library(name: "CountdownClient", targets: ["CountdownClient"]),
+    // The async client a Swift service uses (typed requests, pipelined; subscriptions that
+    // reconnect), on SwiftNIO for TLS: a product of its own so that CountdownClient stays
+    // free of NIO.
+    .library(name: "CountdownClientNIO", targets: ["CountdownClientNIO"]),
     // The C ABI: libCountdownC.so, installed as libcountdown.so by `make install` (a library
     // product named "countdown" would collide with the executable's name).
     .library(name: "CountdownC", type: .dynamic, targets: ["CountdownC"]),
@@ -87,6 +91,16 @@ let package = Package(
         .product(name: "Logging", package: "swift-log"),
       ]),
     .target(name: "CountdownClient", dependencies: ["Countdown"]),
+    .target(
+      name: "CountdownClientNIO",
+      dependencies: [
+        "Countdown", "CountdownClient",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOExtras", package: "swift-nio-extras"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        .product(name: "NIOTLS", package: "swift-nio"),
+      ]),
     // What the SwiftNIO-based targets share: the one timer armed for what is due next.
     .target(
       name: "CountdownNIO",
@@ -138,7 +152,8 @@ let package = Package(
     .executableTarget(
       name: "CountdownCLI",
       dependencies: [
-        "Countdown", "CountdownLoop", "CountdownServer", "CountdownClient", "CountdownPostgres",
+        "Countdown", "CountdownLoop", "CountdownServer", "CountdownClient", "CountdownClientNIO",
+        "CountdownPostgres",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"),
@@ -216,6 +231,16 @@ let package = Package(
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOHTTP1", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+      ]),
+    // The async client against real servers: in this process over real sockets (Unix, TCP,
+    // TLS, keys), and `countdown serve` as a process for restarts.
+    .testTarget(
+      name: "CountdownClientNIOTests",
+      dependencies: [
+        "CountdownClientNIO", "CountdownClient", "CountdownServer", "Countdown", "CountdownCLI",
+        "CountdownServerTestSupport", "CountdownTestSupport",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
       ]),
     // `countdown serve` run as a process (the executable built from CountdownCLI): restarts,
     // kill -9, signals, file modes, limits, TLS files, a cluster of nodes.

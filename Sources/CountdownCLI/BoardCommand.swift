@@ -4,6 +4,7 @@
 import ArgumentParser
 import Countdown
 import CountdownClient
+import CountdownClientNIO
 import CountdownLoop
 
 struct BoardCommand: ParsableCommand {
@@ -20,8 +21,7 @@ struct BoardCommand: ParsableCommand {
       """
   )
 
-  @Option(help: "The server's Unix domain socket.")
-  var socket = "countdown.sock"
+  @OptionGroup var connectOptions: ConnectOptions
 
   @OptionGroup var styleOptions: StyleOptions
 
@@ -42,7 +42,8 @@ struct BoardCommand: ParsableCommand {
       ? .none
       : (["truecolor", "24bit"].contains(env("COLORTERM") ?? "") ? .truecolor : .palette256)
     var board = TerminalBoard(
-      socketPath: socket, formatter: TimerFormatter(style: styleOptions.timerStyle),
+      endpoint: try connectOptions.endpoint(),
+      formatter: TimerFormatter(style: styleOptions.timerStyle),
       colors: colors, key: try keyOptions.key())
     try board.run()
   }
@@ -65,7 +66,7 @@ struct TerminalBoard {
     var milestone: String?
   }
 
-  let socketPath: String
+  let endpoint: CountdownEndpoint
   let formatter: TimerFormatter
   let colors: Colors
   var tiles: [String: Tile] = [:]
@@ -82,8 +83,10 @@ struct TerminalBoard {
   /// The key each connection authenticates with (`--key-file`), nil for none.
   let key: String?
 
-  init(socketPath: String, formatter: TimerFormatter, colors: Colors, key: String? = nil) {
-    self.socketPath = socketPath
+  init(
+    endpoint: CountdownEndpoint, formatter: TimerFormatter, colors: Colors, key: String? = nil
+  ) {
+    self.endpoint = endpoint
     self.formatter = formatter
     self.colors = colors
     self.key = key
@@ -127,7 +130,10 @@ struct TerminalBoard {
 
   mutating func connect() {
     lastAttempt = Self.localNow()
-    guard let s = try? UnixSocket.connect(socketPath) else {
+    // A TCP address is relayed (over TLS when asked) by the client's bridge: the board reads
+    // a descriptor whatever the server's address. An address that does not answer holds the
+    // board for at most 2 s a try.
+    guard let s = try? endpoint.connectedDescriptor(timeout: .seconds(2)) else {
       connected = false
       return
     }
@@ -235,7 +241,7 @@ struct TerminalBoard {
     let rows = max(3, size.rows)
     var out: [UInt8] = Array("\u{1B}[H".utf8)
     let list = ordered(now)
-    let status = connected ? "live" : "reconnecting to \(socketPath)…"
+    let status = connected ? "live" : "reconnecting to \(endpoint)…"
     var header = Line(colors: colors)
     header.bold("Countdown")
     header.plain("  \(list.count) \(list.count == 1 ? "activity" : "activities")  ")

@@ -2,7 +2,9 @@
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
 import ArgumentParser
+import Countdown
 import CountdownClient
+import CountdownClientNIO
 import Foundation
 
 struct SendCommand: ParsableCommand {
@@ -16,12 +18,13 @@ struct SendCommand: ParsableCommand {
       order. Without --follow, send exits after the last reply: 0 when every reply was \
       "ok":true, 1 otherwise. With --follow it also subscribes and prints events until the \
       server closes the connection (--ticks includes ticks). With --key-file (or \
-      COUNTDOWN_KEY), an auth request goes first and the connection has the key's role.
+      COUNTDOWN_KEY), an auth request goes first and the connection has the key's role. \
+      --connect reaches a server on another machine (tcp:HOST:PORT, its --listen), over TLS \
+      with --tls or --tls-ca.
       """
   )
 
-  @Option(help: "The server's Unix domain socket.")
-  var socket = "countdown.sock"
+  @OptionGroup var connectOptions: ConnectOptions
 
   @Flag(help: "Subscribe after the requests and print events until the connection closes.")
   var follow = false
@@ -44,7 +47,7 @@ struct SendCommand: ParsableCommand {
     if follow { lines.append("{\"rid\":\"follow\",\"op\":\"subscribe\",\"ticks\":\(ticks)}") }
     // With a key, the connection first takes its role (its reply is printed as any other).
     if let key = try keyOptions.key() { lines.insert(KeyOptions.authLine(key), at: 0) }
-    let fd = try connectUnix(socket)
+    let fd = try connected(try connectOptions.endpoint())
     defer { CountdownClient.System.close(fd) }
     var out = Array(lines.joined(separator: "\n").utf8)
     out.append(0x0A)
@@ -79,12 +82,12 @@ struct SendCommand: ParsableCommand {
     if failed { throw ExitCode.failure }
   }
 
-  /// A connected Unix socket, or a message saying why not.
-  private func connectUnix(_ path: String) throws -> Int32 {
+  /// A descriptor connected to the server, or a message saying why not.
+  private func connected(_ endpoint: CountdownEndpoint) throws -> Int32 {
     do {
-      return try UnixSocket.connect(path)
-    } catch {
-      printError("countdown send: \(error); is countdown serve running there?")
+      return try endpoint.connectedDescriptor()
+    } catch let error as CountdownError {
+      printError("countdown send: \(error.message)")
       throw ExitCode.failure
     }
   }

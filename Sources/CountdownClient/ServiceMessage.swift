@@ -80,6 +80,8 @@ public struct ServiceReply: Sendable, Equatable {
   public var activity: ActivityObject?
   /// A `list`'s activities, or a `subscribe`'s snapshot.
   public var activities: [ActivityObject]?
+  /// A `cluster` reply's view (it has `nodes`).
+  public var cluster: ClusterState?
 
   init(_ m: Members) throws(ServiceMessageError) {
     rid = m.o["rid"] ?? .null
@@ -97,6 +99,62 @@ public struct ServiceReply: Sendable, Equatable {
       var out: [ActivityObject] = []
       for (k, v) in items.enumerated() { out.append(try ActivityObject(v, "activities[\(k)]")) }
       return out
+    }
+    cluster = try m.optionalArray("nodes").map { (nodes) throws(ServiceMessageError) in
+      try ClusterState(m, nodes: nodes)
+    }
+  }
+}
+
+/// What a `cluster` reply says (docs/cluster.md): the node answering and what it last read of
+/// the others and of the shards. A single server has no node, no nodes and no shards.
+public struct ClusterState: Sendable, Equatable {
+  /// One node of the cluster.
+  public struct Node: Sendable, Equatable {
+    public var name: String
+    /// The address the others reach it at (`--advertise`), when it said.
+    public var advertise: String?
+    /// Whether its heartbeat is recent.
+    public var alive: Bool
+  }
+  /// One shard: its owner (nil while none holds it) and its lease's epoch.
+  public struct Shard: Sendable, Equatable {
+    public var shard: Int
+    public var owner: String?
+    public var epoch: Int64
+  }
+  /// The answering node's name; nil from a single server.
+  public var node: String?
+  public var nodes: [Node]
+  public var shards: [Shard]
+
+  public init(node: String?, nodes: [Node], shards: [Shard]) {
+    self.node = node
+    self.nodes = nodes
+    self.shards = shards
+  }
+
+  init(_ m: Members, nodes list: [JSONValue]) throws(ServiceMessageError) {
+    node = try m.optionalString("node")
+    nodes = []
+    for (k, v) in list.enumerated() {
+      guard let o = v.objectValue else { throw ServiceMessageError("nodes[\(k)] is not an object") }
+      let n = Members(o, "nodes[\(k)]")
+      nodes.append(
+        Node(
+          name: try n.string("name"), advertise: try n.optionalString("advertise"),
+          alive: try n.bool("alive")))
+    }
+    shards = []
+    for (k, v) in (try m.optionalArray("shards") ?? []).enumerated() {
+      guard let o = v.objectValue else {
+        throw ServiceMessageError("shards[\(k)] is not an object")
+      }
+      let n = Members(o, "shards[\(k)]")
+      shards.append(
+        Shard(
+          shard: Int(clamping: try n.int("shard")), owner: try n.optionalString("owner"),
+          epoch: try n.int("epoch")))
     }
   }
 }
@@ -164,6 +222,8 @@ public struct ActivityObject: Sendable, Equatable {
   public var milestone: String?
   /// The activity's shard, from a cluster node (docs/cluster.md); nil from a single server.
   public var shard: Int?
+  /// The group it was started in (docs/security.md, "Groups"), or nil.
+  public var group: String?
   /// The next milestone and its instant.
   public var nextMilestone: (name: String, at: Int64)? {
     get { nextMilestoneName.flatMap { n in nextMilestoneAt.map { (n, $0) } } }
@@ -222,6 +282,7 @@ public struct ActivityObject: Sendable, Equatable {
     goalMs = try m.optionalInt("goalMs")
     milestone = try m.optionalString("milestone")
     shard = try m.optionalInt("shard").map { Int(clamping: $0) }
+    group = try m.optionalString("group")
     if let next = try m.optional("nextMilestone") {
       guard let n = next.objectValue else {
         throw ServiceMessageError("\(path).nextMilestone is not an object")
@@ -238,6 +299,7 @@ public struct ActivityObject: Sendable, Equatable {
       && a.overtime == b.overtime
       && a.content == b.content && a.endDate == b.endDate && a.startDate == b.startDate
       && a.pausedAt == b.pausedAt && a.goalMs == b.goalMs && a.milestone == b.milestone
+      && a.group == b.group
       && a.nextMilestoneName == b.nextMilestoneName && a.nextMilestoneAt == b.nextMilestoneAt
   }
 }

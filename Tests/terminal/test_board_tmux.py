@@ -47,12 +47,13 @@ def wait_for(condition, timeout, what):
 
 
 class Server:
-    def __init__(self, dir):
+    def __init__(self, dir, extra=()):
         self.dir = dir
         self.socket = os.path.join(dir, "c.sock")
         self.proc = subprocess.Popen(
-            [COUNTDOWN, "serve", "--socket", self.socket, "--state", os.path.join(dir, "s.db")],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            [COUNTDOWN, "serve", "--socket", self.socket, "--state", os.path.join(dir, "s.db")]
+            + list(extra),
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=dir)
         assert self.proc.stdout.readline().startswith("countdown serve:")
 
     def send(self, *requests):
@@ -202,6 +203,88 @@ class TerminalBoardTest(unittest.TestCase):
         self.assertIn("Gate\u241b]2;PWNED", evil)
         self.assertIn("\u240dSPOOF", evil)
         self.assertNotIn("FAKE BOARD", text.splitlines()[0])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_certificates(dir):
+    """A test CA and a certificate for localhost and 127.0.0.1 signed by it."""
+    def openssl(*args):
+        subprocess.run(["openssl"] + list(args), cwd=dir, check=True, capture_output=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=Countdown test CA")
+    openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
+    with open(os.path.join(dir, "san.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+
+
+class RemoteBoardTest(unittest.TestCase):
+    """The board of another machine: TCP, TLS with the kiosk LAN's CA, a view key."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="cd-tui-", dir="/tmp")
+        make_certificates(self.dir)
+        access = os.path.join(self.dir, "access")
+        with open(access, "w") as f:
+            f.write("view screen-key-0001\ncontrol operator-key-0001\n")
+        os.chmod(access, 0o600)
+        with open(os.path.join(self.dir, "key"), "w") as f:
+            f.write("screen-key-0001\n")
+        self.port = free_port()
+        self.extra = ["--listen", "127.0.0.1:%d" % self.port, "--access", access,
+                      "--tls-cert", "server.pem", "--tls-key", "server.key"]
+        self.server = Server(self.dir, self.extra)
+        self.control(["--socket", self.server.socket],
+                     {"op": "start", "id": "gate", "kind": "countdown",
+                      "endDate": now_ms() + 95_500, "title": "Gate B12"})
+        tmux("new-session", "-d", "-s", SESSION, "-x", "110", "-y", "14",
+             "env -i PATH=%s TERM=xterm-256color HOME=%s bash --norc --noprofile" %
+             (os.environ["PATH"], self.dir))
+        tmux("send-keys", "-t", SESSION,
+             "cd %s; %s board --connect tcp:127.0.0.1:%d --tls-ca ca.pem --key-file key; "
+             "echo BOARD-EXIT=$?" % (self.dir, COUNTDOWN, self.port), "Enter")
+
+    def tearDown(self):
+        subprocess.run(["tmux", "-L", SESSION, "kill-server"], capture_output=True)
+        self.server.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def control(self, where, *requests):
+        out = subprocess.run(
+            [COUNTDOWN, "send"] + where + [json.dumps(r) for r in requests],
+            capture_output=True, text=True, cwd=self.dir,
+            env=dict(os.environ, COUNTDOWN_KEY="operator-key-0001"))
+        assert out.returncode == 0, out.stdout + out.stderr
+
+    def rows(self, text):
+        return [line for line in text.splitlines() if line.startswith("▌")]
+
+    def test_over_tls_and_back_after_a_restart(self):
+        wait_for(lambda s: len(self.rows(s)) == 1 and " live" in s, 10, "the gate, live")
+        self.assertIn("Gate B12", self.rows(screen())[0])
+        # A change sent over TLS by another client (the operator's key) shows at once.
+        self.control(["--connect", "tcp:127.0.0.1:%d" % self.port, "--tls-ca", "ca.pem"],
+                     {"op": "pause", "id": "gate"})
+        wait_for(lambda s: "[PAUSED]" in "".join(self.rows(s)), 5, "the paused badge")
+        # The server goes away: the board says where it is reconnecting to, then is back.
+        self.server.stop()
+        wait_for(lambda s: "reconnecting to tcp:127.0.0.1:%d (TLS)" % self.port in s, 5,
+                 "reconnecting")
+        self.server = Server(self.dir, self.extra)
+        self.control(["--socket", self.server.socket],
+                     {"op": "start", "id": "late", "kind": "countdown",
+                      "endDate": now_ms() + 10_000, "title": "Late arrival"})
+        text = wait_for(lambda s: " live" in s and len(self.rows(s)) == 2, 10, "live again")
+        self.assertIn("Late arrival", self.rows(text)[0])
+        tmux("send-keys", "-t", SESSION, "q")
+        wait_for(lambda s: "BOARD-EXIT=0" in s, 5, "the board to quit")
 
 
 if __name__ == "__main__":
