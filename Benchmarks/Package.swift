@@ -33,6 +33,7 @@ let package = Package(
         .product(name: "CountdownLoop", package: "Countdown"),
         .product(name: "CountdownServer", package: "Countdown"),
         .product(name: "CountdownClient", package: "Countdown"),
+        .product(name: "CountdownClientNIO", package: "Countdown"),
         .product(name: "CountdownCStatic", package: "Countdown"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -25,6 +25,10 @@ public enum ServiceMessage: Sendable, Equatable {
   /// - Throws: ``ServiceMessageError`` naming what is wrong: not JSON, not an object, neither
   ///   a reply nor an event, a member missing or of the wrong type.
   public init(line: UnsafeBufferPointer<UInt8>) throws(ServiceMessageError) {
+    if let reply = ServiceReply(plain: line) {
+      self = .reply(reply)
+      return
+    }
     let value: JSONValue
     do {
       value = try JSONParser.parse(bytes: line)
@@ -77,11 +81,70 @@ public struct ServiceReply: Sendable, Equatable {
   /// A `start`'s id.
   public var id: String?
   /// A `get`'s activity (or an HTTP command's).
-  public var activity: ActivityObject?
+  public var activity: ActivityObject? {
+    get { activityBox.first }
+    set { activityBox = newValue.map { [$0] } ?? [] }
+  }
+  /// ``activity`` out of line: most replies have none, and a reply is kept small (a batch of
+  /// a thousand replies is a thousand of them side by side).
+  private var activityBox: [ActivityObject] = []
   /// A `list`'s activities, or a `subscribe`'s snapshot.
   public var activities: [ActivityObject]?
   /// A `cluster` reply's view (it has `nodes`).
   public var cluster: ClusterState?
+
+  /// The reply most requests get, read without building a JSON tree:
+  /// `{"rid":null,"ok":true,"at":DIGITS}` or the same with `,"id":"…"` (a start's, its id
+  /// without escapes) before the brace, exactly as the server writes them. Nil for any other
+  /// line, which the full parser then reads: this only saves the work, it decides nothing.
+  init?(plain line: UnsafeBufferPointer<UInt8>) {
+    let head: StaticString = #"{"rid":null,"ok":true,"at":"#
+    let n = head.utf8CodeUnitCount
+    guard line.count > n + 1, Self.matches(line, at: 0, head) else { return nil }
+    var k = n
+    var at: Int64 = 0
+    let digits = k
+    while k < line.count, line[k] >= 0x30, line[k] <= 0x39, k - digits < 18 {
+      at = at * 10 + Int64(line[k] - 0x30)
+      k += 1
+    }
+    guard k > digits, k < line.count else { return nil }
+    if line[k] == 0x7D {  // }
+      guard k == line.count - 1 else { return nil }
+      self.init(at: at, id: nil)
+      return
+    }
+    let idHead: StaticString = #","id":""#
+    let m = idHead.utf8CodeUnitCount
+    guard line.count - k > m + 2, Self.matches(line, at: k, idHead),
+      line[line.count - 1] == 0x7D, line[line.count - 2] == 0x22
+    else { return nil }
+    let id = UnsafeBufferPointer(rebasing: line[(k + m)..<(line.count - 2)])
+    // An id with a quote, a backslash or a control byte is left to the parser (escapes).
+    for b in id where b < 0x20 || b == 0x22 || b == 0x5C { return nil }
+    guard let text = String(validating: id, as: UTF8.self) else { return nil }
+    self.init(at: at, id: text)
+  }
+
+  /// Whether `line` holds `text` from `offset` on (the caller checked the length).
+  private static func matches(
+    _ line: UnsafeBufferPointer<UInt8>, at offset: Int, _ text: StaticString
+  ) -> Bool {
+    text.withUTF8Buffer { t in
+      for i in 0..<t.count where line[offset + i] != t[i] { return false }
+      return true
+    }
+  }
+
+  private init(at: Int64, id: String?) {
+    rid = .null
+    ok = true
+    self.at = at
+    failure = nil
+    self.id = id
+    activities = nil
+    cluster = nil
+  }
 
   init(_ m: Members) throws(ServiceMessageError) {
     rid = m.o["rid"] ?? .null

@@ -72,14 +72,11 @@ struct CallQueue<Call> {
   /// The task of call `id` was cancelled: the call to answer with the cancellation, or nil if
   /// it was answered already.
   mutating func cancel(id: UInt64) -> Call? {
-    // The waiting ids increase: a binary search finds it.
-    var lo = head
-    var hi = waiting.count
-    while lo < hi {
-      let mid = (lo + hi) / 2
-      if waiting[mid].id < id { lo = mid + 1 } else { hi = mid }
-    }
-    guard lo < waiting.count, waiting[lo].id == id, let call = waiting[lo].call else { return nil }
+    // Rare (a cancelled task), so a scan: ids are taken before their calls are staged, so
+    // two calls made at once may wait in either order.
+    guard let lo = waiting[head...].firstIndex(where: { $0.id == id }),
+      let call = waiting[lo].call
+    else { return nil }
     waiting[lo].call = nil
     return call
   }

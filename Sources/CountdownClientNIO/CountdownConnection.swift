@@ -36,6 +36,7 @@ public final class CountdownConnection: Sendable {
   let channel: any Channel
   private let handler: NIOLoopBound<ReplyHandler>
   private let nextCall = Atomic<UInt64>(0)
+  private let staged = StagedCalls()
   let group: any EventLoopGroup
 
   private init(
@@ -57,7 +58,7 @@ public final class CountdownConnection: Sendable {
     to endpoint: CountdownEndpoint, key: String? = nil,
     eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
   ) async throws -> CountdownConnection {
-    let (channel, handler) = try await Self.channel(to: endpoint, group: eventLoopGroup) {
+    let (channel, handler) = try await ClientChannel.make(to: endpoint, group: eventLoopGroup) {
       channel in
       let handler = ReplyHandler(endpoint: endpoint)
       try channel.pipeline.syncOperations.addHandler(handler)
@@ -74,115 +75,6 @@ public final class CountdownConnection: Sendable {
       }
     }
     return connection
-  }
-
-  /// A channel to `endpoint`, its lines framed (unless not `framed`), TLS added for a TCP
-  /// address that asks for it, and `handlers` after them (what they return is handed out
-  /// with the channel: the channel may be closed, and its handlers gone, by the time the
-  /// connect returns). Over TLS it succeeds once the handshake has, so that a certificate
-  /// that is not trusted fails the connect, naming why.
-  static func channel<Output: Sendable>(
-    to endpoint: CountdownEndpoint, group: any EventLoopGroup,
-    timeout: TimeAmount = .seconds(10), framed: Bool = true,
-    handlers: @escaping @Sendable (any Channel) throws -> Output
-  ) -> EventLoopFuture<(any Channel, Output)> {
-    let loop = group.next()
-    let bootstrap = ClientBootstrap(group: loop)
-      .connectTimeout(timeout)
-      .channelOption(.socketOption(.so_keepalive), value: 1)
-    let made: EventLoopFuture<(any Channel, Output)>
-    var handshake: EventLoopFuture<Void>?
-    switch endpoint {
-    case .unix(let path):
-      made = bootstrap.channelInitializer { channel in
-        channel.eventLoop.makeCompletedFuture {
-          if framed {
-            try channel.pipeline.syncOperations.addHandler(
-              ByteToMessageHandler(LineBasedFrameDecoder()))
-          }
-        }
-      }.connect(unixDomainSocketPath: path).flatMapThrowing { channel in
-        (channel, try handlers(channel))
-      }
-    case .tcp(let host, let port, let tls):
-      let context: NIOSSLContext?
-      do {
-        context = try tls.map { tls in try Self.tlsContext(tls) }
-      } catch {
-        return loop.makeFailedFuture(error)
-      }
-      // SNI names a host, never an address: for an address, NIOSSL checks the certificate
-      // against the peer's address itself.
-      let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
-      let serverName = tls?.serverName ?? (isAddress ? nil : host)
-      let shaken = context == nil ? nil : loop.makePromise(of: Void.self)
-      handshake = shaken?.futureResult
-      if let shaken {
-        // A server that takes the connection and never finishes the handshake.
-        let late = loop.scheduleTask(in: timeout) {
-          shaken.fail(
-            CountdownError(
-              .connectionClosed,
-              "cannot connect to \(endpoint): the TLS handshake did not finish within \(timeout.nanoseconds / 1_000_000_000) s"
-            ))
-        }
-        shaken.futureResult.whenComplete { _ in late.cancel() }
-      }
-      made = bootstrap.channelOption(.tcpOption(.tcp_nodelay), value: 1)
-        .channelInitializer { channel in
-          channel.eventLoop.makeCompletedFuture {
-            if let context, let shaken {
-              try channel.pipeline.syncOperations.addHandler(
-                NIOSSLClientHandler(context: context, serverHostname: serverName))
-              try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(shaken))
-            }
-            if framed {
-              try channel.pipeline.syncOperations.addHandler(
-                ByteToMessageHandler(LineBasedFrameDecoder()))
-            }
-          }
-        }.connect(host: host, port: port).flatMapThrowing { channel in
-          (channel, try handlers(channel))
-        }
-    }
-    let tlsUp = handshake
-    let ready = made.flatMap { made in
-      (tlsUp ?? loop.makeSucceededVoidFuture()).map { made }.flatMapErrorThrowing { error in
-        made.0.close(promise: nil)
-        throw error
-      }
-    }
-    return ready.flatMapErrorThrowing { error in
-      if let error = error as? CountdownError { throw error }
-      if error is NIOSSLError || error is BoringSSLError {
-        throw CountdownError(
-          .connectionClosed,
-          "cannot connect to \(endpoint): TLS failed: \(error) (is the server's certificate signed by a CA you trust? --tls-ca names one)"
-        )
-      }
-      throw CountdownError(
-        .connectionClosed,
-        "cannot connect to \(endpoint): \(error); is countdown serve running there?")
-    }
-  }
-
-  /// The system's trusted certificates and the CA file's.
-  static func tlsContext(_ tls: CountdownTLS) throws -> NIOSSLContext {
-    var configuration = TLSConfiguration.makeClientConfiguration()
-    if let file = tls.caFile {
-      let certificates: [NIOSSLCertificate]
-      do {
-        certificates = try NIOSSLCertificate.fromPEMFile(file)
-      } catch {
-        throw CountdownError(
-          .invalidPayload, "the CA file \(file) cannot be read as PEM certificates: \(error)")
-      }
-      guard !certificates.isEmpty else {
-        throw CountdownError(.invalidPayload, "the CA file \(file) holds no PEM certificate")
-      }
-      configuration.additionalTrustRoots = [.certificates(certificates)]
-    }
-    return try NIOSSLContext(configuration: configuration)
   }
 
   /// Closes the connection: waiting calls fail with `connectionClosed`.
@@ -202,31 +94,100 @@ public final class CountdownConnection: Sendable {
   /// for.
   /// - Throws: ``CountdownError`` when the connection fails, `CancellationError`.
   public func send(_ request: [String: JSONValue]) async throws -> ServiceReply {
+    try await call(RequestEncoding.object(request))
+  }
+
+  /// Sends `line` (a request and its newline) and waits for its reply.
+  ///
+  /// Calls made at about the same time are staged together and handed to the event loop in
+  /// one hop, written in one buffer and flushed once (``StagedCalls``).
+  func call(_ line: [UInt8]) async throws -> ServiceReply {
     try Task.checkCancellation()
-    var buffer = channel.allocator.buffer(capacity: 256)
-    buffer.writeString(JSONValue.object(request).canonicalText)
-    buffer.writeInteger(UInt8(ascii: "\n"))
-    let line = buffer
     let id = nextCall.add(1, ordering: .relaxed).newValue
-    let handler = self.handler
-    let eventLoop = channel.eventLoop
     return try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { (call: ReplyHandler.Call) in
-        eventLoop.execute { handler.value.send(line, id: id, call) }
+      try await withCheckedThrowingContinuation { c in
+        stage(StagedCalls.Item(id: id, count: 1, waiter: .one(c), bytes: line))
       }
     } onCancel: {
-      eventLoop.execute { handler.value.cancel(id: id) }
+      cancel(id: id, count: 1)
     }
   }
 
-  /// ``send(_:)``, throwing the server's error when the reply is not `ok`.
+  /// Sends `lines` together and waits for all their replies, in order: one task resumed
+  /// once for the lot (a batch costs what one call does, and its requests go out at once).
+  func call(lines: [[UInt8]]) async throws -> [ServiceReply] {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(lines.reduce(0) { $0 + $1.count })
+    for line in lines { bytes += line }
+    return try await call(count: lines.count, bytes: bytes)
+  }
+
+  /// ``call(lines:)`` of `count` lines already in one array.
+  func call(count: Int, bytes: [UInt8]) async throws -> [ServiceReply] {
+    try Task.checkCancellation()
+    if count == 0 { return [] }
+    let id = nextCall.add(UInt64(count), ordering: .relaxed).newValue - UInt64(count - 1)
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { c in
+        stage(StagedCalls.Item(id: id, count: count, waiter: .many(c), bytes: bytes))
+      }
+    } onCancel: {
+      cancel(id: id, count: count)
+    }
+  }
+
+  private func stage(_ item: StagedCalls.Item) {
+    if staged.add(item) {
+      let handler = self.handler
+      let staged = self.staged
+      channel.eventLoop.execute { handler.value.send(staged.take()) }
+    }
+  }
+
+  /// Not written yet: taken back, never sent. Else its replies are dropped when they come.
+  private func cancel(id: UInt64, count: Int) {
+    if let waiter = staged.remove(id: id) {
+      waiter.fail(CancellationError())
+    } else {
+      let handler = self.handler
+      channel.eventLoop.execute { handler.value.cancel(id: id, count: count) }
+    }
+  }
+
+  /// ``call(_:)``, throwing the server's error when the reply is not `ok`.
   @discardableResult
-  func request(_ request: [String: JSONValue]) async throws -> ServiceReply {
-    let reply = try await send(request)
+  func request(_ line: [UInt8]) async throws -> ServiceReply {
+    let reply = try await call(line)
     if let failure = reply.failure {
       throw CountdownError(CountdownError.Code(rawValue: failure.code), failure.message)
     }
     return reply
+  }
+
+  /// Sends request objects together, pipelined, and returns their replies in order, `ok` or
+  /// not: one await for the lot, the cheapest way to send many.
+  public func send(_ requests: [[String: JSONValue]]) async throws -> [ServiceReply] {
+    try await call(lines: requests.map(RequestEncoding.object))
+  }
+
+  /// Starts activities together, pipelined: each one's id, or the server's error for it (one
+  /// refused does not stop the others).
+  public func start(_ activities: [ActivityRequest]) async throws -> [Result<
+    String, CountdownError
+  >] {
+    let replies = try await call(
+      count: activities.count, bytes: RequestEncoding.start(activities))
+    return replies.map { reply in
+      if let failure = reply.failure {
+        return .failure(
+          CountdownError(CountdownError.Code(rawValue: failure.code), failure.message))
+      }
+      guard let id = reply.id else {
+        return .failure(
+          CountdownError(.unexpectedReply, "\(endpoint) answered a start without an id"))
+      }
+      return .success(id)
+    }
   }
 
   /// Starts an activity; its id (generated by the server when the request has none).
@@ -245,11 +206,11 @@ public final class CountdownConnection: Sendable {
   }
 
   public func pause(_ id: String, timestamp: Instant? = nil) async throws {
-    try await request(RequestEncoding.named("pause", id, timestamp: timestamp))
+    try await request(RequestEncoding.pause(id, timestamp: timestamp))
   }
 
   public func resume(_ id: String, timestamp: Instant? = nil) async throws {
-    try await request(RequestEncoding.named("resume", id, timestamp: timestamp))
+    try await request(RequestEncoding.resume(id, timestamp: timestamp))
   }
 
   /// Ends an activity (by default it stays, ended, for four hours before its dismissal).
@@ -260,7 +221,7 @@ public final class CountdownConnection: Sendable {
   /// The activity as it stands.
   /// - Throws: `notFound` when no activity has that id (or the key's groups do not show it).
   public func get(_ id: String) async throws -> ActivityObject {
-    let reply = try await request(RequestEncoding.named("get", id))
+    let reply = try await request(RequestEncoding.get(id))
     guard let activity = reply.activity else {
       throw CountdownError(.unexpectedReply, "\(endpoint) answered a get without an activity")
     }
@@ -297,12 +258,12 @@ public final class CountdownConnection: Sendable {
 
   /// The cluster as the node last read it (a single server: no node, no nodes, no shards).
   public func cluster() async throws -> ClusterState {
-    let reply = try await request(["op": .string("cluster")])
+    let reply = try await request(RequestEncoding.bare("cluster"))
     return reply.cluster ?? ClusterState(node: nil, nodes: [], shards: [])
   }
 
   /// The server's clock (ms since 1970) when it answered.
   public func ping() async throws -> Instant {
-    Instant(milliseconds: try await request(["op": .string("ping")]).at)
+    Instant(milliseconds: try await request(RequestEncoding.bare("ping")).at)
   }
 }

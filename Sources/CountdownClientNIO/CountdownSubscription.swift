@@ -40,7 +40,8 @@ public struct CountdownSubscription: AsyncSequence, Sendable {
 
   let endpoint: CountdownEndpoint
   let key: String?
-  let request: [String: JSONValue]
+  /// The `subscribe` request's line.
+  let request: [UInt8]
   let group: any EventLoopGroup
 
   public func makeAsyncIterator() -> AsyncIterator {
@@ -135,12 +136,12 @@ public struct CountdownSubscription: AsyncSequence, Sendable {
     private mutating func connect() async throws -> [ActivityObject] {
       let feed = try await SubscriptionFeed.open(
         to: subscription.endpoint, group: subscription.group)
-      var lines: [[String: JSONValue]] = []
+      var lines: [[UInt8]] = []
       if let key = subscription.key { lines.append(RequestEncoding.auth(key)) }
       lines.append(subscription.request)
       try await feed.send(lines)
       let iterator = feed.messages.makeAsyncIterator()
-      for request in lines {
+      for k in lines.indices {
         guard let message = try await iterator.next() else {
           throw CountdownError(
             .connectionClosed, "\(subscription.endpoint) closed the connection before it answered")
@@ -156,7 +157,7 @@ public struct CountdownSubscription: AsyncSequence, Sendable {
         if let failure = reply.failure {
           throw CountdownError(CountdownError.Code(rawValue: failure.code), failure.message)
         }
-        if request["op"] == .string("subscribe") {
+        if k == lines.count - 1 {
           messages = iterator
           return reply.activities ?? []
         }

@@ -55,7 +55,7 @@ extension CountdownEndpoint {
           .withConnectedSocket(ends[1]).wait()
         let remote: any Channel
         do {
-          (remote, _) = try CountdownConnection.channel(
+          (remote, _) = try ClientChannel.make(
             to: self, group: loop, timeout: timeout, framed: false
           ) { channel in
             try channel.pipeline.syncOperations.addHandler(RelayHandler())

@@ -11,13 +11,8 @@ import NIOCore
 final class ReplyHandler: ChannelInboundHandler, RemovableChannelHandler {
   typealias InboundIn = ByteBuffer
   typealias OutboundOut = ByteBuffer
-  typealias Call = CheckedContinuation<ServiceReply, any Error>
-
-  private var calls = CallQueue<Call>()
+  private var calls = CallQueue<PendingCall>()
   private var context: ChannelHandlerContext?
-  /// Whether a flush is due at the end of this turn of the loop: calls made together go out
-  /// in one write to the socket.
-  private var flushDue = false
   private let endpoint: CountdownEndpoint
 
   init(endpoint: CountdownEndpoint) {
@@ -33,35 +28,46 @@ final class ReplyHandler: ChannelInboundHandler, RemovableChannelHandler {
     fail(CountdownError(.connectionClosed, "the connection to \(endpoint) was closed"))
   }
 
-  /// Sends `line` (a request and its newline) for `call`, numbered `id`.
-  func send(_ line: ByteBuffer, id: UInt64, _ call: Call) {
+  /// Writes the requests of `staged` (each line with its newline) in one buffer, flushed
+  /// once, each call waiting for its reply (a batch, for each of its own) in turn.
+  func send(_ staged: [StagedCalls.Item]) {
     guard let context else {
-      call.resume(
-        throwing: calls.closedWith
-          ?? CountdownError(.connectionClosed, "the connection to \(endpoint) was closed"))
+      let error = closedError()
+      for item in staged { item.waiter.fail(error) }
       return
     }
-    switch calls.enqueue(call, id: id) {
-    case .fail(let call, let error):
-      call.resume(throwing: error)
-    case .send:
-      context.write(wrapOutboundOut(line), promise: nil)
-      if !flushDue {
-        flushDue = true
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute { bound.value.flushNow() }
+    var out = context.channel.allocator.buffer(
+      capacity: staged.reduce(0) { $0 + $1.bytes.count })
+    for item in staged {
+      switch item.waiter {
+      case .one(let c):
+        switch calls.enqueue(.one(c), id: item.id) {
+        case .fail(_, let error): c.resume(throwing: error)
+        case .send: out.writeBytes(item.bytes)
+        }
+      case .many(let c):
+        if let error = calls.closedWith {
+          c.resume(throwing: error)
+          continue
+        }
+        let batch = BatchReplies(count: item.count, c)
+        for k in 0..<item.count { _ = calls.enqueue(.part(batch, k), id: item.id + UInt64(k)) }
+        out.writeBytes(item.bytes)
       }
     }
+    if out.readableBytes > 0 { context.writeAndFlush(wrapOutboundOut(out), promise: nil) }
   }
 
-  private func flushNow() {
-    flushDue = false
-    context?.flush()
+  private func closedError() -> CountdownError {
+    calls.closedWith
+      ?? CountdownError(.connectionClosed, "the connection to \(endpoint) was closed")
   }
 
-  /// The task of call `id` was cancelled.
-  func cancel(id: UInt64) {
-    calls.cancel(id: id)?.resume(throwing: CancellationError())
+  /// The task of the call numbered `id` (a batch: `id` to `id + count - 1`) was cancelled.
+  func cancel(id: UInt64, count: Int = 1) {
+    for k in 0..<count {
+      calls.cancel(id: id + UInt64(k))?.fail(CancellationError())
+    }
   }
 
   /// Closes the connection; waiting calls fail with `error`.
@@ -88,7 +94,7 @@ final class ReplyHandler: ChannelInboundHandler, RemovableChannelHandler {
     switch message {
     case .reply(let reply):
       switch calls.reply() {
-      case .answer(let call): call.resume(returning: reply)
+      case .answer(let call): call.answer(reply)
       case .drop: break
       case .unexpected(let error): close(error)
       }
@@ -113,6 +119,58 @@ final class ReplyHandler: ChannelInboundHandler, RemovableChannelHandler {
   }
 
   private func fail(_ error: CountdownError) {
-    for call in calls.close(error) { call.resume(throwing: error) }
+    for call in calls.close(error) { call.fail(error) }
+  }
+}
+
+/// A call waiting in ``CallQueue``: a single request's, or one reply of a batch.
+enum PendingCall {
+  case one(CheckedContinuation<ServiceReply, any Error>)
+  case part(BatchReplies, Int)
+
+  func answer(_ reply: ServiceReply) {
+    switch self {
+    case .one(let c): c.resume(returning: reply)
+    case .part(let batch, let k): batch.answer(k, reply)
+    }
+  }
+
+  func fail(_ error: any Error) {
+    switch self {
+    case .one(let c): c.resume(throwing: error)
+    case .part(let batch, _): batch.fail(error)
+    }
+  }
+}
+
+/// The replies of a batch sent together, gathered on the event loop until the last; the
+/// batch's task is resumed once, with all of them or with the first failure.
+final class BatchReplies {
+  private var replies: [ServiceReply] = []
+  private let count: Int
+  private var continuation: CheckedContinuation<[ServiceReply], any Error>?
+
+  init(count: Int, _ continuation: CheckedContinuation<[ServiceReply], any Error>) {
+    self.count = count
+    replies.reserveCapacity(count)
+    self.continuation = continuation
+  }
+
+  /// Reply `k`: they come in order (``CallQueue`` hands them out so).
+  func answer(_ k: Int, _ reply: ServiceReply) {
+    guard continuation != nil, k == replies.count else { return }
+    replies.append(reply)
+    if replies.count == count, let c = continuation {
+      continuation = nil
+      c.resume(returning: replies)
+      replies = []
+    }
+  }
+
+  func fail(_ error: any Error) {
+    guard let c = continuation else { return }
+    continuation = nil
+    replies = []
+    c.resume(throwing: error)
   }
 }

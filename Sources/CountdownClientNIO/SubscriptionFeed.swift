@@ -35,7 +35,7 @@ struct SubscriptionFeed: Sendable {
   static func open(to endpoint: CountdownEndpoint, group: any EventLoopGroup) async throws
     -> SubscriptionFeed
   {
-    let (channel, messages) = try await CountdownConnection.channel(to: endpoint, group: group) {
+    let (channel, messages) = try await ClientChannel.make(to: endpoint, group: group) {
       channel in
       let handler = FeedHandler(endpoint: endpoint)
       let produced = Messages.makeSequence(
@@ -51,13 +51,10 @@ struct SubscriptionFeed: Sendable {
     return SubscriptionFeed(channel: channel, messages: messages)
   }
 
-  /// Writes `requests`, one line each, and flushes them together.
-  func send(_ requests: [[String: JSONValue]]) async throws {
+  /// Writes `lines` (each with its newline) and flushes them together.
+  func send(_ lines: [[UInt8]]) async throws {
     var out = channel.allocator.buffer(capacity: 256)
-    for r in requests {
-      out.writeString(JSONValue.object(r).canonicalText)
-      out.writeInteger(UInt8(ascii: "\n"))
-    }
+    for line in lines { out.writeBytes(line) }
     try await channel.writeAndFlush(out)
   }
 }

@@ -192,6 +192,45 @@ struct CountdownConnectionTests {
     await c.close()
   }
 
+  @Test("Batches: 1,000 starts in one await, one refused among them; raw objects in order")
+  func batches() async throws {
+    let server = try RunningServer()
+    let c = try await CountdownConnection.connect(to: .unix(server.socket))
+    try await c.start(.countdown(id: "b500", to: later(60), title: "First"))
+    var batch: [ActivityRequest] = []
+    for k in 0..<1000 { batch.append(.countdown(id: "b\(k)", to: later(60), title: "B\(k)")) }
+    let results = try await c.start(batch)
+    #expect(results.count == 1000)
+    for (k, r) in results.enumerated() {
+      switch r {
+      case .success(let id): #expect(k != 500 && id == "b\(k)")
+      case .failure(let e): #expect(k == 500 && e.code == .duplicateID)
+      }
+    }
+    let replies = try await c.send([
+      ["op": .string("get"), "id": .string("b7")], ["op": .string("get"), "id": .string("nobody")],
+      ["op": .string("ping")],
+    ])
+    #expect(replies.map(\.ok) == [true, false, true])
+    #expect(replies[0].activity?.title == "B7" && replies[1].failure?.code == "notFound")
+    #expect(try await c.start([]).isEmpty)
+    // Single calls and batches from many tasks at once keep their replies apart.
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for t in 0..<20 {
+        group.addTask {
+          let got = try await c.send(
+            (0..<50).map { k in
+              ["op": .string("get"), "id": .string("b\((t * 50 + k) % 1000)")]
+            })
+          #expect(got.map { $0.activity?.id } == (0..<50).map { "b\((t * 50 + $0) % 1000)" })
+          #expect(try await c.get("b\(t)").id == "b\(t)")
+        }
+      }
+      try await group.waitForAll()
+    }
+    await c.close()
+  }
+
   @Test("Endpoints read from unix:PATH and tcp:HOST:PORT; bad ones named")
   func endpoints() throws {
     #expect(try CountdownEndpoint(parsing: "unix:/run/c.sock") == .unix("/run/c.sock"))

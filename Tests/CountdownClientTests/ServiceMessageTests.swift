@@ -120,4 +120,41 @@ struct ServiceMessageTests {
       }
     }
   }
+
+  @Test("The plain replies read without a JSON tree are what the parser reads; others go to it")
+  func plainReplies() throws {
+    func reply(_ line: String) throws -> ServiceReply? {
+      if case .reply(let r) = try ServiceMessage(line: Array(line.utf8)) { return r }
+      return nil
+    }
+    let bare = try #require(try reply(#"{"rid":null,"ok":true,"at":1795950065571}"#))
+    #expect(bare.ok && bare.at == 1_795_950_065_571 && bare.id == nil && bare.rid == .null)
+    #expect(bare.failure == nil && bare.activity == nil && bare.activities == nil)
+    let started = try #require(try reply(#"{"rid":null,"ok":true,"at":5,"id":"gate-b12"}"#))
+    #expect(started.id == "gate-b12" && started.at == 5)
+    // What the plain reading leaves to the parser, read in full all the same.
+    #expect(try reply(#"{"rid":null,"ok":true,"at":5,"id":"a\"b"}"#)?.id == "a\"b")
+    #expect(try reply(#"{"rid":null,"ok":true,"at":5,"id":"\u00e9"}"#)?.id == "é")
+    #expect(try reply(#"{"rid":null,"ok":true,"at":5,"id":"é"}"#)?.id == "é")
+    let more = try #require(try reply(#"{"rid":null,"ok":true,"at":5,"id":"x","activity":null}"#))
+    #expect(more.id == "x")
+    #expect(try reply(#"{"rid":7,"ok":true,"at":5}"#)?.rid == .int(7))
+    #expect(try reply(#"{"rid":null,"ok":true,"at":-5}"#)?.at == -5)
+    #expect(try reply(#"{"rid":null,"ok":true,"at":1e3}"#)?.at == 1000)
+    // Near misses are errors from the parser, as before.
+    for bad in [
+      #"{"rid":null,"ok":true,"at":12x}"#, #"{"rid":null,"ok":true,"at":5}}"#,
+      #"{"rid":null,"ok":true,"at":5,"id":"x"} x"#, #"{"rid":null,"ok":true,"at":}"#,
+      #"{"rid":null,"ok":true,"at":5,"id":"x}"#,
+    ] {
+      #expect(throws: ServiceMessageError.self, "\(bad)") {
+        _ = try ServiceMessage(line: Array(bad.utf8))
+      }
+    }
+    // Bytes that are not UTF-8 in an id: the parser's error.
+    #expect(throws: ServiceMessageError.self) {
+      _ = try ServiceMessage(
+        line: Array(#"{"rid":null,"ok":true,"at":5,"id":""#.utf8) + [0xFF, 0x22, 0x7D])
+    }
+  }
 }

@@ -107,7 +107,16 @@ struct ServeBench: ParsableCommand {
   )
   var replyBudgetRounds = 0
 
+  @Option(
+    help:
+      "With N > 0, only the typed async client (CountdownClientNIO) beside the raw socket: pipelined starts and subscription events, N alternating rounds."
+  )
+  var client = 0
+
   func run() throws {
+    if client > 0 {
+      return try ClientBench.run(rounds: client, commands: commands, seconds: seconds)
+    }
     if replyBudgetRounds > 0 { return try replyBudgetComparison() }
     if !commandsOnly { try latenessRuns() }
     print("\n| commands | connections | per second |")
