@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres bench-guard
+.PHONY: service-example bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres bench-guard
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -154,7 +154,7 @@ screenshots: deps browserdeps
 # documents not in the repository, files past 600 lines that do not say why, "session" in
 # README.md or BENCHMARKS.md), its self-test first.
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Fuzz Examples/consumer Package.swift Benchmarks/Sources Benchmarks/Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests Fuzz Examples/consumer Examples/service Package.swift Benchmarks/Sources Benchmarks/Package.swift
 	python3 .ci/house-rules --self-test
 	python3 .ci/house-rules
 
@@ -308,7 +308,7 @@ uninstall:
 # (swift-docc-plugin); the archives land in .build/plugins/Swift-DocC/outputs.
 docs: deps
 	$(SWIFT) package generate-documentation --target Countdown --target CountdownLoop \
-	  --target CountdownClient --warnings-as-errors
+	  --target CountdownClient --target CountdownClientNIO --warnings-as-errors
 
 # ---- The Debian package (dist/deb/build.sh, docs/systemd.md) ----
 # dpkg-dev (dpkg-architecture, dpkg-deb), patchelf (the runtime's RUNPATH), systemd's tools
@@ -340,6 +340,13 @@ package: deb
 	  $${p}_$(VERSION)-1_$$(dpkg --print-architecture).deb || exit 1; done
 	SCRATCH=$(CURDIR)/.build-package python3 Tests/package/test_package.py
 	SCRATCH=$(CURDIR)/.build-package python3 Tests/package/test_debootstrap.py $(CURDIR)
+
+# The example service (Examples/service: a package that depends on CountdownClientNIO alone),
+# built in a scratch of its own and run against a real countdown serve.
+service-example: deps
+	cd Examples/service && $(SWIFT) build --scratch-path ../../.build-service
+	$(SWIFT) build --product countdown
+	Examples/service/run.sh .build/debug/countdown .build-service/debug/GateService
 
 # The C and C++ examples, built through pkg-config against an installation in a scratch
 # prefix, and run for two seconds each.

@@ -248,7 +248,8 @@ let package = Package(
       name: "CountdownServeTests",
       dependencies: [
         "CountdownCLI", "CountdownServer", "CountdownStore", "Countdown", "CountdownClient",
-        "CountdownCluster", "CountdownServerTestSupport", "CountdownTestSupport",
+        "CountdownClientNIO", "CountdownCluster", "CountdownServerTestSupport",
+        "CountdownTestSupport",
         "CountdownPostgres", .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
       ]),

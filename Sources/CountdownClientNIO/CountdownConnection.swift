@@ -23,9 +23,9 @@ import Synchronization
 /// Calls may be made from many tasks at once: each is written as it comes and the server
 /// answers in request order, so replies are matched without ids. A call whose task is
 /// cancelled throws `CancellationError` at once (its request may already have been carried
-/// out: it was sent). A request the server refuses throws ``CountdownError`` with the
+/// out: it was sent). A request the server refuses throws `CountdownError` with the
 /// server's code (`notFound`, `duplicateID`, …) and message; a connection that closes fails
-/// every waiting call with ``CountdownError/Code/connectionClosed``. The connection does not
+/// every waiting call with `CountdownError.Code.connectionClosed`. The connection does not
 /// reconnect by itself (a call that failed so may or may not have been carried out);
 /// ``subscribe(ids:ticks:group:)`` does.
 public final class CountdownConnection: Sendable {
@@ -52,7 +52,7 @@ public final class CountdownConnection: Sendable {
 
   /// Connects to `endpoint`; with `key`, authenticates first (the connection then has the
   /// key's role; a server with `--token` takes its token here).
-  /// - Throws: ``CountdownError``: `connectionClosed` when the server cannot be reached (the
+  /// - Throws: `CountdownError`: `connectionClosed` when the server cannot be reached (the
   ///   message names the endpoint and the system's error), `unauthorized` for a wrong key.
   public static func connect(
     to endpoint: CountdownEndpoint, key: String? = nil,
@@ -92,7 +92,7 @@ public final class CountdownConnection: Sendable {
   /// Sends one request object (without `rid`: replies are matched by their order) and
   /// returns its reply, `ok` or not: the way to an op or a member this type has no method
   /// for.
-  /// - Throws: ``CountdownError`` when the connection fails, `CancellationError`.
+  /// - Throws: `CountdownError` when the connection fails, `CancellationError`.
   public func send(_ request: [String: JSONValue]) async throws -> ServiceReply {
     try await call(RequestEncoding.object(request))
   }

@@ -56,7 +56,7 @@ public struct CountdownSubscription: AsyncSequence, Sendable {
     var finished = false
 
     /// The next update; nil once the task is cancelled.
-    /// - Throws: ``CountdownError`` when the first connection cannot be made, when the server
+    /// - Throws: `CountdownError` when the first connection cannot be made, when the server
     ///   refuses the key or the subscription, or a line it sent is not an event.
     public mutating func next() async throws -> Update? {
       var delay: Int64 = 100

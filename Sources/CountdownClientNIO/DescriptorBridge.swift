@@ -21,7 +21,7 @@ extension CountdownEndpoint {
   ///
   /// Blocks until the connection (and a TLS handshake) is made or fails; not to be called on
   /// an event loop.
-  /// - Throws: ``CountdownError``: `connectionClosed` naming the endpoint and why (no server
+  /// - Throws: `CountdownError`: `connectionClosed` naming the endpoint and why (no server
   ///   there, a certificate not trusted, …), `invalidPayload` for a CA file that is not PEM.
   public func connectedDescriptor(
     group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
