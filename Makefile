@@ -197,7 +197,7 @@ TSAN_SUPP := suppressions=$(CURDIR)/.ci/tsan.supp
 # run in this process, a stream joining mid-flow among them, and the web-safety tests served in
 # this process (limits, timeouts, the guard) (own scratch path, so the debug build stays).
 tsan: deps pgdeps
-	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests|ServiceManagerTests|DeadlineTimerTests|GroupAccessTests'
+	TSAN_OPTIONS=$(TSAN_SUPP) $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter 'CountdownLoopTests|ServerProtocolTests|HTTPTests/(routes|errors|token|events|metrics|page|streamJoinsMidFlow)|WebSafetyServedTests|APNsClientTests|WebhookDeliveryTests|ServiceManagerTests|DeadlineTimerTests|GroupAccessTests|CountdownConnectionTests|CountdownSubscriptionTests|CallQueueTests'
 	# The durable state: the state file in process, and servers run as children (built with
 	# ThreadSanitizer too), which stop at their first race. Not the disk-failure test: under
 	# its file-size limit the sanitizer's runtime cannot start (SIGBUS).
@@ -211,7 +211,7 @@ tsan: deps pgdeps
 # AddressSanitizer with LeakSanitizer over the real-loop tests and the formatter, which writes
 # through raw pointers and builds small strings in place.
 asan: deps pgdeps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCommandTests|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests|RelayedSourcesTests|UnsettledEventsTests|ServerLifetimeTests'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp $(SWIFT) test --scratch-path .build-asan --sanitize=address --filter 'CountdownLoopTests|FormatterTests|FormatCommandTests|HardeningTests|ServerProtocolTests|APNsClientTests|WebhookDeliveryTests|RelayedSourcesTests|UnsettledEventsTests|ServerLifetimeTests|CountdownConnectionTests|CountdownSubscriptionTests'
 	# The cluster's store and shard leases in process (two nodes, each on an event loop of
 	# its own), a whole cluster node in process started and stopped, and two cluster nodes
 	# as sanitized children (a takeover, events passed on for a node killed before relaying

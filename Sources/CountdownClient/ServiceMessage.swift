@@ -108,7 +108,8 @@ public struct ServiceReply: Sendable, Equatable {
       at = at * 10 + Int64(line[k] - 0x30)
       k += 1
     }
-    guard k > digits, k < line.count else { return nil }
+    // JSON has no leading zeros: `05` is the parser's to refuse.
+    guard k > digits, k < line.count, line[digits] != 0x30 || k == digits + 1 else { return nil }
     if line[k] == 0x7D {  // }
       guard k == line.count - 1 else { return nil }
       self.init(at: at, id: nil)

@@ -143,7 +143,8 @@ struct ServiceMessageTests {
     #expect(try reply(#"{"rid":null,"ok":true,"at":1e3}"#)?.at == 1000)
     // Near misses are errors from the parser, as before.
     for bad in [
-      #"{"rid":null,"ok":true,"at":12x}"#, #"{"rid":null,"ok":true,"at":5}}"#,
+      #"{"rid":null,"ok":true,"at":12x}"#, #"{"rid":null,"ok":true,"at":05}"#,
+      #"{"rid":null,"ok":true,"at":5}}"#,
       #"{"rid":null,"ok":true,"at":5,"id":"x"} x"#, #"{"rid":null,"ok":true,"at":}"#,
       #"{"rid":null,"ok":true,"at":5,"id":"x}"#,
     ] {
@@ -156,5 +157,42 @@ struct ServiceMessageTests {
       _ = try ServiceMessage(
         line: Array(#"{"rid":null,"ok":true,"at":5,"id":""#.utf8) + [0xFF, 0x22, 0x7D])
     }
+  }
+
+  @Test(
+    "Whatever a mutated reply line holds, the plain reading agrees with the parser or leaves it")
+  func plainAgreesWithParser() throws {
+    var rng = SystemRandomNumberGenerator()
+    let seeds = [
+      #"{"rid":null,"ok":true,"at":1795950065571}"#,
+      #"{"rid":null,"ok":true,"at":5,"id":"gate-b12"}"#,
+      #"{"rid":null,"ok":true,"at":12,"id":"s3.1204"}"#,
+    ]
+    let alphabet = Array(#"{}":,\0123456789abidokrtnul- é"#.utf8) + [0x00, 0x0A, 0xFF, 0xC3]
+    var taken = 0
+    for _ in 0..<20_000 {
+      var line = Array(seeds.randomElement(using: &rng)!.utf8)
+      for _ in 0..<Int.random(in: 1...3, using: &rng) {
+        let k = Int.random(in: 0..<line.count, using: &rng)
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0: line[k] = alphabet.randomElement(using: &rng)!
+        case 1: line.remove(at: k)
+        default: line.insert(alphabet.randomElement(using: &rng)!, at: k)
+        }
+        if line.isEmpty { line = [0x7B] }
+      }
+      let plain = line.withUnsafeBufferPointer { ServiceReply(plain: $0) }
+      guard let plain else { continue }
+      taken += 1
+      // Taken by the plain reading: the parser reads the same reply from it.
+      let parsed = line.withUnsafeBufferPointer { try? JSONParser.parse(bytes: $0) }
+      guard let o = parsed?.objectValue, let full = try? ServiceReply(Members(o, "reply")) else {
+        Issue.record(
+          "taken plainly but not a reply to the parser: \(String(decoding: line, as: UTF8.self))")
+        continue
+      }
+      #expect(full == plain, "\(String(decoding: line, as: UTF8.self))")
+    }
+    #expect(taken > 0)
   }
 }
