@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
+
+import CountdownServerTestSupport
+import Foundation
+import Testing
+
+extension DurabilityTests {
+  /// Runs `tool` with `arguments`; its exit status.
+  static func run(_ tool: String, _ arguments: [String]) throws -> Int32 {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: tool)
+    p.arguments = arguments
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    p.waitUntilExit()
+    return p.terminationStatus
+  }
+
+  @Test(
+    "A full filesystem under the state file (a 2 MiB tmpfs): storageFailed, ticks go on, writes again by itself once there is room, nothing acknowledged lost",
+    .enabled(if: getuid() == 0, "mounts a tmpfs of its own: needs root (CI runs as root)"))
+  func fullFilesystem() async throws {
+    try await onThread {
+      let dir = temporaryDirectory()
+      let disk = dir.appendingPathComponent("disk")
+      try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: true)
+      #expect(
+        try Self.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", disk.path]) == 0)
+      defer {
+        _ = try? Self.run("/usr/bin/umount", [disk.path])
+        try? FileManager.default.removeItem(at: dir)
+      }
+      let state = ["--state", disk.appendingPathComponent("s.db").path]
+      var server = try Self.serve(dir, state: state)
+      let socket = dir.appendingPathComponent("c.sock").path
+      let c = try TestClient(unix: socket)
+      let end = nowMs() + 600_000
+      try Self.ok(
+        c.request(#"{"op":"start","id":"tick","kind":"countdown","endDate":\#(end),"title":"T"}"#),
+        "start tick")
+      let sub = try TestClient(unix: socket)
+      try Self.ok(
+        sub.request(#"{"op":"subscribe","ids":["tick"],"ticks":true}"#), "subscribe")
+      // Fill the filesystem: a file written until the kernel says no room.
+      let filler = disk.appendingPathComponent("filler").path
+      let fd = open(filler, O_WRONLY | O_CREAT, 0o600)
+      let chunk = [UInt8](repeating: 0, count: 64 << 10)
+      while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+      close(fd)
+      // Commands until one cannot be stored: storageFailed, saying why.
+      var acked: [String] = []
+      var refused: [String: Any]?
+      let title = String(repeating: "x", count: 300)
+      for k in 0..<2_000 where refused == nil {
+        let reply = try c.request(
+          #"{"op":"start","id":"a\#(k)","kind":"elapsed","title":"\#(title)"}"#)
+        if reply["ok"] as? Bool == true { acked.append("a\(k)") } else { refused = reply }
+      }
+      let failure = try #require(refused, "every start was stored on a full filesystem")
+      #expect(failure["code"] as? String == "storageFailed", "\(failure)")
+      #expect((failure["message"] as? String ?? "").contains("full"), "\(failure)")
+      // The ticks go on meanwhile: at least two in 2.5 s, each of `tick`.
+      var ticks = 0
+      let until = Date().addingTimeInterval(2.5)
+      while Date() < until {
+        guard let line = sub.line(timeout: 0.2) else { continue }
+        if line.contains(#""event":"tick""#) && line.contains(#""id":"tick""#) { ticks += 1 }
+      }
+      #expect(ticks >= 2, "\(ticks) ticks while the filesystem was full")
+      // Room again: writes go on by themselves, with nothing done to the server.
+      try FileManager.default.removeItem(atPath: filler)
+      var resumed = false
+      for k in 0..<250 where !resumed {
+        let reply = try c.request(#"{"op":"start","id":"b\#(k)","kind":"elapsed","title":"B"}"#)
+        if reply["ok"] as? Bool == true {
+          resumed = true
+          acked.append("b\(k)")
+        } else {
+          usleep(20_000)
+        }
+      }
+      #expect(resumed, "no start was stored once there was room again")
+      // Nothing acknowledged is lost: killed and started again on the same file.
+      kill(server.pid, SIGKILL)
+      _ = server.exitStatus(within: 5)
+      server = try Self.serve(dir, state: state)
+      let d = try TestClient(unix: socket)
+      for id in acked + ["tick"] {
+        try Self.ok(d.request(#"{"op":"get","id":"\#(id)"}"#), "get \(id)")
+      }
+      kill(server.pid, SIGTERM)
+      #expect(server.exitStatus(within: 10) == 0)
+    }
+  }
+}
