@@ -94,7 +94,7 @@ let package = Package(
     .target(
       name: "CountdownClientNIO",
       dependencies: [
-        "Countdown", "CountdownClient",
+        "Countdown", "CountdownClient", "CountdownNIO",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOExtras", package: "swift-nio-extras"),
@@ -104,7 +104,10 @@ let package = Package(
     // What the SwiftNIO-based targets share: the one timer armed for what is due next.
     .target(
       name: "CountdownNIO",
-      dependencies: ["Countdown", .product(name: "NIOCore", package: "swift-nio")]),
+      dependencies: [
+        "Countdown", .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
+      ]),
     // Live Activity pushes' decisions (docs/pushes.md), pure and clock-free: the budget per
     // activity and token, what APNs's answers mean, the retry schedule.
     .target(name: "CountdownPush", dependencies: ["Countdown"]),
@@ -115,7 +118,7 @@ let package = Package(
     .target(
       name: "CountdownAPNs",
       dependencies: [
-        "CountdownPush",
+        "CountdownPush", "CountdownNIO",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOTLS", package: "swift-nio"),

@@ -2,6 +2,7 @@
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
 import Countdown
+import CountdownNIO
 import CountdownPush
 import NIOCore
 import NIOHPACK

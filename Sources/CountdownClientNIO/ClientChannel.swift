@@ -2,6 +2,7 @@
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
 import Countdown
+import CountdownNIO
 import NIOCore
 import NIOExtras
 import NIOPosix
@@ -100,23 +101,17 @@ enum ClientChannel {
     }
   }
 
-  /// The system's trusted certificates and the CA file's.
+  /// The system's trusted certificates and the CA file's (``ClientTLS``, as the server's own
+  /// clients read theirs).
   static func tlsContext(_ tls: CountdownTLS) throws -> NIOSSLContext {
     var configuration = TLSConfiguration.makeClientConfiguration()
     if let file = tls.caFile {
-      let certificates: [NIOSSLCertificate]
       do {
-        certificates = try NIOSSLCertificate.fromPEMFile(file)
+        configuration = try ClientTLS.configuration(alsoTrustingFile: file)
       } catch {
-        throw CountdownError(
-          .invalidPayload, "the CA file \(file) cannot be read as PEM certificates: \(error)")
+        throw CountdownError(.invalidPayload, "the CA file \(file) \(error.message)")
       }
-      guard !certificates.isEmpty else {
-        throw CountdownError(.invalidPayload, "the CA file \(file) holds no PEM certificate")
-      }
-      configuration.additionalTrustRoots = [.certificates(certificates)]
     }
     return try NIOSSLContext(configuration: configuration)
   }
-
 }

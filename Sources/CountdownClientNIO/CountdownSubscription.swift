@@ -136,33 +136,33 @@ public struct CountdownSubscription: AsyncSequence, Sendable {
     private mutating func connect() async throws -> [ActivityObject] {
       let feed = try await SubscriptionFeed.open(
         to: subscription.endpoint, group: subscription.group)
-      var lines: [[UInt8]] = []
-      if let key = subscription.key { lines.append(RequestEncoding.auth(key)) }
-      lines.append(subscription.request)
-      try await feed.send(lines)
+      var lines = 1
+      var bytes: [UInt8] = []
+      if let key = subscription.key {
+        bytes = RequestEncoding.auth(key)
+        lines += 1
+      }
+      bytes += subscription.request
+      try await feed.send(bytes)
       let iterator = feed.messages.makeAsyncIterator()
-      for k in lines.indices {
+      // One reply a line: the key's, then the subscription's, with its snapshot.
+      var snapshot: [ActivityObject] = []
+      for _ in 0..<lines {
         guard let message = try await iterator.next() else {
           throw CountdownError(
             .connectionClosed, "\(subscription.endpoint) closed the connection before it answered")
         }
         guard case .reply(let reply) = message else {
           // An `unauthorized` error event, say, before the connection closes.
-          if case .event(let e) = message, let failure = e.failure {
-            throw CountdownError(CountdownError.Code(rawValue: failure.code), failure.message)
-          }
+          if case .event(let e) = message, let failure = e.failure { throw failure.error }
           throw CountdownError(
             .unexpectedReply, "\(subscription.endpoint) sent an event before its reply")
         }
-        if let failure = reply.failure {
-          throw CountdownError(CountdownError.Code(rawValue: failure.code), failure.message)
-        }
-        if k == lines.count - 1 {
-          messages = iterator
-          return reply.activities ?? []
-        }
+        if let failure = reply.failure { throw failure.error }
+        snapshot = reply.activities ?? []
       }
-      return []
+      messages = iterator
+      return snapshot
     }
   }
 }

@@ -25,7 +25,7 @@ final class ReplyHandler: ChannelInboundHandler, RemovableChannelHandler {
 
   func handlerRemoved(context: ChannelHandlerContext) {
     self.context = nil
-    fail(CountdownError(.connectionClosed, "the connection to \(endpoint) was closed"))
+    fail(closedError())
   }
 
   /// Writes the requests of `staged` (each line with its newline) in one buffer, flushed
@@ -39,21 +39,18 @@ final class ReplyHandler: ChannelInboundHandler, RemovableChannelHandler {
     var out = context.channel.allocator.buffer(
       capacity: staged.reduce(0) { $0 + $1.bytes.count })
     for item in staged {
+      if let error = calls.closedWith {
+        item.waiter.fail(error)
+        continue
+      }
+      // Open: each enqueue is a `.send`.
       switch item.waiter {
-      case .one(let c):
-        switch calls.enqueue(.one(c), id: item.id) {
-        case .fail(_, let error): c.resume(throwing: error)
-        case .send: out.writeBytes(item.bytes)
-        }
+      case .one(let c): _ = calls.enqueue(.one(c), id: item.id)
       case .many(let c):
-        if let error = calls.closedWith {
-          c.resume(throwing: error)
-          continue
-        }
         let batch = BatchReplies(count: item.count, c)
         for k in 0..<item.count { _ = calls.enqueue(.part(batch, k), id: item.id + UInt64(k)) }
-        out.writeBytes(item.bytes)
       }
+      out.writeBytes(item.bytes)
     }
     if out.readableBytes > 0 { context.writeAndFlush(wrapOutboundOut(out), promise: nil) }
   }
@@ -77,18 +74,11 @@ final class ReplyHandler: ChannelInboundHandler, RemovableChannelHandler {
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-    let line = unwrapInboundIn(data)
     let message: ServiceMessage
     do {
-      message = try line.withUnsafeReadableBytes { raw throws(ServiceMessageError) in
-        try ServiceMessage(line: raw.bindMemory(to: UInt8.self))
-      }
+      message = try ServiceMessage(unwrapInboundIn(data), from: endpoint)
     } catch {
-      close(
-        CountdownError(
-          .unexpectedReply,
-          "\(endpoint) sent a line that is not a reply or an event (\(error.message)); the connection is closed"
-        ))
+      close(error)
       return
     }
     switch message {
@@ -102,7 +92,7 @@ final class ReplyHandler: ChannelInboundHandler, RemovableChannelHandler {
       // A connection error that answers no request (`unauthorized`, `slowConsumer`): the
       // server closes the connection after it, and it is what the waiting calls hear.
       if let failure = event.failure {
-        close(CountdownError(CountdownError.Code(rawValue: failure.code), failure.message))
+        close(failure.error)
       }
     // Events of a subscription made with `request` are not this connection's to keep:
     // ``CountdownConnection/subscribe(ids:ticks:group:)`` has its own connection.

@@ -8,27 +8,16 @@ import Countdown
 /// written in order straight into bytes (no dictionary is built for a request; a start is the
 /// hot path of a service that starts many).
 enum RequestEncoding {
-  /// One request line being written into a ``JSONWriter`` (a batch's lines all go into one):
-  /// `{"op":…` then members, then `}` and the newline.
-  struct Line: ~Copyable {
-    var out: JSONWriter
-
-    init(op: StaticString) {
-      out = JSONWriter()
-      out.bytes.reserveCapacity(128)
-      Self.open(&out, op)
-    }
-
-    static func open(_ out: inout JSONWriter, _ op: StaticString) {
-      out.raw("{\"op\":\"")
-      out.raw(op)
-      out.raw("\"")
-    }
-
-    consuming func finished() -> [UInt8] {
-      out.raw("}\n")
-      return out.bytes
-    }
+  /// One request line: `{"op":…`, the members `body` writes, then `}` and the newline.
+  private static func line(_ op: StaticString, _ body: (inout JSONWriter) -> Void = { _ in })
+    -> [UInt8]
+  {
+    var out = JSONWriter()
+    out.bytes.reserveCapacity(128)
+    out.open(op)
+    body(&out)
+    out.raw("}\n")
+    return out.bytes
   }
 
   /// Start lines, one after another in one array.
@@ -48,7 +37,7 @@ enum RequestEncoding {
 
   /// Appends a start's line, its newline included, to `line`.
   static func start(_ r: ActivityRequest, into line: inout JSONWriter) {
-    Line.open(&line, "start")
+    line.open("start")
     line.string("kind", r.kind.rawValue)
     if let id = r.id { line.string("id", id) }
     let c = r.content
@@ -72,95 +61,82 @@ enum RequestEncoding {
   }
 
   static func update(_ id: String, _ u: ActivityUpdate) -> [UInt8] {
-    var line = Line(op: "update")
-    line.out.string("id", id)
-    if let v = u.endDate { line.out.int("endDate", v.milliseconds) }
-    line.out.change("startDate", u.startDate, instant)
-    line.out.change("staleDate", u.staleDate, instant)
-    line.out.change("goalMs", u.goalMs, JSONValue.int)
-    line.out.change("milestones", u.milestones, milestones)
-    line.out.change("endOnExpiry", u.endOnExpiry, dismissal)
-    if let v = u.overtime { line.out.bool("overtime", v) }
-    if let v = u.timestamp { line.out.int("timestamp", v.milliseconds) }
-    if let v = u.liveActivity { line.out.value("liveActivity", v) }
-    line.out.members(u.content)
-    return line.finished()
+    line("update") { out in
+      out.string("id", id)
+      if let v = u.endDate { out.int("endDate", v.milliseconds) }
+      out.change("startDate", u.startDate, instant)
+      out.change("staleDate", u.staleDate, instant)
+      out.change("goalMs", u.goalMs, JSONValue.int)
+      out.change("milestones", u.milestones, milestones)
+      out.change("endOnExpiry", u.endOnExpiry, dismissal)
+      if let v = u.overtime { out.bool("overtime", v) }
+      if let v = u.timestamp { out.int("timestamp", v.milliseconds) }
+      if let v = u.liveActivity { out.value("liveActivity", v) }
+      out.members(u.content)
+    }
   }
 
   static func end(_ id: String, _ e: ActivityEnding) -> [UInt8] {
-    var line = Line(op: "end")
-    line.out.string("id", id)
-    line.out.value("dismissal", dismissal(e.dismissal))
-    if let v = e.timestamp { line.out.int("timestamp", v.milliseconds) }
-    line.out.members(e.content)
-    return line.finished()
+    line("end") { out in
+      out.string("id", id)
+      out.value("dismissal", dismissal(e.dismissal))
+      if let v = e.timestamp { out.int("timestamp", v.milliseconds) }
+      out.members(e.content)
+    }
   }
 
-  static func pause(_ id: String, timestamp: Instant?) -> [UInt8] {
-    var line = Line(op: "pause")
-    line.out.string("id", id)
-    if let timestamp { line.out.int("timestamp", timestamp.milliseconds) }
-    return line.finished()
-  }
-
-  static func resume(_ id: String, timestamp: Instant?) -> [UInt8] {
-    var line = Line(op: "resume")
-    line.out.string("id", id)
-    if let timestamp { line.out.int("timestamp", timestamp.milliseconds) }
-    return line.finished()
-  }
-
-  static func get(_ id: String) -> [UInt8] {
-    var line = Line(op: "get")
-    line.out.string("id", id)
-    return line.finished()
+  /// `pause`, `resume` or `get` of `id`.
+  static func named(_ op: StaticString, _ id: String, timestamp: Instant? = nil) -> [UInt8] {
+    line(op) { out in
+      out.string("id", id)
+      if let timestamp { out.int("timestamp", timestamp.milliseconds) }
+    }
   }
 
   static func list(_ selection: CountdownConnection.Selection, group: String?) -> [UInt8] {
-    var line = Line(op: "list")
-    switch selection {
-    case .all: break
-    case .soonest(let k): line.out.int("soonest", Int64(k))
-    case .endedWithin(let ms): line.out.int("endedWithinMs", ms)
+    line("list") { out in
+      switch selection {
+      case .all: break
+      case .soonest(let k): out.int("soonest", Int64(k))
+      case .endedWithin(let ms): out.int("endedWithinMs", ms)
+      }
+      if let group { out.string("group", group) }
     }
-    if let group { line.out.string("group", group) }
-    return line.finished()
   }
 
   static func subscribe(ids: [String]?, ticks: Bool, group: String?) -> [UInt8] {
-    var line = Line(op: "subscribe")
-    line.out.bool("ticks", ticks)
-    if let ids { line.out.value("ids", .array(ids.map(JSONValue.string))) }
-    if let group { line.out.string("group", group) }
-    return line.finished()
+    line("subscribe") { out in
+      out.bool("ticks", ticks)
+      if let ids { out.value("ids", .array(ids.map(JSONValue.string))) }
+      if let group { out.string("group", group) }
+    }
   }
 
   static func configure(
     enabled: Bool?, maxActivities: Change<Int>, maxActiveDurationMs: Change<Int64>
   ) -> [UInt8] {
-    var line = Line(op: "configure")
-    if let enabled { line.out.bool("enabled", enabled) }
-    line.out.change("maxActivities", maxActivities) { .int(Int64($0)) }
-    line.out.change("maxActiveDurationMs", maxActiveDurationMs, JSONValue.int)
-    return line.finished()
+    line("configure") { out in
+      if let enabled { out.bool("enabled", enabled) }
+      out.change("maxActivities", maxActivities) { .int(Int64($0)) }
+      out.change("maxActiveDurationMs", maxActiveDurationMs, JSONValue.int)
+    }
   }
 
   static func auth(_ key: String) -> [UInt8] {
-    var line = Line(op: "auth")
-    line.out.string("token", key)
-    return line.finished()
+    line("auth") { $0.string("token", key) }
   }
 
   /// `ping`, `cluster`: an op alone.
-  static func bare(_ op: StaticString) -> [UInt8] {
-    Line(op: op).finished()
-  }
+  static func bare(_ op: StaticString) -> [UInt8] { line(op) }
 
-  /// Any request object, as ``CountdownConnection/send(_:)`` takes it.
-  static func object(_ o: [String: JSONValue]) -> [UInt8] {
+  /// Request objects, as ``CountdownConnection/send(_:)`` takes them, one line each in one
+  /// array.
+  static func objects(_ list: [[String: JSONValue]]) -> [UInt8] {
     var out = JSONWriter()
-    out.write(.object(o))
-    out.raw("\n")
+    for o in list {
+      out.write(.object(o))
+      out.raw("\n")
+    }
     return out.bytes
   }
 
@@ -194,6 +170,13 @@ enum RequestEncoding {
 }
 
 extension JSONWriter {
+  /// `{"op":"OP"`: a request line's start.
+  fileprivate mutating func open(_ op: StaticString) {
+    raw("{\"op\":\"")
+    raw(op)
+    raw("\"")
+  }
+
   /// `,"k":` of a request's member.
   fileprivate mutating func key(_ k: StaticString) {
     raw(",\"")

@@ -51,11 +51,9 @@ struct SubscriptionFeed: Sendable {
     return SubscriptionFeed(channel: channel, messages: messages)
   }
 
-  /// Writes `lines` (each with its newline) and flushes them together.
-  func send(_ lines: [[UInt8]]) async throws {
-    var out = channel.allocator.buffer(capacity: 256)
-    for line in lines { out.writeBytes(line) }
-    try await channel.writeAndFlush(out)
+  /// Writes request lines (each with its newline) and flushes them.
+  func send(_ lines: [UInt8]) async throws {
+    try await channel.writeAndFlush(channel.allocator.buffer(bytes: lines))
   }
 }
 
@@ -92,23 +90,15 @@ final class FeedHandler: ChannelInboundHandler {
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-    let line = unwrapInboundIn(data)
     do {
-      pending.append(
-        try line.withUnsafeReadableBytes { raw throws(ServiceMessageError) in
-          try ServiceMessage(line: raw.bindMemory(to: UInt8.self))
-        })
+      pending.append(try ServiceMessage(unwrapInboundIn(data), from: endpoint))
     } catch {
       // What came before the bad line is handed on first.
       if !pending.isEmpty {
         _ = source?.yield(contentsOf: pending)
         pending.removeAll()
       }
-      source?.finish(
-        CountdownError(
-          .unexpectedReply,
-          "\(endpoint) sent a line that is not a reply or an event (\(error.message)); the connection is closed"
-        ))
+      source?.finish(error)
       context.close(promise: nil)
     }
   }

@@ -71,17 +71,9 @@ extension DurabilityTests {
       #expect(ticks >= 2, "\(ticks) ticks while the filesystem was full")
       // Room again: writes go on by themselves, with nothing done to the server.
       try FileManager.default.removeItem(atPath: filler)
-      var resumed = false
-      for k in 0..<250 where !resumed {
-        let reply = try c.request(#"{"op":"start","id":"b\#(k)","kind":"elapsed","title":"B"}"#)
-        if reply["ok"] as? Bool == true {
-          resumed = true
-          acked.append("b\(k)")
-        } else {
-          usleep(20_000)
-        }
-      }
-      #expect(resumed, "no start was stored once there was room again")
+      let resumed = try Self.startOnceStored(c, tries: 250)
+      if let resumed { acked.append(resumed) }
+      #expect(resumed != nil, "no start was stored once there was room again")
       // Nothing acknowledged is lost: killed and started again on the same file.
       kill(server.pid, SIGKILL)
       _ = server.exitStatus(within: 5)

@@ -35,6 +35,17 @@ struct DurabilityTests {
     if left > 0 { usleep(UInt32(left) * 1000) }
   }
 
+  /// Starts `b1`, `b2`, … on `c`, 20 ms apart, until one is stored (writes work again): its
+  /// id, or nil when none of `tries` was.
+  static func startOnceStored(_ c: TestClient, tries: Int) throws -> String? {
+    for k in 1...tries {
+      let reply = try c.request(#"{"op":"start","id":"b\#(k)","kind":"elapsed","title":"B"}"#)
+      if reply["ok"] as? Bool == true { return "b\(k)" }
+      usleep(20_000)
+    }
+    return nil
+  }
+
   static func serve(
     _ dir: URL, _ extra: [String] = [], via: [String] = [], state: [String] = ["--state", "s.db"]
   ) throws -> ServerProcess {
@@ -402,17 +413,9 @@ struct DurabilityTests {
       raise.arguments = ["--pid", "\(server.pid)", "--fsize=unlimited"]
       try raise.run()
       raise.waitUntilExit()
-      var resumed = false
-      for k in 1..<100 where !resumed {
-        let reply = try c.request(#"{"op":"start","id":"b\#(k)","kind":"elapsed","title":"B"}"#)
-        if reply["ok"] as? Bool == true {
-          resumed = true
-          acked.append("b\(k)")
-        } else {
-          usleep(20_000)
-        }
-      }
-      #expect(resumed)
+      let resumed = try Self.startOnceStored(c, tries: 99)
+      if let resumed { acked.append(resumed) }
+      #expect(resumed != nil)
       for id in acked {
         try Self.ok(c.request(#"{"op":"get","id":"\#(id)"}"#), "get \(id) while running")
       }
