@@ -60,6 +60,16 @@ package enum System {
 
   // MARK: - Sockets
 
+  /// A connected pair of Unix stream sockets, both close-on-exec.
+  package static func socketPair() throws(SocketError) -> (Int32, Int32) {
+    var ends: [Int32] = [-1, -1]
+    guard
+      socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends)
+        == 0
+    else { throw SocketError("cannot make a socket pair: \(lastError)") }
+    return (ends[0], ends[1])
+  }
+
   /// A blocking stream socket connected to the Unix socket at `path`.
   static func connectUnix(_ path: String) throws(SocketError) -> Int32 {
     var addr = sockaddr_un()

@@ -8,10 +8,6 @@ import NIOPosix
 import NIOSSL
 import NIOTLS
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 extension CountdownEndpoint {
   /// A blocking stream socket that speaks the protocol with the server at this endpoint, for
   /// tools that read and write a descriptor (`countdown send`, `countdown board`): a Unix
@@ -36,42 +32,43 @@ extension CountdownEndpoint {
           .connectionClosed, "\(error.message); is countdown serve running there?")
       }
     case .tcp:
-      var ends: [Int32] = [-1, -1]
-      guard
-        socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends)
-          == 0
-      else {
-        throw CountdownError(
-          .systemError, "socketpair failed: \(String(cString: strerror(errno)))")
+      let mine: Int32
+      let theirs: Int32
+      do {
+        (mine, theirs) = try System.socketPair()
+      } catch {
+        throw CountdownError(.systemError, error.message)
       }
       let loop = group.next()
       do {
+        // Both ends' relays are made here and handed to their channels, so that pairing them
+        // needs no lookup in a pipeline the peer may already have closed.
+        let (near, far) = try loop.submit {
+          (
+            NIOLoopBound(RelayHandler(), eventLoop: loop),
+            NIOLoopBound(RelayHandler(), eventLoop: loop)
+          )
+        }.wait()
+        // `theirs` is the channel's from here, closed with it.
         let local = try ClientBootstrap(group: loop)
           .channelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
-              try channel.pipeline.syncOperations.addHandler(RelayHandler())
+              try channel.pipeline.syncOperations.addHandler(near.value)
             }
           }
-          .withConnectedSocket(ends[1]).wait()
-        let remote: any Channel
+          .withConnectedSocket(theirs).wait()
         do {
-          (remote, _) = try ClientChannel.make(
-            to: self, group: loop, timeout: timeout, framed: false
-          ) { channel in
-            try channel.pipeline.syncOperations.addHandler(RelayHandler())
+          _ = try ClientChannel.make(to: self, group: loop, timeout: timeout, framed: false) {
+            channel in try channel.pipeline.syncOperations.addHandler(far.value)
           }.wait()
         } catch {
           local.close(promise: nil)
           throw error
         }
-        try loop.submit {
-          let a = try local.pipeline.syncOperations.handler(type: RelayHandler.self)
-          let b = try remote.pipeline.syncOperations.handler(type: RelayHandler.self)
-          a.pair(with: b)
-        }.wait()
-        return ends[0]
+        try loop.submit { near.value.pair(with: far.value) }.wait()
+        return mine
       } catch {
-        Glibc.close(ends[0])
+        System.close(mine)
         if let error = error as? CountdownError { throw error }
         throw CountdownError(.connectionClosed, "cannot connect to \(self): \(error)")
       }
@@ -105,6 +102,13 @@ final class RelayHandler: ChannelDuplexHandler {
 
   /// Joins the two (on their event loop); the reads held until then go on.
   func pair(with other: RelayHandler) {
+    // One side closed before they were joined (a server that hung up at once): the other
+    // closes too, as it would have had they been joined.
+    guard context != nil, other.context != nil else {
+      context?.close(promise: nil)
+      other.context?.close(promise: nil)
+      return
+    }
     partner = other
     other.partner = self
     handOnHeld()
