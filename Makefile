@@ -80,13 +80,16 @@ postgres: deps pgdeps
 	Tests/postgres/with-postgres.sh $(SWIFT) test --skip-build --no-parallel \
 	  --filter "PostgresStoreTests|PostgresSettingsTests|OnPostgres"
 
-# The cluster's chaos test (docs/cluster.md): 20 rounds of kill -9 of a node under a stream of
-# commands through another, on a PostgreSQL of its own (about 2.5 minutes).
+# The cluster's chaos tests (docs/cluster.md): 20 rounds of kill -9 of a node under a stream of
+# commands through another, 10 of the hand-back, and the faults short of death (a node cut off
+# from PostgreSQL, two nodes cut from each other, PostgreSQL slowed, a flapping link; each
+# link through Tests/CountdownServerTestSupport/FaultProxy.swift), on a PostgreSQL of their
+# own (about 4 minutes).
 chaos: deps pgdeps
 	$(SWIFT) build --build-tests
-	COUNTDOWN_CHAOS_ROUNDS=20 COUNTDOWN_HANDBACK_ROUNDS=10 Tests/postgres/with-postgres.sh \
-	  $(SWIFT) test --skip-build --no-parallel \
-	  --filter "ClusterOnPostgresTests/(killedUnderStream|handBack)"
+	COUNTDOWN_CHAOS_ROUNDS=20 COUNTDOWN_HANDBACK_ROUNDS=10 COUNTDOWN_FAULTS=1 \
+	  Tests/postgres/with-postgres.sh $(SWIFT) test --skip-build --no-parallel \
+	  --filter "ClusterOnPostgresTests/(killedUnderStream|handBack|cutFromPostgres|nodesCutFromEachOther|slowPostgres|flappingLink)"
 
 # Live Activity pushes end to end: `countdown serve --apns-*` (the debug build) against the
 # APNs stand-in, real TLS and HTTP/2 on loopback (Tests/pushes; scratch in .build-pushes),

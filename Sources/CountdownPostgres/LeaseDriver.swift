@@ -61,6 +61,12 @@ package final class LeaseDriver: @unchecked Sendable {
   private var waitingSince: [Int: Int64] = [:]
   private var nextQuery = 0
   private var observing: RepeatedTask?
+  /// Whether an observation is unanswered (the next waits for it).
+  private var observeInFlight = false
+  /// Whether another observation was asked for while one was unanswered.
+  private var observeWanted = false
+  /// Renewals decided and not yet sent: they go with the next observation.
+  private var dueRenewals: [(shard: Int, epoch: Int64, sentAt: Int64)] = []
   private let deadline: DeadlineTimer
   private var stopped = false
   private var counts = Counts()
@@ -233,10 +239,24 @@ package final class LeaseDriver: @unchecked Sendable {
       .always { [self] _ in waitingSince[id] = nil }
   }
 
-  /// Every fifth of the lease: the heartbeat, the lease table and the nodes alive, in one
-  /// statement; then what the machine makes of them.
+  /// Every fifth of the lease: the heartbeat, the renewal of every lease held, the lease
+  /// table and the nodes alive, in one statement; then what the machine makes of them.
+  ///
+  /// One statement, and one at a time: a connection runs its queries one after another, so
+  /// on a database slowed to a round trip of 300 ms an observation every 200 ms and a renewal
+  /// per shard beside it queued without end, each answered later than the one before, until
+  /// the leases lapsed (`slowPostgres`, docs/cluster.md, "Faults short of death"). An
+  /// observation asked for while one is unanswered goes when that one is answered, so they go
+  /// back to back, each renewing from its own sending: a lease holds while a round trip takes
+  /// less than two fifths of it (its stop is three fifths after the renewal was sent).
   private func observe() {
     guard !stopped else { return }
+    guard !observeInFlight else {
+      observeWanted = true
+      return
+    }
+    observeInFlight = true
+    observeWanted = false
     let now = Self.now()
     if let oldest = waitingSince.values.min(), now - oldest > timing.leaseMs, let c = connection {
       // No answer for a whole lease: the connection is dead or stuck. Closing it fails what
@@ -244,41 +264,87 @@ package final class LeaseDriver: @unchecked Sendable {
       let _: EventLoopFuture<Void> = c.close()
       connection = nil
     }
+    // Stops due now, and the renewals the machine decided since the last observation.
+    carryOut(leases.tick(now: now))
+    let decided = dueRenewals
+    dueRenewals = []
+    // Every lease held is renewed, sent now: the observations go back to back on a slow
+    // database, and each one moves every stop.
+    let held = leases.served
     var b = PostgresBindings()
     b.append(node)
     b.append(timing.leaseMs)
+    b.append(held.map { Int64($0.shard) })
+    b.append(held.map(\.epoch))
     query(
       """
       WITH beat AS (
         UPDATE countdown_nodes SET expires_at = clock_timestamp() + $2 * interval '1 millisecond'
-         WHERE node = $1 RETURNING node)
-      SELECT shard, owner, expires_at <= clock_timestamp(),
+         WHERE node = $1 RETURNING node),
+      renewed AS (
+        UPDATE countdown_leases l
+           SET expires_at = clock_timestamp() + $2 * interval '1 millisecond'
+          FROM unnest($3::int8[], $4::int8[]) AS r(shard, epoch)
+         WHERE l.shard = r.shard AND l.owner = $1 AND l.epoch = r.epoch
+           AND l.expires_at > clock_timestamp()
+        RETURNING l.shard)
+      SELECT shard, owner,
+        shard NOT IN (SELECT shard FROM renewed) AND expires_at <= clock_timestamp(),
         (SELECT count(*) FROM countdown_nodes WHERE expires_at > clock_timestamp() OR node = $1),
         epoch,
         (SELECT coalesce(string_agg(node || chr(9) || coalesce(advertise, '') || chr(9)
             || (expires_at > clock_timestamp() OR node = $1)::text, chr(10)), '')
-           FROM countdown_nodes)
+           FROM countdown_nodes),
+        shard IN (SELECT shard FROM renewed)
         FROM countdown_leases ORDER BY shard
       """, b
     ).whenComplete { [self] result in
-      guard !stopped, case .success(let rows) = result else { return }
+      observeInFlight = false
+      guard !stopped else { return }
+      guard case .success(let rows) = result else {
+        counts.renewalsFailed += held.count
+        for r in decided { leases.renewFailed(r.shard, epoch: r.epoch) }
+        schedule()
+        return
+      }
       var view: [ShardLeases.LeaseView] = []
       var table: [Lease] = []
       var nodes: [Node] = []
       var alive = 1
+      var renewedShards: Set<Int> = []
       for row in rows {
         guard
-          let (shard, owner, expired, count, epoch, list) = try? row.decode(
-            (Int, String?, Bool, Int, Int64, String).self)
+          let (shard, owner, expired, count, epoch, list, renewed) = try? row.decode(
+            (Int, String?, Bool, Int, Int64, String, Bool).self)
         else { continue }
         view.append(.init(shard: shard, owner: owner, expired: expired))
         table.append(Lease(shard: shard, owner: owner, epoch: epoch, expired: expired))
         alive = count
         if nodes.isEmpty { nodes = Self.nodes(list) }
+        if renewed { renewedShards.insert(shard) }
       }
+      // The renewals' answers first: a renewed lease's stop moves before the view is read.
+      var actions: [ShardLeases.Action] = []
+      for r in held {
+        if renewedShards.contains(r.shard) {
+          counts.renewed += 1
+          leases.renewed(r.shard, epoch: r.epoch, sentAt: now)
+        } else {
+          counts.renewalsLost += 1
+          actions += leases.renewLost(r.shard, epoch: r.epoch)
+        }
+      }
+      // A renewal the machine decided is answered with its own instant (which marks it done).
+      for r in decided where renewedShards.contains(r.shard) {
+        leases.renewed(r.shard, epoch: r.epoch, sentAt: r.sentAt)
+      }
+      carryOut(actions)
       onObserve?(table, nodes, counts)
       carryOut(leases.observe(view, aliveNodes: alive, now: Self.now()))
       carryOut(leases.tick(now: Self.now()))
+      // Asked for meanwhile (the period passed, or renewals fell due): at once, so that on a
+      // slow database the observations go back to back, each renewal in the next.
+      if observeWanted || !dueRenewals.isEmpty { observe() }
     }
   }
 
@@ -310,6 +376,9 @@ package final class LeaseDriver: @unchecked Sendable {
   private func schedule() {
     deadline.arm(at: stopped ? nil : leases.nextDeadline, now: Self.now()) { [self] in
       carryOut(leases.tick(now: Self.now()))
+      // A renewal that fell due goes now, with an observation (or right after the one
+      // unanswered).
+      if !dueRenewals.isEmpty { observe() }
     }
   }
 
@@ -339,37 +408,11 @@ package final class LeaseDriver: @unchecked Sendable {
     }
   }
 
+  /// A renewal the machine decided: it goes with the next observation (``observe()``). The
+  /// machine counted it as sent at its tick, earlier than it goes (the safe side: the lease
+  /// PostgreSQL grants starts later than the node counts); its answer names that instant.
   private func renew(_ shard: Int, _ epoch: Int64) {
-    // The machine counted the renewal as sent at its tick (it goes now, later or equal); its
-    // answer names that instant.
-    let sentAt = leases.lastRenewal(of: shard) ?? Self.now()
-    var b = PostgresBindings()
-    b.append(shard)
-    b.append(node)
-    b.append(epoch)
-    b.append(timing.leaseMs)
-    query(
-      """
-      UPDATE countdown_leases SET expires_at = clock_timestamp() + $4 * interval '1 millisecond'
-       WHERE shard = $1 AND owner = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-      RETURNING epoch
-      """, b
-    ).whenComplete { [self] result in
-      guard !stopped else { return }
-      switch result {
-      case .success(let rows) where !rows.isEmpty:
-        counts.renewed += 1
-        leases.renewed(shard, epoch: epoch, sentAt: sentAt)
-        schedule()
-      case .success:
-        counts.renewalsLost += 1
-        carryOut(leases.renewLost(shard, epoch: epoch))
-      case .failure:
-        counts.renewalsFailed += 1
-        leases.renewFailed(shard, epoch: epoch)
-        schedule()
-      }
-    }
+    dueRenewals.append((shard, epoch, leases.lastRenewal(of: shard) ?? Self.now()))
   }
 
   private func release(_ shard: Int, _ epoch: Int64) {

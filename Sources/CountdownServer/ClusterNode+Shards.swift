@@ -55,8 +55,11 @@ extension ClusterNode {
     let taken = rows.map { [$0] } ?? []
     let refusal = Refusals()
     loop.rebuildEngine(
-      { current throws(CountdownError) in
-        let a = ShardAssembly.assemble(current, keeping: { _ in true }, taking: taken)
+      { [self] current throws(CountdownError) in
+        // Still wanted when the loop comes to it: a stop since then dropped it already.
+        let wanted = state.withLock { $0.wanted[shard] == epoch }
+        let a = ShardAssembly.assemble(
+          current, keeping: { _ in true }, taking: wanted ? taken : [])
         refusal.byPart = a.refused
         return (a.snapshot, a.events)
       },
@@ -111,7 +114,7 @@ extension ClusterNode {
 
   /// The store stops writing `shard`; the push planner and the senders let go of it (on the
   /// writer's thread).
-  private func letGo(_ shard: Int) {
+  func letGo(_ shard: Int) {
     store.stop(shard)
     let shards = options.shards
     let inShard: @Sendable (String) -> Bool = {
@@ -130,9 +133,10 @@ extension ClusterNode {
     var byPart: [Int: CountdownError] = [:]
   }
 
-  /// Stops writing `shard` and drops its activities from the engine.
+  /// Drops `shard`'s activities from the engine (from any thread: the loop does it in turn
+  /// with the other rebuilds, a take's and a reload's, which leave out a shard no longer
+  /// wanted by then). The writer stops writing it in ``letGo(_:)``.
   func drop(_ shard: Int) {
-    letGo(shard)
     guard let loop = loop.withLock({ $0 }) else { return }
     loop.rebuildEngine(
       { [self] current throws(CountdownError) in
@@ -166,6 +170,13 @@ extension ClusterNode {
       for (shard, leaseEpoch) in store.served.sorted(by: { $0.key < $1.key }) {
         let rows = try store.load(shard: shard)
         if let rows { shards.append((shard, leaseEpoch, rows)) }
+        // The failed commit may have landed (its connection went with it under way): the
+        // shard's row of unsettled events says so, before the next commit rewrites it.
+        if relayLinks != nil, let u = try store.loadUnsettled(shard: shard),
+          u.incarnation == incarnation
+        {
+          relayLinks?.recover(from: incarnation, u.lines)
+        }
         // The writer's push planner was made afresh: it learns each shard again.
         if delivery != nil {
           writer.plannerTakes(
@@ -187,9 +198,16 @@ extension ClusterNode {
     let held = shards.map { (shard: $0.shard, epoch: $0.epoch) }
     let parts = shards.map(\.rows)
     loop.rebuildEngine(
-      { current throws(CountdownError) in
-        let a = ShardAssembly.assemble(current, keeping: { _ in false }, taking: parts)
-        refusal.byPart = a.refused
+      { [self] current throws(CountdownError) in
+        // The shards still wanted when the loop comes to it: one stopped since its rows were
+        // read was dropped from the engine already, and must not come back.
+        let kept = state.withLock { s in
+          held.indices.filter { s.wanted[held[$0].shard] == held[$0].epoch }
+        }
+        let a = ShardAssembly.assemble(
+          current, keeping: { _ in false }, taking: kept.map { parts[$0] })
+        refusal.byPart = Dictionary(
+          uniqueKeysWithValues: a.refused.map { (kept[$0.key], $0.value) })
         return (a.snapshot, a.events)
       },
       completion: { [self] result in

@@ -267,7 +267,11 @@ final class ClusterNode: @unchecked Sendable {
         $0.unrestorable[shard] = nil
       }
       logger.notice("stopped serving shard \(shard) (\(reason))")
-      writer.perform { [self] in drop(shard) }
+      // Out of the engine at once, not behind the writer: a shard's ticks are handed on
+      // without a commit, and the writer may be waiting on PostgreSQL for as long as the
+      // commit bound while the lease runs out, after which another node ticks the shard too.
+      drop(shard)
+      writer.perform { [self] in letGo(shard) }
     }
   }
 

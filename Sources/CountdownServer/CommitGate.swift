@@ -72,8 +72,12 @@ struct CommitGate {
   }
 
   /// The commit `token` (and every one before it) is done: calls `deliver` with the held
-  /// events of each, oldest first, if `committed`; drops them if not.
-  mutating func finish(token: UInt64, committed: Bool, deliver: ([Numbered]) -> Void) {
+  /// events of each, oldest first, if `committed`; if not, drops them, handing them to
+  /// `dropped` first.
+  mutating func finish(
+    token: UInt64, committed: Bool, dropped: ([Numbered]) -> Void = { _ in },
+    deliver: ([Numbered]) -> Void
+  ) {
     while let oldest = held.first, oldest.token <= token {
       held.removeFirst()
       for k in oldest.events {
@@ -85,7 +89,7 @@ struct CommitGate {
         }
       }
       checkInvariants()
-      if committed && !oldest.events.isEmpty { deliver(oldest.events) }
+      if !oldest.events.isEmpty { committed ? deliver(oldest.events) : dropped(oldest.events) }
     }
   }
 

@@ -44,7 +44,7 @@ final class Hub: @unchecked Sendable {
   private var offsets: [Int] = []
   /// A cluster node's (``enableRelays(incarnation:)``): the nodes relaying its events, and
   /// the recent ones kept for a node that connects again.
-  private var relays: PeerRelays?
+  private(set) var relays: PeerRelays?
   /// This process's incarnation as a cluster node: the space its sequence and delivery
   /// numbers belong to (0 for a server alone).
   var incarnation: UInt64 { relays?.incarnation ?? 0 }
@@ -57,6 +57,8 @@ final class Hub: @unchecked Sendable {
   /// A cluster node's events committed and not yet relayed, kept by its writer: told how far
   /// this hub has come at each commit's end.
   var unsettled: UnsettledEvents?
+  /// A cluster node's own lifecycle events whose commit failed, in case it landed (``landed(_:)``).
+  var undecided = UndecidedEvents()
   /// The tests' fault (``ClusterOptions/stallAfterCommitOf``), and whether it has struck.
   var stallAfterCommitOf: String?
   private var stalled = false
@@ -239,28 +241,6 @@ final class Hub: @unchecked Sendable {
     checkInvariants()
   }
 
-  /// Lifecycle events that another node (`source`, by incarnation) committed and may never have
-  /// relayed, found beside a shard's rows when this node took it (docs/cluster.md, "A node
-  /// killed between a commit and its relay"), each with its JSON line (and newline): to this
-  /// node's subscribers that take them (``relayed(from:sequence:id:kind:line:recovered:)``),
-  /// then kept in the ring and written to every relaying node as `~SOURCE SEQUENCE DELIVERY
-  /// JSON` lines.
-  func relayRecovered(
-    from source: UInt64,
-    _ events: [(sequence: UInt64, id: String, kind: ActivityEvent.Kind, line: ByteBuffer)]
-  ) {
-    eventLoop.assertInEventLoop()
-    guard let relays, !events.isEmpty else { return }
-    // Their activities' rows were taken with the shard (``addGroups(_:)``): their groups are known.
-    for e in events {
-      relayed(
-        from: source, sequence: e.sequence, id: e.id, kind: e.kind, group: groupOf[e.id],
-        line: e.line, recovered: true)
-    }
-    relays.recovered(from: source, events) { self.groupOf[$0] }
-    checkInvariants()
-  }
-
   /// Ends every subscription whose sink is an HTTP event stream, and refuses those that come
   /// after (the server is stopping: the streams must end for the HTTP server to finish).
   func closeStreams() {
@@ -322,10 +302,15 @@ final class Hub: @unchecked Sendable {
       stalled = true
       return
     }
-    gate.finish(token: token, committed: committed) { released in
-      guard !subscribers.isEmpty || relays != nil else { return noteGroups(released.map(\.event)) }
-      deliver(released.map(\.event)) { released[$0].sequence }
-    }
+    gate.finish(
+      token: token, committed: committed,
+      dropped: { if relays != nil { undecided.keep($0) } },
+      deliver: { released in
+        guard !subscribers.isEmpty || relays != nil else {
+          return noteGroups(released.map(\.event))
+        }
+        deliver(released.map(\.event)) { released[$0].sequence }
+      })
     // Every wake to `token` went out (or was dropped): the writer need keep none of them.
     unsettled?.settled(through: token)
     checkInvariants()
@@ -347,7 +332,7 @@ final class Hub: @unchecked Sendable {
 
   /// Encodes `events` once, frames them once per framing that a subscriber needs, and hands
   /// each subscriber those it wants; `sequence` numbers them.
-  private func deliver(_ events: [ActivityEvent], sequence: (Int) -> UInt64) {
+  func deliver(_ events: [ActivityEvent], sequence: (Int) -> UInt64) {
     // One look at the wake's kinds (most wakes are ticks alone, and are not walked again).
     var hasTicks = false
     var onlyTicks = true

@@ -137,7 +137,15 @@ final class RelayLinks: @unchecked Sendable {
   /// every node relaying this one's events. From any thread.
   func recover(from source: UInt64, _ lines: [(sequence: UInt64, json: ArraySlice<UInt8>)]) {
     hub.eventLoop.execute { [self] in
-      guard source != hub.incarnation else { return }
+      guard source != hub.incarnation else {
+        // This node's own: those whose commit it took for failed landed after all.
+        let n = hub.landed(lines.map(\.sequence))
+        if n > 0 {
+          logger.notice(
+            "\(n) event(s) of this node whose commit it took for failed had landed: delivered now")
+        }
+        return
+      }
       var events: [(sequence: UInt64, id: String, kind: ActivityEvent.Kind, line: ByteBuffer)] = []
       for (sequence, json) in lines {
         let parsed = json.withUnsafeBytes { Self.kindAndID($0) }
@@ -185,7 +193,15 @@ final class RelayLinks: @unchecked Sendable {
         } else {
           sources.streamed(sequence, from: incarnation)
         }
-      guard new else { return }
+      guard new else {
+        // This node's own event, recovered by the peer from a shard's row: it landed, though
+        // this node took its commit for failed (then it is delivered here now).
+        if source == hub.incarnation, hub.landed([sequence]) > 0 {
+          logger.notice(
+            "an event of this node whose commit it took for failed had landed: delivered now")
+        }
+        return
+      }
     }
     let json = UnsafeRawBufferPointer(rebasing: bytes[jsonStart...])
     guard let (kind, id) = Self.kindAndID(json) else { return }

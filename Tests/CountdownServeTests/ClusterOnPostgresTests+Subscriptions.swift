@@ -40,14 +40,7 @@ extension ClusterOnPostgresTests {
     }
 
     /// Waits up to `seconds` for `check` to hold.
-    func wait(_ seconds: Double, until check: () -> Bool) -> Bool {
-      let until = Date().addingTimeInterval(seconds)
-      while Date() < until {
-        if check() { return true }
-        usleep(20_000)
-      }
-      return check()
-    }
+    func wait(_ seconds: Double, until check: () -> Bool) -> Bool { waitUntil(seconds, check) }
 
     func stop() { lock.withLock { running = false } }
   }

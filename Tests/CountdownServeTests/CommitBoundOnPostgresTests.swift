@@ -34,7 +34,7 @@ struct CommitBoundOnPostgresTests {
   )
   func singleServer() async throws {
     let url = try PostgresTestServer.freshDatabaseURL()
-    let proxy = try PartitionProxy(to: try Self.port(of: url))
+    let proxy = try FaultProxy(to: try Self.port(of: url))
     defer { proxy.stop() }
     try await onThread {
       let dir = temporaryDirectory()
@@ -95,7 +95,7 @@ struct CommitBoundOnPostgresTests {
   )
   func node() async throws {
     let url = try PostgresTestServer.freshDatabaseURL()
-    let proxy = try PartitionProxy(to: try Self.port(of: url))
+    let proxy = try FaultProxy(to: try Self.port(of: url))
     defer { proxy.stop() }
     try await onThread {
       let (dirA, dirB) = (temporaryDirectory(), temporaryDirectory())

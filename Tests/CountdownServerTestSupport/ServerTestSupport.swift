@@ -176,6 +176,16 @@ package func loopbackSocket(listening: Bool) throws -> (fd: Int32, port: Int) {
 /// Milliseconds since 1970 by the wall clock.
 package func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
+/// Waits up to `seconds` for `check` to hold, looking every 20 ms; whether it did.
+package func waitUntil(_ seconds: Double, _ check: () -> Bool) -> Bool {
+  let until = Date().addingTimeInterval(seconds)
+  while Date() < until {
+    if check() { return true }
+    usleep(20_000)
+  }
+  return check()
+}
+
 /// The built `countdown` executable, beside the test bundle.
 package var countdownExecutable: URL {
   var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

@@ -69,11 +69,44 @@ struct CommitGateTests {
     _ = gate.admit(first: 2, [event(.ended, 1)], token: 2)
     _ = gate.admit(first: 3, [event(.started, 3)], token: 3)
     var released: [[UInt64]] = []
-    gate.finish(token: 2, committed: false) { released.append($0.map(\.sequence)) }
+    var dropped: [[UInt64]] = []
+    gate.finish(
+      token: 2, committed: false, dropped: { dropped.append($0.map(\.sequence)) },
+      deliver: { released.append($0.map(\.sequence)) })
     #expect(released.isEmpty)
+    // The dropped ones are handed over (a cluster node keeps them: the commit may have landed).
+    #expect(dropped == [[1], [2]])
     gate.finish(token: 3, committed: true) { released.append($0.map(\.sequence)) }
     #expect(released == [[3]])
     #expect(gate.isEmpty)
+  }
+}
+
+@Suite("UndecidedEvents: a failed commit's events, kept in case it landed")
+struct UndecidedEventsTests {
+  @Test("Lifecycle events kept by sequence, each taken once; ticks never kept")
+  func keepAndTake() {
+    var u = UndecidedEvents()
+    u.keep([(4, event(.started, 1)), (5, event(.tick, 1)), (6, event(.paused, 1))])
+    #expect(u.count == 2)
+    #expect(u.take(5) == nil, "a tick is never committed")
+    #expect(u.take(4)?.kind == .started)
+    #expect(u.take(4) == nil, "taken once")
+    #expect(u.take(6)?.kind == .paused)
+    #expect(u.count == 0)
+  }
+
+  @Test("Bounded: past the capacity the oldest go first; the order's storage is reclaimed")
+  func bounded() {
+    var u = UndecidedEvents(capacity: 3)
+    for q in UInt64(1)...5 { u.keep([(q, event(.started, UInt32(q)))]) }
+    #expect(u.count == 3)
+    #expect(u.take(1) == nil && u.take(2) == nil)
+    #expect(u.take(3) != nil && u.take(5) != nil)
+    // Many more than the bound: still within it, and the newest kept.
+    for q in UInt64(10)..<5_000 { u.keep([(q, event(.ended, 1))]) }
+    #expect(u.count == 3)
+    #expect(u.take(4_999) != nil && u.take(4_996) == nil)
   }
 }
 
