@@ -16,6 +16,13 @@ extension ActivityEngine {
     return snapshot(handle.slot)
   }
 
+  /// The value the activity `id` shows at the engine's clock (seconds, as its ticks carry
+  /// it), or nil when no activity has that id. For a loop rebuilding its engine: a catch-up
+  /// tick of the new engine that carries this value repeats what subscribers saw.
+  package func shownValue(of id: String) -> Int64? {
+    slotIndex.find(id, in: slots).map { displayedSeconds(Int($0), now.milliseconds) }
+  }
+
   /// The group of the activity `id` (nil when it has none).
   /// - Throws: `notFound` when no activity has that id.
   public func group(of id: String) throws(CountdownError) -> String? {

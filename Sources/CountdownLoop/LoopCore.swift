@@ -190,17 +190,31 @@ final class LoopCore: @unchecked Sendable {
   /// changes): what the old one did so far is handed on first; then `events` go out with the
   /// new engine's handles (``ActivityHandle/gone`` for an activity it does not hold), and the
   /// new engine steps to now.
+  ///
+  /// A catch-up tick (in `events`, or from the step) that carries the value the old engine
+  /// shows for its activity is not handed on: the old engine ticked it already, and ticks
+  /// are never held for a commit, so subscribers saw it (a tick only when the value changes;
+  /// the rebuild after a failed write repeated every ticking activity's value once). Those
+  /// of activities the old engine did not hold, or showed otherwise, go out.
   private func install(
     _ snapshot: EngineSnapshot, in engine: inout ActivityEngine, events: [ActivityEvent]
   ) throws(CountdownError) {
     let fresh = try ActivityEngine(restoring: snapshot, onEvent: emit)
     handOn(engine, ranCommands: true)
+    let old = engine
+    let emit = self.emit
+    let handOnChanged: (ActivityEvent) -> Void = { e in
+      if e.kind == .tick, old.shownValue(of: e.id) == e.value { return }
+      emit(e)
+    }
     engine = fresh
     for var e in events {
       e.handle = engine.handle(for: e.id) ?? .gone
-      emit(e)
+      handOnChanged(e)
     }
+    engine.onEvent = handOnChanged
     syncClock(&engine, stepping: true)
+    engine.onEvent = emit
   }
 
   /// The OS timer fired.

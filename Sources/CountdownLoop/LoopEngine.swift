@@ -166,6 +166,12 @@ public struct LoopEngine: ~Copyable {
 
   /// The id of the activity behind `handle`, or nil once it is dismissed.
   public func id(of handle: ActivityHandle) -> String? { engine.pointee.id(of: handle) }
+
+  /// The engine's state at its clock, as a store commits it (for tests of a rebuild).
+  package func snapshot() -> EngineSnapshot { engine.pointee.snapshot() }
+
+  /// The value the activity `id` shows at the engine's clock (nil when there is none).
+  package func shownValue(of id: String) -> Int64? { engine.pointee.shownValue(of: id) }
 }
 
 @available(*, unavailable)

@@ -91,6 +91,53 @@ struct RebuildEngineTests {
     #expect(ids == ["n1"])
     #expect(seen.withLock { $0.count } == before)
   }
+
+  @Test(
+    "A rebuild from an older commit (after a failed write) repeats no tick: a catch-up tick goes out only where the old engine showed another value"
+  )
+  func noRepeatedTick() async throws {
+    let seen = Locked<[ActivityEvent]>([])
+    let loop = try CountdownLoop(options: LoopOptions(), restoring: nil) { _, _, events in
+      seen.withLock { $0 += events }
+    }
+    defer { loop.shutdown() }
+    let now = SystemWallClock.now()
+    // Ending half a second past a whole number of seconds from now, so that no tick falls
+    // within the rebuild's few milliseconds.
+    try await loop.submit { engine throws(CountdownError) in
+      _ = try engine.start(.countdown(id: "c", to: now.advanced(by: 600_500), title: "c"))
+      _ = try engine.start(.countdown(id: "u", to: now.advanced(by: 300_500), title: "u"))
+    }
+    let committed = try await loop.submit { engine in engine.snapshot() }
+    // Past a tick of both; then u's end moves by a minute (a change the write will lose).
+    try await Task.sleep(for: .milliseconds(1_200))
+    try await loop.submit { engine throws(CountdownError) in
+      var patch = ActivityUpdate()
+      patch.endDate = now.advanced(by: 360_500)
+      try engine.update("u", patch)
+    }
+    let before = seen.withLock { $0.count }
+    try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+      loop.replaceEngine(
+        with: committed, completion: { c.resume(with: $0.mapError { $0 as any Error }) })
+    }
+    var after: [ActivityEvent] = []
+    for _ in 0..<500 {
+      after = seen.withLock { Array($0[before...]) }.filter { $0.kind == .tick }
+      if after.contains(where: { $0.id == "u" }) { break }
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    // u showed its moved end's value; the rebuilt engine shows the committed one, and says so
+    // at once: its first tick carries the committed end's value at its instant.
+    let u = try #require(after.first { $0.id == "u" }, "\(after)")
+    let committedEnd = now.advanced(by: 300_500).milliseconds
+    #expect(u.value == (committedEnd - u.at.milliseconds + 999) / 1000, "\(u)")
+    #expect(u.value <= 300, "the old engine showed 359 or so: \(u)")
+    // c showed the same value before and after: every tick of it, before and after, carries a
+    // new value (the rebuild repeated it before).
+    let c = seen.withLock { $0 }.filter { $0.id == "c" && $0.kind == .tick }.map(\.value)
+    #expect(Set(c).count == c.count, "\(c)")
+  }
 }
 
 extension Result {
