@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: service-example bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres bench-guard
+.PHONY: soak soak-cluster soak-short service-example bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres bench-guard
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -90,6 +90,30 @@ chaos: deps pgdeps
 	COUNTDOWN_CHAOS_ROUNDS=20 COUNTDOWN_HANDBACK_ROUNDS=10 COUNTDOWN_FAULTS=1 \
 	  Tests/postgres/with-postgres.sh $(SWIFT) test --skip-build --no-parallel \
 	  --filter "ClusterOnPostgresTests/(killedUnderStream|handBack|cutFromPostgres|nodesCutFromEachOther|slowPostgres|flappingLink)"
+
+# The soak (docs/soak.md, Benchmarks/soak.py): an hour of the release build under a steady
+# mixed load (100k ticking, 1,000 commands/s, 20 event streams coming and going, pushes and
+# webhooks to stand-ins failing 1%, a SQLite file), sampled every 10 s into
+# bench-results/soak/soak.csv and soak.png; fails when memory, descriptors or the file grow
+# after the warm-up, the lateness drifts, or anything is lost. Not in CI (soak-short is).
+soak: deps pushdeps
+	$(SWIFT) build -c release --product countdown
+	python3 -c "import matplotlib" 2>/dev/null || pip install -q matplotlib
+	python3 Benchmarks/soak.py .build/release/countdown --minutes 60 --out bench-results/soak
+
+# The same for node a of two on a PostgreSQL of their own, 30 minutes.
+soak-cluster: deps pushdeps pgdeps
+	$(SWIFT) build -c release --product countdown
+	python3 -c "import matplotlib" 2>/dev/null || pip install -q matplotlib
+	Tests/postgres/with-postgres.sh sh -c 'python3 Benchmarks/soak.py .build/release/countdown \
+	  --minutes 30 --postgres "$$COUNTDOWN_TEST_POSTGRES" --out bench-results/soak-cluster'
+
+# CI's three minutes of it: the debug build (make test built it), a lighter load (20k ticking,
+# 300 commands/s); the same checks, with floors for what three minutes cannot tell.
+soak-short: deps pushdeps
+	$(SWIFT) build --product countdown
+	python3 Benchmarks/soak.py .build/debug/countdown --minutes 3 --warmup-minutes 1 \
+	  --activities 20000 --commands 300 --out .build-soak
 
 # Live Activity pushes end to end: `countdown serve --apns-*` (the debug build) against the
 # APNs stand-in, real TLS and HTTP/2 on loopback (Tests/pushes; scratch in .build-pushes),
