@@ -443,6 +443,9 @@ def main():
             axis.axvline(warmup, color="grey", linestyle=":")
             axis.set_ylabel(label, fontsize=8)
             axis.set_ylim(bottom=0)
+            if col == 5 and kept:
+                # The start-up's windows (before the dotted line) would flatten the rest.
+                axis.set_ylim(top=1.5 * max(r[5] for r in kept) + 1)
         ax[-1].set_xlabel("minutes")
         fig.suptitle("countdown serve soak: %d activities, %d commands/s, %s, %.0f min"
                      % (a.activities, a.commands, "node a of two on PostgreSQL" if a.postgres

@@ -20,12 +20,12 @@ struct ClusterOnPostgresTests {
 
   static func node(
     _ name: String, _ url: String, in dir: URL, _ extra: [String] = [],
-    environment: [String: String]? = nil
+    environment: [String: String]? = nil, lease: Int64 = leaseMs
   ) throws -> ServerProcess {
     try ServerProcess(
       [
         "--socket", "c.sock", "--postgres", url, "--node", name, "--shards", "\(shards)",
-        "--lease-ms", "\(leaseMs)",
+        "--lease-ms", "\(lease)",
       ] + extra, in: dir, environment: environment)
   }
 
