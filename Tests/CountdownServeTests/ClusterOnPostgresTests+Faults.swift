@@ -376,7 +376,8 @@ extension ClusterOnPostgresTests {
         return t
       }
       while nowMs() < slowFrom + 10_000 { usleep(50_000) }
-      let during = try Self.epochs(ca)
+      // On a connection of its own: `ca` is the start thread's until it ends.
+      let during = try Self.epochs(try p.client("a"))
       p.pgA.heal()
       p.pgB.heal()
       while threads.contains(where: { !$0.isFinished }) { usleep(50_000) }
