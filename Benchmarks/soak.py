@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.join(ROOT, "Tests", "pushes"))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "python"))
 from apns_standin import StandIn, make_key_p8  # noqa: E402
 from countdown_http import free_port  # noqa: E402
+from load_common import Replies, connect, drain, rss_kib  # noqa: E402
 
 KEY_ID, TEAM_ID, BUNDLE = "ABC123DEFG", "TEAM456XYZ", "com.example.soak"
 FAIL = 0.01
@@ -98,48 +99,6 @@ class Webhook:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
-class Replies:
-    """Reads a socket's reply lines on its own thread, counting them and the refusals."""
-
-    def __init__(self, sock):
-        self.sock = sock
-        self.count = 0
-        self.refused = []
-        self.lock = threading.Condition()
-        threading.Thread(target=self.run, daemon=True).start()
-
-    def run(self):
-        rest = b""
-        while True:
-            data = self.sock.recv(1 << 20)
-            if not data:
-                return
-            lines = (rest + data).split(b"\n")
-            rest = lines.pop()
-            with self.lock:
-                self.refused += [line[:300] for line in lines if b'"ok":false' in line]
-                self.count += len(lines)
-                self.lock.notify_all()
-
-    def wait(self, n, timeout=120):
-        end = time.time() + timeout
-        with self.lock:
-            while self.count < n and time.time() < end:
-                self.lock.wait(1)
-            return self.count >= n
-
-
-def drain(sock, stop):
-    """Reads and throws away everything a subscriber is sent."""
-    sock.settimeout(1)
-    while not stop.is_set():
-        try:
-            if not sock.recv(1 << 20):
-                return
-        except socket.timeout:
-            pass
 
 
 def sse_client(port, stop, sessions):
@@ -272,8 +231,7 @@ def main():
 
     now = int(time.time() * 1000)
     ids = ["m%06d" % i for i in range(a.activities)]
-    cmd = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    cmd.connect(sock_path)
+    cmd = connect(sock_path)
     replies = Replies(cmd)
     sent = 0
     for i in range(0, len(ids), 1000):
@@ -292,8 +250,7 @@ def main():
     print("started %d countdowns" % sent, flush=True)
 
     stop = threading.Event()
-    sub = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sub.connect(sock_path)
+    sub = connect(sock_path)
     sub.sendall(b'{"rid":"s","op":"subscribe","ticks":true}\n')
     threading.Thread(target=drain, args=(sub, stop), daemon=True).start()
     sessions = []
@@ -345,8 +302,7 @@ def main():
             buckets = lateness_buckets(text)
             pid = server.pid
             row = [round(time.time() - t0, 1),
-                   round(int(open("/proc/%d/status" % pid).read().split("VmRSS:")[1].split()[0])
-                         / 1024, 1),
+                   round(rss_kib(pid) / 1024, 1),
                    len(os.listdir("/proc/%d/fd" % pid)),
                    round(file_size(state) / 1e6, 2), round(file_size(state + "-wal") / 1e6, 2),
                    round(p99(last, buckets), 2),

@@ -6,6 +6,14 @@ import Foundation
 import Testing
 
 extension DurabilityTests {
+  /// Writes zeros to a new file at `path` until its filesystem has no room left.
+  static func fill(_ path: String) {
+    let fd = open(path, O_WRONLY | O_CREAT, 0o600)
+    let chunk = [UInt8](repeating: 0, count: 64 << 10)
+    while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+    close(fd)
+  }
+
   /// Runs `tool` with `arguments`; its exit status.
   static func run(_ tool: String, _ arguments: [String]) throws -> Int32 {
     let p = Process()
@@ -45,10 +53,7 @@ extension DurabilityTests {
         sub.request(#"{"op":"subscribe","ids":["tick"],"ticks":true}"#), "subscribe")
       // Fill the filesystem: a file written until the kernel says no room.
       let filler = disk.appendingPathComponent("filler").path
-      let fd = open(filler, O_WRONLY | O_CREAT, 0o600)
-      let chunk = [UInt8](repeating: 0, count: 64 << 10)
-      while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
-      close(fd)
+      Self.fill(filler)
       // Commands until one cannot be stored: storageFailed, saying why.
       var acked: [String] = []
       var refused: [String: Any]?

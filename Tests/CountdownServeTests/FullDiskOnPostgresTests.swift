@@ -61,10 +61,7 @@ struct FullDiskOnPostgresTests {
         sub.request(#"{"op":"subscribe","ids":["tick"],"ticks":true}"#), "subscribe")
       // Fill PostgreSQL's filesystem to its last byte.
       let filler = disk + "/filler"
-      let fd = open(filler, O_WRONLY | O_CREAT, 0o600)
-      let chunk = [UInt8](repeating: 0, count: 64 << 10)
-      while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
-      close(fd)
+      DurabilityTests.fill(filler)
       // Starts until one cannot be stored: storageFailed.
       var acked: [String] = []
       var refused: [String: Any]?
