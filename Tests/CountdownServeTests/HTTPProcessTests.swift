@@ -22,8 +22,13 @@ struct HTTPProcessTests {
       let server = try ServerProcess(
         [
           "--socket", "c.sock", "--state", ":memory:", "--http", "127.0.0.1:0",
-          "--subscriber-buffer-bytes", "16384", "--slow-consumer-ms", "1500",
+          "--subscriber-buffer-bytes", "16384", "--slow-consumer-ms", "3500",
         ], in: dir)
+      // Over its bound, a subscriber keeps the wake that took it over as one run, appends the
+      // next wake's ticks one by one and coalesces from the wake after (SubscriberOutput): so
+      // an activity's ticks coalesce only from its second tick after that. 3.5 s leaves three
+      // ticks of every activity (at 1.5 s, when the 4,000 started within one wake and so tick
+      // in one wake a second, the client was cut off before any tick could coalesce).
       let port = try #require(server.httpPort)
       let h = { (method: String, path: String) in try http(method, path, port: port) }
       // Both streams start empty; the 4000 activities come after (a stream without ids
