@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: soak soak-cluster soak-short service-example bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres bench-guard
+.PHONY: faultdeps soak soak-cluster soak-short service-example bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres bench-guard
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -40,9 +40,9 @@ plot:
 	python3 -c "import matplotlib" 2>/dev/null || pip install -q matplotlib
 	python3 Benchmarks/plot_latency.py bench-results/hgrm docs/latency-100k.png 100000
 
-test: deps
+test: deps faultdeps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test
+	COUNTDOWN_READONLY_DISK=1 $(SWIFT) test
 	$(MAKE) ctest
 	$(MAKE) browser
 	$(MAKE) tui
@@ -64,6 +64,13 @@ browserdeps:
 
 # The push tests' APNs stand-in: PyPI's h2 (HTTP/2) and cryptography (its TLS certificates,
 # the JWT's ES256 check).
+# A disk that turns read-only under the state file (Tests/faults/readonly_fs.py): FUSE's
+# library and fusepy.
+faultdeps:
+	@python3 -c "import fuse" 2>/dev/null || { echo "installing libfuse2, fusepy"; \
+	  { ldconfig -p | grep -q libfuse.so.2 || { apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libfuse2; }; } && pip install -q fusepy; }
+
 pushdeps:
 	@python3 -c "import h2, cryptography" 2>/dev/null || { echo "installing h2, cryptography"; pip install -q h2 cryptography; }
 

@@ -269,6 +269,7 @@ def main():
     writer.writerow(fields)
     rows = []
     pairs = 0
+    pair_of = {}  # the rids of each pair's start and end: the pair
     t0 = time.time()
     last = lateness_buckets(metrics(port))
     next_sample = t0 + 10
@@ -296,6 +297,7 @@ def main():
                          '"title":"Pair"}' % (sent, pid, int(time.time() * 1000) + 60_000))
             lines.append('{"rid":%d,"op":"end","id":"%s","dismissal":"immediate"}'
                          % (sent + 1, pid))
+            pair_of[sent] = pair_of[sent + 1] = pairs
             sent += 2
             pairs += 1
         cmd.sendall(("\n".join(lines) + "\n").encode())
@@ -325,7 +327,12 @@ def main():
     answered = replies.wait(sent, 60)
     # The outbox drains, and every pair's started, ended and dismissed reached the webhook.
     drained = False
-    expected = {("pair-%d" % k, e) for k in range(pairs) for e in ("started", "ended", "dismissed")}
+    # A pair with a command refused is not expected (the refusal fails the run on its own).
+    unchecked = {pair_of[int(m.group(1))] for m in (re.search(rb'"rid":(\d+)', r)
+                                                    for r in replies.refused)
+                 if m and int(m.group(1)) in pair_of}
+    expected = {("pair-%d" % k, e) for k in range(pairs) if k not in unchecked
+                for e in ("started", "ended", "dismissed")}
     deadline = time.time() + 120
     while time.time() < deadline:
         text = metrics(port)
@@ -357,6 +364,9 @@ def main():
         for r in kept:
             minutes.setdefault(int(r[0] // 60), []).append(r[col])
         mx = sorted(minutes)
+        # A minute with fewer than half its samples (the run's last, cut short) is left out:
+        # its lowest may be a moment of a snapshot.
+        mx = [m for m in mx if len(minutes[m]) >= 3]
         ys = [min(minutes[m]) for m in mx]
         if not ys:
             return
@@ -394,7 +404,8 @@ def main():
     if replies.refused:
         print("FAIL: refused: %s" % replies.refused[:3])
     if not drained:
-        print("FAIL: the outbox did not drain or deliveries were lost: %d missing" % len(missing))
+        print("FAIL: the outbox did not drain or deliveries were lost: %d missing (%d pairs not "
+              "checked: a command of theirs was refused)" % (len(missing), len(unchecked)))
     try:
         import matplotlib
         matplotlib.use("Agg")

@@ -268,6 +268,13 @@ package final class StateStore: DurableStore {
     }
   }
 
+  /// Why the file cannot be written, as ` (reason)`, when the system says so now
+  /// (`Read-only file system`), or nothing: SQLite says only "disk I/O error" for a write the
+  /// filesystem refused, and does not keep the system's error number for it.
+  private func systemError() -> String {
+    System.writeRefusal(path).map { " (\($0))" } ?? ""
+  }
+
   static func describe(_ error: any Error) -> String {
     if let e = error as? DatabaseError {
       return "SQLite error \(e.resultCode.rawValue): \(e.message ?? "\(e.resultCode)")"
@@ -377,7 +384,8 @@ package final class StateStore: DurableStore {
     } catch let error as StoreError {
       throw error
     } catch {
-      throw StoreError("cannot write the state file \(path): \(Self.describe(error))")
+      throw StoreError(
+        "cannot write the state file \(path): \(Self.describe(error))\(systemError())")
     }
     return (seqs, webhookSeqs)
   }

@@ -26,6 +26,12 @@ enum System {
     }
   }
 
+  /// Why this user may not write `path` now, in the system's words (`Read-only file
+  /// system`), or nil when it may.
+  static func writeRefusal(_ path: String) -> String? {
+    access(path, W_OK) == 0 ? nil : String(cString: strerror(errno))
+  }
+
   /// Whether this user may write to `path`.
   static func isWritable(_ path: String) -> Bool { access(path, W_OK) == 0 }
 

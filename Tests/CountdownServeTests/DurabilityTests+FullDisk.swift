@@ -14,6 +14,45 @@ extension DurabilityTests {
     close(fd)
   }
 
+  /// Starts `tick`, a countdown of ten minutes, the activity whose ticks
+  /// ``ticks(of:on:for:)`` counts while writes fail.
+  static func startTick(_ c: TestClient) throws {
+    let end = nowMs() + 600_000
+    try ok(
+      c.request(#"{"op":"start","id":"tick","kind":"countdown","endDate":\#(end),"title":"T"}"#),
+      "start tick")
+  }
+
+  /// The ticks of activity `id` that `sub` receives in the next `seconds`.
+  static func ticks(of id: String, on sub: TestClient, for seconds: Double = 2.5) -> Int {
+    var ticks = 0
+    let until = Date().addingTimeInterval(seconds)
+    while Date() < until {
+      guard let line = sub.line(timeout: 0.2) else { continue }
+      if line.contains(#""event":"tick""#) && line.contains(#""id":"\#(id)""#) { ticks += 1 }
+    }
+    return ticks
+  }
+
+  /// Kills `server` (-9), starts it again in `dir` on `state`, checks that every one of
+  /// `acked` is there and stops it (SIGTERM, exit 0).
+  static func restartAndCheck(
+    _ server: ServerProcess, in dir: URL, state: [String], socket: String, acked: [String]
+  ) throws {
+    kill(server.pid, SIGKILL)
+    _ = server.exitStatus(within: 5)
+    let again = try serve(dir, state: state)
+    var stopped = false
+    defer { if !stopped { kill(again.pid, SIGKILL) } }
+    let d = try TestClient(unix: socket)
+    for id in acked {
+      try ok(d.request(#"{"op":"get","id":"\#(id)"}"#), "get \(id)")
+    }
+    kill(again.pid, SIGTERM)
+    stopped = true
+    #expect(again.exitStatus(within: 10) == 0)
+  }
+
   /// Runs `tool` with `arguments`; its exit status.
   static func run(_ tool: String, _ arguments: [String]) throws -> Int32 {
     let p = Process()
@@ -41,13 +80,10 @@ extension DurabilityTests {
         try? FileManager.default.removeItem(at: dir)
       }
       let state = ["--state", disk.appendingPathComponent("s.db").path]
-      var server = try Self.serve(dir, state: state)
+      let server = try Self.serve(dir, state: state)
       let socket = dir.appendingPathComponent("c.sock").path
       let c = try TestClient(unix: socket)
-      let end = nowMs() + 600_000
-      try Self.ok(
-        c.request(#"{"op":"start","id":"tick","kind":"countdown","endDate":\#(end),"title":"T"}"#),
-        "start tick")
+      try Self.startTick(c)
       let sub = try TestClient(unix: socket)
       try Self.ok(
         sub.request(#"{"op":"subscribe","ids":["tick"],"ticks":true}"#), "subscribe")
@@ -67,12 +103,7 @@ extension DurabilityTests {
       #expect(failure["code"] as? String == "storageFailed", "\(failure)")
       #expect((failure["message"] as? String ?? "").contains("full"), "\(failure)")
       // The ticks go on meanwhile: at least two in 2.5 s, each of `tick`.
-      var ticks = 0
-      let until = Date().addingTimeInterval(2.5)
-      while Date() < until {
-        guard let line = sub.line(timeout: 0.2) else { continue }
-        if line.contains(#""event":"tick""#) && line.contains(#""id":"tick""#) { ticks += 1 }
-      }
+      let ticks = Self.ticks(of: "tick", on: sub)
       #expect(ticks >= 2, "\(ticks) ticks while the filesystem was full")
       // Room again: writes go on by themselves, with nothing done to the server.
       try FileManager.default.removeItem(atPath: filler)
@@ -80,15 +111,8 @@ extension DurabilityTests {
       if let resumed { acked.append(resumed) }
       #expect(resumed != nil, "no start was stored once there was room again")
       // Nothing acknowledged is lost: killed and started again on the same file.
-      kill(server.pid, SIGKILL)
-      _ = server.exitStatus(within: 5)
-      server = try Self.serve(dir, state: state)
-      let d = try TestClient(unix: socket)
-      for id in acked + ["tick"] {
-        try Self.ok(d.request(#"{"op":"get","id":"\#(id)"}"#), "get \(id)")
-      }
-      kill(server.pid, SIGTERM)
-      #expect(server.exitStatus(within: 10) == 0)
+      try Self.restartAndCheck(
+        server, in: dir, state: state, socket: socket, acked: acked + ["tick"])
     }
   }
 }

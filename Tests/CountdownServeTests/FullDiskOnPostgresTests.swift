@@ -49,7 +49,7 @@ struct FullDiskOnPostgresTests {
       let home = URL(fileURLWithPath: dir + "/serve")
       try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
       let state = ["--postgres", url]
-      var server = try DurabilityTests.serve(home, ["--commit-timeout-ms", "3000"], state: state)
+      let server = try DurabilityTests.serve(home, ["--commit-timeout-ms", "3000"], state: state)
       let socket = home.appendingPathComponent("c.sock").path
       let c = try TestClient(unix: socket)
       let end = nowMs() + 600_000
@@ -76,12 +76,7 @@ struct FullDiskOnPostgresTests {
       #expect((failure["message"] as? String ?? "").contains("No space left"), "\(failure)")
       print("PostgreSQL's disk full after \(acked.count) starts: \(failure["message"] ?? "")")
       // The ticks go on meanwhile.
-      var ticks = 0
-      let until = Date().addingTimeInterval(2.5)
-      while Date() < until {
-        guard let line = sub.line(timeout: 0.2) else { continue }
-        if line.contains(#""event":"tick""#) && line.contains(#""id":"tick""#) { ticks += 1 }
-      }
+      let ticks = DurabilityTests.ticks(of: "tick", on: sub)
       #expect(ticks >= 2, "\(ticks) ticks while PostgreSQL's disk was full")
       // Room again: writes go on by themselves (PostgreSQL may restart itself meanwhile).
       unlink(filler)
@@ -89,15 +84,8 @@ struct FullDiskOnPostgresTests {
       #expect(resumed != nil, "no start was stored within 30 s of there being room again")
       if let resumed { acked.append(resumed) }
       // Nothing acknowledged is lost.
-      kill(server.pid, SIGKILL)
-      _ = server.exitStatus(within: 5)
-      server = try DurabilityTests.serve(home, state: state)
-      let d = try TestClient(unix: socket)
-      for id in acked + ["tick"] {
-        try DurabilityTests.ok(d.request(#"{"op":"get","id":"\#(id)"}"#), "get \(id)")
-      }
-      kill(server.pid, SIGTERM)
-      #expect(server.exitStatus(within: 10) == 0)
+      try DurabilityTests.restartAndCheck(
+        server, in: home, state: state, socket: socket, acked: acked + ["tick"])
     }
   }
 }
