@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
-"""README "Install", run (make package; root, on the CI machine itself).
+"""docs/install.md (README "Install"), run (make package; root, on the CI machine itself).
 
 Every command of the section is run as written, from the repository's root: `make install`,
 `countdown --version` and `make uninstall` (under /usr/local), `make deb` and `dpkg -i` of the
@@ -56,9 +56,8 @@ def say(text):
 
 
 def install_blocks():
-    """The README's "Install" section's shell blocks, each a list of commands."""
-    readme = open(os.path.join(ROOT, "README.md")).read()
-    section = readme.split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    """docs/install.md's shell blocks (README "Install" in short), each a list of commands."""
+    section = open(os.path.join(ROOT, "docs", "install.md")).read()
     blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
     return [[line.strip() for line in b.strip().splitlines()] for b in blocks]
 
