@@ -3,6 +3,7 @@
 """What the load scripts (service-memory.py, soak.py) share: the server's RSS, a socket to
 `countdown serve`, its replies counted on a thread, and a subscriber's output thrown away."""
 
+import json
 import socket
 import threading
 import time
@@ -23,12 +24,14 @@ def connect(path):
 
 
 class Replies:
-    """Reads a socket's reply lines on its own thread, counting them and the refusals."""
+    """Reads a socket's reply lines on its own thread, counting them and the refusals (and the
+    refused commands' `rid`s, where they had one)."""
 
     def __init__(self, sock):
         self.sock = sock
         self.count = 0
         self.refused = []
+        self.refused_rids = set()
         self.lock = threading.Condition()
         threading.Thread(target=self.run, daemon=True).start()
 
@@ -44,6 +47,12 @@ class Replies:
                 for line in lines:
                     if b'"ok":false' in line:
                         self.refused.append(line[:300])
+                        try:
+                            rid = json.loads(line).get("rid")
+                        except ValueError:
+                            rid = None
+                        if rid is not None:
+                            self.refused_rids.add(rid)
                 self.count += len(lines)
                 self.lock.notify_all()
 

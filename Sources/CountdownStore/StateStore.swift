@@ -271,7 +271,7 @@ package final class StateStore: DurableStore {
   /// Why the file cannot be written, as ` (reason)`, when the system says so now
   /// (`Read-only file system`), or nothing: SQLite says only "disk I/O error" for a write the
   /// filesystem refused, and does not keep the system's error number for it.
-  private func systemError() -> String {
+  private func writeRefusalNote() -> String {
     System.writeRefusal(path).map { " (\($0))" } ?? ""
   }
 
@@ -385,7 +385,7 @@ package final class StateStore: DurableStore {
       throw error
     } catch {
       throw StoreError(
-        "cannot write the state file \(path): \(Self.describe(error))\(systemError())")
+        "cannot write the state file \(path): \(Self.describe(error))\(writeRefusalNote())")
     }
     return (seqs, webhookSeqs)
   }

@@ -33,7 +33,7 @@ enum System {
   }
 
   /// Whether this user may write to `path`.
-  static func isWritable(_ path: String) -> Bool { access(path, W_OK) == 0 }
+  static func isWritable(_ path: String) -> Bool { writeRefusal(path) == nil }
 
   /// Whether this user may read and write `path`.
   static func isReadableAndWritable(_ path: String) -> Bool { access(path, R_OK | W_OK) == 0 }
