@@ -45,4 +45,16 @@ static inline int cd_hold_mmap_threshold(int bytes) {
 #endif
 }
 
+// Gives the pages of freed memory back to the system from every arena of glibc's allocator,
+// wherever they lie (malloc_trim(0)): glibc returns an arena's memory by itself only from its
+// top, so one block still in use there keeps every free page below it resident. Returns 1 when
+// memory was given back, 0 when none was or there is no such call (not glibc).
+static inline int cd_trim_allocator(void) {
+#if defined(__GLIBC__)
+  return malloc_trim(0);
+#else
+  return 0;
+#endif
+}
+
 #endif

@@ -193,6 +193,13 @@ struct ServeCommand: AsyncParsableCommand {
   var slowConsumerMs: Int64 = 10_000
 
   @Option(
+    name: .customLong("trim-memory-ms"),
+    help:
+      "How often to give freed memory's pages back to the system (glibc's malloc_trim, on a thread of its own); 0 never."
+  )
+  var trimMemoryMs: Int64 = 30_000
+
+  @Option(
     name: .customLong("board-controls"),
     help: ArgumentHelp(
       "The board page's buttons when its address does not say (?controls=0 or 1): none for screens facing the public.",
@@ -242,6 +249,9 @@ struct ServeCommand: AsyncParsableCommand {
       throw ValidationError("--subscriber-buffer-bytes must be ≥ 1")
     }
     guard slowConsumerMs > 0 else { throw ValidationError("--slow-consumer-ms must be ≥ 1") }
+    guard trimMemoryMs >= 0 else {
+      throw ValidationError("--trim-memory-ms must be ≥ 0 (0: never)")
+    }
     guard BoardControls(rawValue: boardControls) != nil else {
       throw ValidationError("--board-controls must be all or none, not \(boardControls)")
     }
@@ -321,6 +331,7 @@ struct ServeCommand: AsyncParsableCommand {
       sync: StoreSync(rawValue: sync)!)
     options.postgres = postgres
     options.commitTimeoutMs = commitTimeoutMs
+    options.trimMemoryMilliseconds = trimMemoryMs
     options.cluster = node.map {
       ClusterOptions(
         node: $0, advertise: advertise ?? listen, shards: shards, leaseMs: leaseMs,

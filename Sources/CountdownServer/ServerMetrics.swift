@@ -33,6 +33,9 @@ final class ServerMetrics: Sendable {
   let recovered: CoreMetrics.Counter
   /// Ticks replaced in a slow subscriber's waiting output (docs/protocol.md, "Backpressure").
   let coalescedTicks: CoreMetrics.Counter
+  /// Bytes the resident set shrank by when the server gave freed memory back to the system
+  /// (docs/protocol.md, "Memory").
+  let memoryReturned: CoreMetrics.Counter
   /// Subscribers cut off because all of them together held more unwritten output than the
   /// output budget (docs/security.md).
   let budgetCutOffs: CoreMetrics.Counter
@@ -86,6 +89,8 @@ final class ServerMetrics: Sendable {
     recovered = CoreMetrics.Counter(
       label: "countdown_cluster_events_recovered_total", factory: factory)
     coalescedTicks = CoreMetrics.Counter(label: "countdown_ticks_coalesced_total", factory: factory)
+    memoryReturned = CoreMetrics.Counter(
+      label: "countdown_memory_returned_bytes_total", factory: factory)
     budgetCutOffs = CoreMetrics.Counter(
       label: "countdown_subscribers_over_output_budget_total", factory: factory)
     commands = CoreMetrics.Counter(label: "countdown_commands_total", factory: factory)

@@ -69,6 +69,9 @@ public struct ServerOptions: Sendable {
   /// connections' buffers) before those holding the most are cut off with `slowConsumer`
   /// (`--output-budget-bytes`, docs/security.md: 64 MiB).
   public var outputBudgetBytes = 64 << 20
+  /// How often the server gives the pages of freed memory back to the system, on a thread of
+  /// its own (`--trim-memory-ms`, docs/protocol.md "Memory": every 30 s); 0 never does.
+  public var trimMemoryMilliseconds: Int64 = 30_000
   /// The longest request line (docs/protocol.md: 65536 bytes); longer ones get `lineTooLong`.
   public var maxLineBytes: Int
   /// NIO threads for the sockets (default 1: the loop thread has the other core).

@@ -87,6 +87,28 @@ enum System {
     return cd_hold_mmap_threshold(mmapThreshold) == 1
   }
 
+  /// Gives freed memory's pages back to the system from every arena of the allocator
+  /// (glibc's `malloc_trim(0)`; nothing elsewhere), and says how many bytes the process's
+  /// resident set shrank by meanwhile (0 when it did not, or it cannot be read).
+  static func returnFreedMemory() -> Int {
+    let before = residentBytes()
+    _ = cd_trim_allocator()
+    guard let before, let after = residentBytes(), after < before else { return 0 }
+    return before - after
+  }
+
+  /// The process's resident set in bytes (the second field of `/proc/self/statm`, in pages),
+  /// or nil where there is none.
+  static func residentBytes() -> Int? {
+    guard let file = fopen("/proc/self/statm", "r") else { return nil }
+    defer { fclose(file) }
+    var line = [UInt8](repeating: 0, count: 256)
+    let read = line.withUnsafeMutableBufferPointer { fread($0.baseAddress, 1, $0.count - 1, file) }
+    let fields = String(decoding: line[..<read], as: UTF8.self).split(separator: " ")
+    guard fields.count >= 2, let pages = Int(fields[1]) else { return nil }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+  }
+
   // MARK: - The socket file
 
   /// Runs `body` (which creates a file) with the file mode creation mask set to `mask`.
