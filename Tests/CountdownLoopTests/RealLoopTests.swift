@@ -75,8 +75,16 @@ struct RealLoopTests {
   @Test("Shutdown with commands pending completes each of them with an error")
   func shutdownPending() async throws {
     let loop = try CountdownLoop()
-    let blocker = Task { try await loop.submit { _ in _ = usleep(300_000) } }
-    try await Task.sleep(for: .milliseconds(50))
+    // The loop thread held in a command until the shutdown has been asked for, so that the
+    // 100 below are still pending then (a fixed 300 ms hold lost that race under CI's load).
+    let (holding, gate) = (Locked(false), DispatchSemaphore(value: 0))
+    let blocker = Task {
+      try await loop.submit { _ in
+        holding.withLock { $0 = true }
+        _ = gate.wait(timeout: .now() + 10)
+      }
+    }
+    while !holding.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
     let codes = Locked<[CountdownError.Code?]>([])
     let all = DispatchGroup()
     for k in 0..<100 {
@@ -90,7 +98,17 @@ struct RealLoopTests {
           all.leave()
         })
     }
-    await Task.detached { loop.shutdown() }.value
+    let stopping = Task.detached { loop.shutdown() }
+    // Asked for once a command submitted now fails at once, then the hold ends.
+    while true {
+      let refused = Locked(false)
+      loop.submit(
+        { _ in }, completion: { if case .failure = $0 { refused.withLock { $0 = true } } })
+      if refused.withLock({ $0 }) { break }
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    gate.signal()
+    await stopping.value
     // Wait off the cooperative pool.
     let finished = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
       Thread { c.resume(returning: all.wait(timeout: .now() + 5) == .success) }.start()
