@@ -209,7 +209,8 @@ enum BoardScript {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: chromium)
     p.arguments = [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+      // No zygote: the runs that exited 5 had their zygotes' writes fail (a broken pipe).
+      "--headless", "--no-sandbox", "--no-zygote", "--disable-gpu", "--disable-dev-shm-usage",
       "--disable-extensions", "--disable-background-networking", "--no-first-run",
       "--enable-logging=stderr",
       "--user-data-dir=\(dir.appendingPathComponent("profile").path)", "--dump-dom",
