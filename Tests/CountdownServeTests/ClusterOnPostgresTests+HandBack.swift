@@ -262,11 +262,7 @@ extension ClusterOnPostgresTests {
       #expect(why.contains("nextMilestone 9"), "\(view)")
       #expect(entry?["owner"] as? String == "b", "\(view)")
       func gauge() throws -> Double? {
-        let text = try http("GET", "/metrics", port: port).body
-        let line = text.split(separator: "\n").first {
-          $0.hasPrefix("countdown_cluster_shards_unrestorable ")
-        }
-        return line.flatMap { Double($0.split(separator: " ").last ?? "") }
+        try metric("countdown_cluster_shards_unrestorable", port: port)
       }
       #expect(try gauge() == 1)
       var r = try p.cb.request(#"{"op":"get","id":"\#(damaged)"}"#)

@@ -70,22 +70,13 @@ struct MemoryTrimTests {
         let until = Date().addingTimeInterval(30)
         while !cutOff && Date() < until {
           usleep(200_000)
-          for line in try http("GET", "/metrics", port: port).body.split(separator: "\n") {
-            let parts = line.split(separator: " ")
-            guard parts.count == 2, parts[0] == "countdown_subscribers" else { continue }
-            if Double(parts[1]) == 1 { subscribed = true }
-            if Double(parts[1]) == 0 && subscribed { cutOff = true }
-          }
+          let subscribers = try metric("countdown_subscribers", port: port)
+          if subscribers == 1 { subscribed = true }
+          if subscribers == 0 && subscribed { cutOff = true }
         }
         #expect(cutOff, "the stalled subscriber was not cut off")
         usleep(1_000_000)
-        var returned: Double?
-        for line in try http("GET", "/metrics", port: port).body.split(separator: "\n") {
-          let parts = line.split(separator: " ")
-          if parts.count == 2, parts[0] == "countdown_memory_returned_bytes_total" {
-            returned = Double(parts[1])
-          }
-        }
+        let returned = try metric("countdown_memory_returned_bytes_total", port: port)
         print("--trim-memory-ms \(trimMs): gave back \(returned ?? -1) bytes")
         if trimMs > 0 {
           #expect((returned ?? 0) >= Double(1 << 20), "gave back \(returned ?? -1) bytes")

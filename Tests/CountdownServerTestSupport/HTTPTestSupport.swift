@@ -92,10 +92,16 @@ package final class HTTPServer {
 
   /// The `countdown_subscribers` gauge of `/metrics`.
   package func subscribers() throws -> Double? {
-    let r = try self("GET", "/metrics")
-    let line = r.body.split(separator: "\n").first { $0.hasPrefix("countdown_subscribers ") }
-    return line.flatMap { Double($0.split(separator: " ")[1]) }
+    try metric("countdown_subscribers", port: port)
   }
+}
+
+/// The figure `name` (with its labels, if any, as written) of the `/metrics` served on
+/// `port`, or nil when it has none.
+package func metric(_ name: String, port: Int) throws -> Double? {
+  let line = try http("GET", "/metrics", port: port).body.split(separator: "\n")
+    .first { $0.hasPrefix(name + " ") }
+  return line.flatMap { Double($0.split(separator: " ")[1]) }
 }
 
 /// A `GET /v1/events` stream read as it comes: (event name, data) pairs.
