@@ -158,10 +158,10 @@ extension CountdownServer {
     state.withLock { $0.notifier = notifier }
   }
 
-  /// Gives freed memory back to the system every `ms` on a thread of its own (a call took 2.3
-  /// ms, at most 10, at 100k activities under the soak's load; no network thread waits for
-  /// it), counting what it gave
-  /// (docs/protocol.md, "Memory"): glibc returns an arena's memory only from its top.
+  /// Gives freed memory back to the system every `ms` on a thread of its own, counting what it
+  /// gave (docs/protocol.md, "Memory"): glibc returns an arena's memory only from its top. A
+  /// call took 2.3 ms, at most 10, at 100k activities under the soak's load; no network thread
+  /// waits for it.
   private static func startTrimming(
     every ms: Int64, on eventLoop: any EventLoop, metrics: ServerMetrics,
     stages: inout StartStages
