@@ -13,17 +13,25 @@
 # `countdown-bench ops`' engine pass (COUNT activities, default 50000). With -c, cachegrind's
 # simulated data-cache misses per operation instead, first level and last level (8 MiB,
 # 16-way, 64-byte lines): what a row waits for memory, which this VM's missing hardware
-# counters cannot tell (COUNT 200000 puts the engine well past the last level).
+# counters cannot tell (COUNT 200000 puts the engine well past the last level). With -t ROUNDS,
+# seconds instead, without valgrind: ROUNDS rounds, each running every revision's harness in
+# turn (3 passes of COUNT on fresh engines, each phase's median), and per revision each row's
+# median nanoseconds an operation and its ratio to the first revision's (first ÷ this: above
+# 1 is faster). A revision builds in about 15 s, so a bisect in seconds takes minutes where the
+# side-by-side script's whole-package builds take ten each; use COUNT 200000, as the guard does.
 set -euo pipefail
 count=50000
 cache=false
+rounds=0
 while [ $# -gt 0 ]; do
   case $1 in
   -n) count=$2; shift 2 ;;
   -c) cache=true; shift ;;
+  -t) rounds=$2; shift 2 ;;
   *) break ;;
   esac
 done
+built=()
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 cd "$root"
 names=("start" "update (endDate)" "end (immediate)" "start (reused slots)" "update (title)"
@@ -58,6 +66,10 @@ PKG
     exit 1
   }
   bin=$dir/.build/release/harness
+  if [ "$rounds" -gt 0 ]; then
+    built+=("$sha")
+    continue
+  fi
   total() { # instructions of `harness $1 $count`
     valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$count" 2>&1 |
       sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
@@ -89,3 +101,29 @@ PKG
   done
   echo "$line"
 done
+[ "$rounds" -gt 0 ] || exit 0
+out=$root/.build-ops/times
+: >"$out"
+for _ in $(seq 1 "$rounds"); do
+  for sha in "${built[@]}"; do
+    echo "$sha $("$root/.build-ops/$sha/.build/release/harness" time "$count" 3)" >>"$out"
+  done
+done
+python3 - "$out" "${built[@]}" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    sha, *ns = line.split()
+    rows.setdefault(sha, []).append([float(x) for x in ns])
+names = ["start", "update (endDate)", "end (immediate)", "start (reused slots)",
+         "update (title)", "update (random order)", "end (random order)"]
+shas = sys.argv[2:]
+print("ns an operation (ratio)".ljust(24) + "".join(s.rjust(17) for s in shas))
+for i, name in enumerate(names):
+    first = statistics.median(r[i] for r in rows[shas[0]])
+    cells = []
+    for sha in shas:
+        m = statistics.median(r[i] for r in rows[sha])
+        cells.append(f"{m:8.1f} ({first / m:4.2f})".rjust(17))
+    print(name.ljust(24) + "".join(cells))
+PY
