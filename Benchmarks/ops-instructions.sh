@@ -109,14 +109,14 @@ for _ in $(seq 1 "$rounds"); do
     echo "$sha $("$root/.build-ops/$sha/.build/release/harness" time "$count" 3)" >>"$out"
   done
 done
-python3 - "$out" "${built[@]}" <<'PY'
-import statistics, sys
+# The rows named as above, one a line.
+ROWS=$(printf '%s\n' "${names[@]}") python3 - "$out" "${built[@]}" <<'PY'
+import os, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     sha, *ns = line.split()
     rows.setdefault(sha, []).append([float(x) for x in ns])
-names = ["start", "update (endDate)", "end (immediate)", "start (reused slots)",
-         "update (title)", "update (random order)", "end (random order)"]
+names = os.environ["ROWS"].splitlines()
 shas = sys.argv[2:]
 print("ns an operation (ratio)".ljust(24) + "".join(s.rjust(17) for s in shas))
 for i, name in enumerate(names):
