@@ -624,8 +624,20 @@ struct ClusterOnPostgresTests {
       while okAfter < 40 && nowMs() < deadline {
         let done = restarted.withLockedValue { $0 != nil }
         let id = "pg-\(k)"
-        let r = try p.cb.request(
-          #"{"op":"start","id":"\#(id)","kind":"elapsed","title":"P"}"#, timeout: 20)
+        let r: [String: Any]
+        do {
+          r = try p.cb.request(
+            #"{"op":"start","id":"\#(id)","kind":"elapsed","title":"P"}"#, timeout: 20)
+        } catch {
+          // Past every bound docs/cluster.md gives (a commit within the lease, a forward
+          // within two), or the connection gone: whether each node still runs, and what
+          // each logged, to tell which wait held it or why a node went.
+          let exits = [p.a, p.b].map { $0.exitStatus(within: 1).map(String.init) ?? "running" }
+          Issue.record(
+            "start \(id) through b: \(error) (a: \(exits[0]), b: \(exits[1]))\n--- a:\n\(p.a.errorText.suffix(6000))\n--- b:\n\(p.b.errorText.suffix(6000))"
+          )
+          throw error
+        }
         if r["ok"] as? Bool == true {
           acked.append(id)
           if done { okAfter += 1 }

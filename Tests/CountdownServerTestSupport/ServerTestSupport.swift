@@ -30,9 +30,16 @@ package final class TestClient {
   /// would cost a copy of the whole buffer per line).
   private var head = 0
 
-  /// The next line, or nil when the connection closed or `timeout` passed first.
+  /// Why the last ``line(timeout:)`` gave nil: the time ran out, or the connection ended
+  /// first (and when), which a failure must tell apart (a server that closed or died is not
+  /// one that is slow).
+  package private(set) var noLine = ""
+
+  /// The next line, or nil when the connection closed or `timeout` passed first
+  /// (``noLine`` says which).
   package func line(timeout: Double = 5) -> String? {
-    let deadline = Date().addingTimeInterval(timeout)
+    let began = Date()
+    let deadline = began.addingTimeInterval(timeout)
     while true {
       if let k = buffer[head...].firstIndex(of: 0x0A) {
         let text = String(decoding: buffer[head..<k], as: UTF8.self)
@@ -42,21 +49,29 @@ package final class TestClient {
       buffer.removeSubrange(..<head)
       head = 0
       let left = deadline.timeIntervalSinceNow
-      if left <= 0 { return nil }
+      if left <= 0 {
+        noLine = "no line within \(timeout) s"
+        return nil
+      }
       var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
       if poll(&p, 1, Int32(left * 1000) + 1) <= 0 { continue }
       var chunk = [UInt8](repeating: 0, count: 65536)
       let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, 0) }
-      if n <= 0 { return nil }
+      if n <= 0 {
+        let after = String(format: "%.1f", Date().timeIntervalSince(began))
+        noLine =
+          n == 0
+          ? "the connection closed after \(after) s, no line"
+          : "the connection failed after \(after) s, no line: \(String(cString: strerror(errno)))"
+        return nil
+      }
       buffer.append(contentsOf: chunk[0..<n])
     }
   }
 
   /// The next line as a JSON object.
   package func json(timeout: Double = 5) throws -> [String: Any] {
-    guard let text = line(timeout: timeout) else {
-      throw TestFailure("no line within \(timeout) s")
-    }
+    guard let text = line(timeout: timeout) else { throw TestFailure(noLine) }
     guard let o = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
       throw TestFailure("not an object: \(text)")
     }
