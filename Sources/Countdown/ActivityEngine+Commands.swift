@@ -134,7 +134,7 @@ extension ActivityEngine {
     if case .set(.after(let d)) = u.endOnExpiry { _ = try d.validated("endOnExpiry.after") }
 
     try moveClock(to: t)
-    let slot = try lookupRunning(id, hash: h, for: "update")
+    let slot = try lookupRunning(id, hash: h, for: "update", prefetching: true)
     prefetchState(of: slot)
     let s = Int(slot)
     let kind = slots[s].kind
@@ -330,7 +330,7 @@ extension ActivityEngine {
     slotIndex.prefetch(h)
     if case .after(let d) = e.dismissal { _ = try d.validated("dismissal.after") }
     try moveClock(to: t)
-    let slot = try lookupRunning(id, hash: h, for: "end")
+    let slot = try lookupRunning(id, hash: h, for: "end", prefetching: true)
     prefetchState(of: slot)
     try checkTimestamp(e.timestamp, slot: slot)
     let content = try patchedContent(slot, e.content)

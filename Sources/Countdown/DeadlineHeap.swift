@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
+import CPrefetch
+
 /// A four-ary min-heap of each activity's next rare deadline (expiry, milestone, stale, maximum
 /// duration, dismissal), at most one entry per slot, ordered by instant, then start order, then
 /// the per-activity event order of docs/events.md. A back index per slot makes re-keying O(log n).
@@ -44,6 +46,14 @@ struct DeadlineHeap {
     // without ticks keeps every countdown's expiry here, which a reservation per block would
     // copy each time.
     if entries.capacity < slots { entries.reserveCapacity(max(slots, 2 * entries.capacity)) }
+  }
+
+  /// Starts loading `slot`'s place in the back index, which re-keying or removing it reads.
+  @inline(__always)
+  func prefetchIndex(of slot: UInt32) {
+    let s = Int(slot)
+    guard s < index.count else { return }
+    index.withUnsafeBufferPointer { cd_prefetch_write($0.baseAddress! + s) }
   }
 
   /// Sets (or replaces) the entry of `slot`.

@@ -133,15 +133,29 @@ struct IDIndex {
   /// The slot of `id`, whose ``hash(_:)`` is `h`.
   /// - Complexity: O(1) expected.
   func find<K: IDIndexKeyed>(_ id: String, hash h: UInt32, in ids: [K]) -> UInt32? {
+    first(of: h) { ids[Int($0)].indexKey == id }
+  }
+
+  /// The slot of the first entry of `h`'s probe run that stores hash `h`, read before any id
+  /// is compared; nil when the run has none. Nearly always the id's own slot: a command starts
+  /// loading what it will touch of that slot from here, beside the comparison's own miss in
+  /// the slot records, instead of after it. Only a hint: ``find(_:hash:in:)`` decides.
+  @inline(__always)
+  func candidate(_ h: UInt32) -> UInt32? {
+    first(of: h) { _ in true }
+  }
+
+  /// The probe: the slot of the first entry of `h`'s run that stores hash `h` and that
+  /// `accepts`, or nil at the run's end.
+  @inline(__always)
+  private func first(of h: UInt32, where accepts: (UInt32) -> Bool) -> UInt32? {
     let m = mask
     var i = Int(h) & m
     return table.withUnsafeBufferPointer { t in
       while true {
         let e = t[i]
         if e == Self.empty { return nil }
-        if Self.hash(of: e) == h, ids[Int(Self.slot(of: e))].indexKey == id {
-          return Self.slot(of: e)
-        }
+        if Self.hash(of: e) == h, accepts(Self.slot(of: e)) { return Self.slot(of: e) }
         i = (i + 1) & m
       }
     }

@@ -230,6 +230,16 @@ struct PhaseWheel {
     if let base = h.base, h.count < h.capacity { cd_prefetch_write(base + Int(h.count)) }
   }
 
+  /// Starts loading `slot`'s places in the back index (its bucket and position), which
+  /// finding its entry reads first.
+  @inline(__always)
+  func prefetchBackIndex(of slot: UInt32) {
+    let s = Int(slot)
+    guard s < bucketOf.count else { return }
+    bucketOf.withUnsafeBufferPointer { cd_prefetch_write($0.baseAddress! + s) }
+    position.withUnsafeBufferPointer { cd_prefetch_write($0.baseAddress! + s) }
+  }
+
   /// Starts loading the line of `slot`'s entry, if it is in the wheel.
   @inline(__always)
   func prefetchEntry(of slot: UInt32) {

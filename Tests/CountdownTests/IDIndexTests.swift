@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
+import CountdownTestSupport
 import Foundation
 import Testing
 
@@ -127,5 +128,47 @@ struct IDIndexTests {
         #expect(index.find(id, hash: hash(id), in: ids) == model[id])
       }
     }
+  }
+
+  /// Two ids whose 32-bit hashes are equal (found by hashing made-up ids: about 80,000 of them
+  /// give a pair by the birthday bound).
+  static func collidingIDs() -> (String, String) {
+    var seen: [UInt32: String] = [:]
+    var k = 0
+    while true {
+      let id = "c\(k)"
+      let h = IDIndex.hash(id)
+      if let other = seen[h] { return (other, id) }
+      seen[h] = id
+      k += 1
+    }
+  }
+
+  @Test(
+    "The index's candidate for a hash is the first entry of it in the probe run; an update and an end of the id behind a colliding one reach the right activity"
+  )
+  func candidateUnderCollision() throws {
+    let (first, second) = Self.collidingIDs()
+    let h = IDIndex.hash(first)
+    #expect(IDIndex.hash(second) == h && first != second)
+    var index = IDIndex()
+    let ids = [first, second]
+    index.insert(0, hash: h)
+    index.insert(1, hash: h)
+    #expect(index.candidate(h) == 0)
+    #expect(index.find(second, hash: h, in: ids) == 1)
+    // In the engine: the update and end of `second` start from `first`'s slot (the candidate),
+    // find it is not theirs, and fall back to the probe.
+    var e = ActivityEngine(now: at(0))
+    try e.start(.countdown(id: first, to: at(60_000), title: "First"), at: at(0))
+    try e.start(.countdown(id: second, to: at(90_000), title: "Second"), at: at(0))
+    try e.update(second, ActivityUpdate(endDate: at(120_000)), at: at(1_000))
+    #expect(try e.state(of: second, at: at(1_000)).endDate == at(120_000))
+    #expect(try e.state(of: first, at: at(1_000)).endDate == at(60_000))
+    try e.end(second, ActivityEnding(dismissal: .immediate), at: at(2_000))
+    #expect(throws: CountdownError.self) { try e.state(of: second, at: at(2_000)) }
+    #expect(try e.state(of: first, at: at(2_000)).phase == .active)
+    try e.update(first, ActivityUpdate(endDate: at(70_000)), at: at(3_000))
+    #expect(try e.state(of: first, at: at(3_000)).endDate == at(70_000))
   }
 }
