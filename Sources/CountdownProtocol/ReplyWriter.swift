@@ -39,7 +39,7 @@ package struct ReplyWriter {
     case .failed(let e), .forward(_, let e):
       failure(rid, e, at: at)
       return
-    case .ok, .unsubscribed:
+    case .ok, .authenticated, .unsubscribed:
       head(rid, ok: true, at: at)
     case .started(let id):
       head(rid, ok: true, at: at)

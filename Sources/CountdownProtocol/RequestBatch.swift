@@ -8,6 +8,11 @@ import CountdownLoop
 /// thread (the loop thread runs the engine and nothing else).
 package enum Outcome: Sendable {
   case ok
+  /// An `auth` taken: the connection's key (its role, or another node's cluster token) was
+  /// applied to the connection as its line was read, and nothing was stored, so a wake whose
+  /// commit fails leaves it standing (``BatchResult/storageFailed(_:mayHaveCommitted:lostShard:)``).
+  /// Answered as `ok` is.
+  case authenticated
   case started(id: String)
   case activity(ActivityState)
   case activities(Listing)
@@ -272,8 +277,10 @@ extension LoopEngine {
           milliseconds: max(Instant.wireMinimum.milliseconds, now.milliseconds - w))
         return .activities(Listing.endedWithin(activitiesView(), from...now).scoped(scope))
       }
-    case .ping, .auth:
+    case .ping:
       return .ok
+    case .auth:
+      return .authenticated
     case .cluster:
       return .cluster(gate?.view() ?? .single)
     }
@@ -310,7 +317,9 @@ extension BatchResult {
   /// The results as they stand when their wake could not be stored, or ran on state that was
   /// never stored: every request that had succeeded gets `storageFailed` instead (the engine
   /// goes back to the stored state, so neither its changes nor what it read stand). Requests
-  /// that had failed keep their errors.
+  /// that had failed keep their errors, and so does an `auth` (``Outcome/authenticated``): its
+  /// connection took the key as the line was read, so an answer that it failed would be untrue
+  /// (another node would take it for a refused cluster token).
   ///
   /// `mayHaveCommitted`: the database's connection went with the commit under way, so the
   /// requests may have been carried out all the same; the message says so, and how to tell.
@@ -339,8 +348,10 @@ extension BatchResult {
     }
     var r = self
     for k in r.items.indices {
-      if case .failed = r.items[k].outcome { continue }
-      r.items[k].outcome = .failed(failure)
+      switch r.items[k].outcome {
+      case .failed, .authenticated: continue
+      default: r.items[k].outcome = .failed(failure)
+      }
     }
     return r
   }

@@ -29,6 +29,23 @@ final class PeerLinks: Sendable {
     return auth.bytes
   }
 
+  /// Why a peer's reply to the cluster token ends the link, nil when it took the token. Only
+  /// `unauthorized` is a refusal of the token; any other error is the peer's own (its limit
+  /// of connections reached, a line it could not read) and is passed on as it said it, so
+  /// that what waited on the link fails with the peer's reason, not a wrong one.
+  static func authFailure(_ reply: [UInt8], from address: String) -> String? {
+    if PeerMessage.isOK(reply) == true { return nil }
+    switch PeerMessage.activity(in: reply) {
+    case .failure(let e) where e.code == .unauthorized:
+      return "node at \(address) refused the cluster token (\(e.message))"
+    case .failure(let e) where PeerMessage.isOK(reply) == false:
+      return "node at \(address) answered the cluster token with \(e.code.rawValue): \(e.message)"
+    default:
+      return
+        "node at \(address) answered the cluster token with what is not a reply: \(String(decoding: reply.prefix(200), as: UTF8.self))"
+    }
+  }
+
   private let group: any EventLoopGroup
   private let token: String
   /// How long a forwarded request may wait for its reply.
@@ -95,9 +112,7 @@ final class PeerLinks: Sendable {
         self.pending.insert(first, at: 0)
         self.queued.insert(authLine, at: 0)
         first.futureResult.whenSuccess { reply in
-          if PeerMessage.isOK(reply) != true {
-            self.fail("node at \(self.address) refused the cluster token")
-          }
+          if let why = PeerLinks.authFailure(reply, from: self.address) { self.fail(why) }
         }
       }
       ClientBootstrap(group: eventLoop)
