@@ -32,7 +32,7 @@ actor Gathered {
     return true
   }
 
-  func waitFinished(_ timeout: Double = 5) async -> Bool {
+  func waitFinished(_ timeout: Double = 15) async -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while !finished {
       if Date() > deadline { return false }
