@@ -195,6 +195,99 @@ struct EngineStorageTests {
     a.checkInvariants()
   }
 
+  @Test("The cold record's word: each field set alone leaves the others as they were")
+  func endWordFields() {
+    var w = ActivityEngine.EndWord(contentIsTitle: true)
+    for reason in EndReason.allCases {
+      for (delta, delay) in [
+        (Int32.min + 1, 0), (-1, 1), (0, ActivityEngine.EndWord.maxDismissDelay),
+        (Int32.max, 14_400_000),
+      ] {
+        w.endDelta = delta
+        w.dismissDelay = UInt32(delay)
+        w.endReason = reason
+        w.ended = true
+        #expect(w.endDelta == delta && w.dismissDelay == UInt32(delay) && w.endReason == reason)
+        #expect(w.contentIsTitle && w.ended && !w.inBox)
+        w.contentIsTitle = false
+        w.inBox = true
+        #expect(w.endDelta == delta && w.dismissDelay == UInt32(delay) && w.endReason == reason)
+        #expect(!w.contentIsTitle && w.ended && w.inBox)
+        w.contentIsTitle = true
+        w.inBox = false
+      }
+    }
+    #expect(MemoryLayout<ActivityEngine.ColdState>.stride == 40)
+  }
+
+  @Test(
+    "An elapsed timer paused and resumed: its value, start date, a moved start, a restore and its ticks"
+  )
+  func elapsedPausedAndResumed() throws {
+    var (e, events) = makeEngine()
+    try e.start(.elapsed(id: "e", title: "E"), at: t0)
+    try e.pause("e", at: at(10_000))
+    try e.resume("e", at: at(70_000))
+    var s = try e.state(of: "e", at: at(100_500))
+    // 100.5 s after its start, 60 s of it paused: 40.5 s shown as 40; its start as moved.
+    #expect(s.value == 40 && s.milliseconds == 40_500 && s.startDate == at(60_000))
+    // A new start date keeps the time paused: its origin is 60 s after it, as it was.
+    try e.update("e", ActivityUpdate(startDate: .set(at(5_000))), at: at(100_500))
+    s = try e.state(of: "e", at: at(100_500))
+    #expect(s.startDate == at(65_000) && s.milliseconds == 35_500)
+    let stored = try #require(e.snapshot(of: ["e"]).activities.first)
+    #expect(stored.anchor == at(5_000).milliseconds && stored.pausedTotal == 60_000)
+    #expect(stored.elapsedOrigin == at(65_000).milliseconds)
+    var restored = try ActivityEngine(restoring: e.snapshot())
+    #expect(try restored.state(of: "e", at: at(100_500)) == s)
+    #expect(restored.snapshot() == e.snapshot())
+    // Its ticks fall on its origin's millisecond: at 66 s, 67 s, … showing 1, 2, …
+    events.clear()
+    try e.advance(to: at(102_000))
+    #expect(events.lines([.tick]) == ["101000 tick e 36", "102000 tick e 37"])
+    e.checkInvariants()
+  }
+
+  @Test(
+    "An end kept in the cold record's word, or in the side box when 24 days or more after the start; both read back, dismiss on time and survive a restore"
+  )
+  func endsNearAndFar() throws {
+    var (e, events) = makeEngine()
+    let day: Int64 = 86_400_000
+    try e.start(.elapsed(id: "near", title: "N"), at: t0)
+    try e.start(.elapsed(id: "far", title: "F"), at: t0)
+    try e.start(.elapsed(id: "paused", title: "P"), at: t0)
+    try e.pause("paused", at: at(1_000))
+    try e.end("near", ActivityEnding(dismissal: .default), at: at(3_600_000))
+    #expect(!e.cold[Int(try e.lookup("near"))].hasExtras)
+    let near = try e.state(of: "near", at: e.now)
+    #expect(near.endedAt == at(3_600_000) && near.endReason == .requested)
+    var nearRestored = try ActivityEngine(restoring: e.snapshot())
+    #expect(try nearRestored.state(of: "near", at: e.now) == near)
+    // 30 days on: past what the word's 32 bits of milliseconds hold.
+    try e.advance(to: at(30 * day))
+    try e.end("far", ActivityEnding(dismissal: .after(at(30 * day + 60_000))), at: at(30 * day))
+    try e.end("paused", at: at(30 * day + 5))
+    for id in ["far", "paused"] { #expect(e.cold[Int(try e.lookup(id))].hasExtras, "\(id)") }
+    let far = try e.state(of: "far", at: e.now)
+    let paused = try e.state(of: "paused", at: e.now)
+    #expect(far.endedAt == at(30 * day) && far.endReason == .requested)
+    #expect(paused.endedAt == at(30 * day + 5) && paused.value == 1, "\(paused)")
+    var restored = try ActivityEngine(restoring: e.snapshot())
+    #expect(restored.snapshot() == e.snapshot())
+    #expect(try restored.state(of: "far", at: e.now) == far)
+    e.checkInvariants()
+    // "near" was dismissed 4 hours after its end (within the 30 days); "far" a minute after its
+    // end, "paused" 4 hours after its.
+    try e.advance(to: at(30 * day + 4 * 3_600_000 + 5))
+    let dismissed = events.lines([.dismissed])
+    #expect(
+      dismissed == [
+        "\(4 * 3_600_000 + 3_600_000) dismissed near", "\(30 * day + 60_000) dismissed far",
+        "\(30 * day + 4 * 3_600_000 + 5) dismissed paused",
+      ], "\(dismissed)")
+  }
+
   @Test("A reservation of 4 MiB or more keeps the elements and copies, and is advised huge")
   func reserveAdvised() throws {
     // Heap-allocated strings, moved into the new buffer: neither they nor a prior copy of the
@@ -209,8 +302,9 @@ struct EngineStorageTests {
     small.reserveAdvised(10, vacated: 0)
     #expect(small.capacity >= 10 && small == [1, 2, 3])
 
-    let (e, _) = makeEngine(EngineOptions(reservedActivities: 100_000))
-    #expect(e.slots.capacity >= 100_000 && e.cold.capacity >= 100_000)
+    // 150,000 records of each kind: both buffers past the 4 MiB of the advice.
+    let (e, _) = makeEngine(EngineOptions(reservedActivities: 150_000))
+    #expect(e.slots.capacity >= 150_000 && e.cold.capacity >= 150_000)
     try expectRecordsAdvised(e)
   }
 
