@@ -5,6 +5,8 @@
 # revision that Benchmarks/baseline names (Benchmarks/side-by-side.sh, in release), failing
 # when any row's ratio falls below its bound: an operation's rate now ÷ old, a tick row's CPU
 # old ÷ now (lateness is not bounded: on a shared 2-core VM its p99 moves 2x between runs).
+# A tick row whose CPU figures differ by one step of their rounding (0.1 point: 0.5% against
+# 0.6% is 0.83x) is below what the figures can tell, and passes, saying so.
 # Prints the tables and then every row against its bound; exits 1 naming each row below it.
 #
 #   Benchmarks/bench-guard.sh [BASELINE-FILE]     (default Benchmarks/baseline)
@@ -39,7 +41,7 @@ for line in open(file):
     m = re.match(r"\s*row\s+(.+?)\s*=\s*([0-9.]+)\s*$", line)
     if m:
         own[m.group(1)] = float(m.group(2))
-rows = []  # (name, what, ratio)
+rows = []  # (name, what, ratio, CPU old and now in % for a tick row)
 section = None
 for line in open(tables):
     if line.startswith("| operation"):
@@ -50,9 +52,10 @@ for line in open(tables):
         continue
     cells = [c.strip() for c in line.strip().strip("|").split("|")]
     if section == "ops":
-        rows.append((cells[0], "rate now ÷ old", float(cells[3].rstrip("×"))))
+        rows.append((cells[0], "rate now ÷ old", float(cells[3].rstrip("×")), None))
     elif section == "ticks":
-        rows.append((cells[0], "CPU old ÷ now", float(cells[3].rstrip("×"))))
+        cpu = (float(cells[1].rstrip("%")), float(cells[2].rstrip("%")))
+        rows.append((cells[0], "CPU old ÷ now", float(cells[3].rstrip("×")), cpu))
 if not any(r[1].startswith("rate") for r in rows) or not any(r[1].startswith("CPU") for r in rows):
     sys.exit("bench-guard: side-by-side.sh printed no operation or tick rows: nothing was measured")
 unknown = set(own) - {r[0] for r in rows}
@@ -60,10 +63,15 @@ if unknown:
     sys.exit(f"bench-guard: {file} bounds rows that were not measured: {', '.join(sorted(unknown))}")
 failed = []
 print("\n| row | measured | ratio | bound | |\n|---|---|---|---|---|")
-for name, what, ratio in rows:
+for name, what, ratio, cpu in rows:
     b = own.get(name, bound)
     ok = ratio >= b
-    print(f"| {name} | {what} | {ratio:.2f}× | {b:.2f}× | {'ok' if ok else 'BELOW'} |")
+    verdict = "ok" if ok else "BELOW"
+    # The figures have one decimal: a difference of one step is below their resolution.
+    if not ok and cpu is not None and cpu[1] - cpu[0] <= 0.1 + 1e-9:
+        ok = True
+        verdict = f"ok ({cpu[0]:.1f}% against {cpu[1]:.1f}%: one step of the figures' rounding)"
+    print(f"| {name} | {what} | {ratio:.2f}× | {b:.2f}× | {verdict} |")
     if not ok:
         failed.append(f"{name} ({what} {ratio:.2f}× < {b:.2f}×)")
 if failed:
