@@ -71,19 +71,18 @@ extension ActivityEngine {
         return word.inBox ? box!.endedAt : startedAt + Int64(word.endDelta)
       }
       set {
+        // Not ended: the getter reads nothing else, so nothing else is written.
         guard newValue != 0 else {
           word.ended = false
-          word.endDelta = 0
-          if word.inBox { extras { $0.endedAt = 0 } }
           return
         }
-        word.ended = true
         if !word.inBox, let delta = Int32(exactly: newValue - startedAt) {
           word.endDelta = delta
-          return
+        } else {
+          moveEndToBox()
+          extras { $0.endedAt = newValue }
         }
-        moveEndToBox()
-        extras { $0.endedAt = newValue }
+        word.ended = true
       }
     }
 
