@@ -36,7 +36,7 @@ struct PeerLinksTests {
 
   /// A peer on a real socket that reads the token and its request, then answers the token
   /// with `reply` (one line) and closes.
-  static func peer(answering reply: String) throws -> (port: Int, done: Thread) {
+  static func peer(answering reply: String) throws -> Int {
     let listener = try loopbackSocket(listening: true)
     let thread = Thread {
       defer { close(listener.fd) }
@@ -55,7 +55,7 @@ struct PeerLinksTests {
       usleep(200_000)
     }
     thread.start()
-    return (listener.port, thread)
+    return listener.port
   }
 
   @Test(
@@ -74,11 +74,11 @@ struct PeerLinksTests {
         "refused the cluster token (no such key)"
       ),
     ] {
-      let peer = try Self.peer(answering: reply)
+      let port = try Self.peer(answering: reply)
       let links = PeerLinks(group: group, token: "ct-1", answerTimeout: .seconds(10))
       defer { links.close() }
       let answer = links.send(
-        Array(#"{"op":"list"}"#.utf8), to: "c", at: "127.0.0.1:\(peer.port)")
+        Array(#"{"op":"list"}"#.utf8), to: "c", at: "127.0.0.1:\(port)")
       let failure: String
       do {
         let line = try answer.wait()
