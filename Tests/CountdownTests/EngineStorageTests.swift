@@ -218,6 +218,7 @@ struct EngineStorageTests {
       }
     }
     #expect(MemoryLayout<ActivityEngine.ColdState>.stride == 40)
+    #expect(MemoryLayout<ActivityEngine.Slot>.stride == 40, "the slot record holds no pause")
   }
 
   @Test(
@@ -245,6 +246,58 @@ struct EngineStorageTests {
     events.clear()
     try e.advance(to: at(102_000))
     #expect(events.lines([.tick]) == ["101000 tick e 36", "102000 tick e 37"])
+    e.checkInvariants()
+  }
+
+  @Test(
+    "The frozen instant of each phase, kept in the side box only where the phase does not imply it: stored rows carry it as before, and a restore gives them back"
+  )
+  func frozenInstants() throws {
+    var (e, _) = makeEngine()
+    for id in ["fresh", "resumed", "paused", "ended", "endedPaused", "endedResumed"] {
+      try e.start(.countdown(id: id, to: at(600_000), title: id), at: t0)
+    }
+    for id in ["resumed", "paused", "endedPaused", "endedResumed"] {
+      try e.pause(id, at: at(10_000))
+    }
+    for id in ["resumed", "endedResumed"] { try e.resume(id, at: at(25_000)) }
+    for id in ["ended", "endedPaused", "endedResumed"] {
+      try e.end(id, ActivityEnding(dismissal: .after(at(3_600_000))), at: at(40_000))
+    }
+    let rows = Dictionary(
+      uniqueKeysWithValues: e.snapshot().activities.map { ($0.id, $0) })
+    func row(_ id: String) throws -> StoredActivity { try #require(rows[id]) }
+    // Never paused: its start. Paused, or resumed since: its last pause. Ended while running:
+    // its end; while paused: its pause.
+    #expect(try row("fresh").frozenAt == t0.milliseconds)
+    #expect(try row("resumed").frozenAt == at(10_000).milliseconds)
+    #expect(try row("paused").frozenAt == at(10_000).milliseconds)
+    #expect(try row("ended").frozenAt == at(40_000).milliseconds)
+    #expect(try row("endedPaused").frozenAt == at(10_000).milliseconds)
+    #expect(try row("endedResumed").frozenAt == at(40_000).milliseconds)
+    // A resumed countdown's end moved by the 15 s paused, and its row says both.
+    #expect(try row("resumed").anchor == at(615_000).milliseconds)
+    #expect(try row("resumed").pausedTotal == 15_000)
+    // Values: frozen at the pause or the end, read so after a restore too.
+    var restored = try ActivityEngine(restoring: e.snapshot())
+    #expect(restored.snapshot() == e.snapshot())
+    for var engine in [e, restored] {
+      #expect(try engine.state(of: "paused", at: at(50_000)).value == 590)
+      #expect(try engine.state(of: "endedPaused", at: at(50_000)).value == 590)
+      #expect(try engine.state(of: "ended", at: at(50_000)).value == 560)
+      #expect(try engine.state(of: "endedResumed", at: at(50_000)).value == 575)
+      #expect(try engine.state(of: "resumed", at: at(50_000)).value == 565)
+      #expect(try engine.state(of: "paused", at: at(50_000)).pausedAt == at(10_000))
+    }
+    // A row from an older store whose running activity froze at some other instant keeps it.
+    var odd = e.snapshot()
+    let k = try #require(odd.activities.firstIndex { $0.id == "fresh" })
+    odd.activities[k].frozenAt = at(1_234).milliseconds
+    #expect(try ActivityEngine(restoring: odd).snapshot() == odd)
+    // Resuming the restored paused one moves its end by the time it stayed paused.
+    try restored.resume("paused", at: at(70_000))
+    #expect(try restored.state(of: "paused", at: at(70_000)).endDate == at(660_000))
+    restored.checkInvariants()
     e.checkInvariants()
   }
 
