@@ -16,7 +16,9 @@ final class CABIPeer: TickPeer {
   let eventText: Bool
   var loop: OpaquePointer?
   var recorder: TickRecorder?
+  /// Each index's current id generation, for churn (made at the first replacement).
   var generations: [Int] = []
+  var activityCount = 0
 
   init(precision: TimerPrecision, eventText: Bool) {
     self.precision = precision
@@ -90,7 +92,7 @@ final class CABIPeer: TickPeer {
       throw CountdownError(.systemError, String(cString: cd_last_error_message()))
     }
     loop = handle
-    generations = Array(repeating: 0, count: ends.count)
+    activityCount = ends.count
     // In slices, so that the queue of pending requests stays small.
     for slice in stride(from: 0, to: ends.count, by: 50_000) {
       let upper = min(slice + 50_000, ends.count)
@@ -103,6 +105,7 @@ final class CABIPeer: TickPeer {
   }
 
   func replace(_ items: [(index: Int, end: Int64)]) async throws {
+    if generations.isEmpty { generations = Array(repeating: 0, count: activityCount) }
     var lines: [String] = []
     for (index, end) in items {
       lines.append(

@@ -13,7 +13,9 @@ final class GroupPeer: TickPeer {
   var group: CountdownLoopGroup?
   var recorders: [TickRecorder] = []
   var main: TickRecorder?
+  /// Each index's current id generation, for churn (made at the first replacement).
   var generations: [Int] = []
+  var activityCount = 0
 
   init(precision: TimerPrecision, loops: Int) {
     self.precision = precision
@@ -34,7 +36,7 @@ final class GroupPeer: TickPeer {
       return { e in if e.kind == .tick { r.record(atMs: e.at.milliseconds) } }
     }
     self.group = group
-    generations = Array(repeating: 0, count: ends.count)
+    activityCount = ends.count
     var perLoop: [[(id: String, end: Int64)]] = Array(repeating: [], count: count)
     for (k, end) in ends.enumerated() {
       let id = CountdownPeer.id(k, 0)
@@ -82,6 +84,7 @@ final class GroupPeer: TickPeer {
   }
 
   func replace(_ items: [(index: Int, end: Int64)]) async throws {
+    if generations.isEmpty { generations = Array(repeating: 0, count: activityCount) }
     guard let group else { return }
     var perLoop: [[(old: String, new: String, end: Int64)]] = Array(repeating: [], count: count)
     for (index, end) in items {

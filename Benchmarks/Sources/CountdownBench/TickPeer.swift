@@ -28,8 +28,10 @@ func firstChange(end: Int64, after nowMs: Int64) -> Int64 {
 final class CountdownPeer: TickPeer {
   let precision: TimerPrecision
   var loop: CountdownLoop?
-  /// Each index's current id generation, for churn.
+  /// Each index's current id generation, for churn: made at the first replacement, so that a
+  /// run without churn does not count its 8 bytes an activity.
   var generations: [Int] = []
+  var activityCount = 0
   /// Wake-ups at the barriers that open and close the measured window.
   var wakeupMarks: [UInt64] = []
 
@@ -80,7 +82,7 @@ final class CountdownPeer: TickPeer {
     }
     let loop = try CountdownLoop(options: options, onEvent: onEvent)
     self.loop = loop
-    generations = Array(repeating: 0, count: ends.count)
+    activityCount = ends.count
     try await loop.submit { engine throws(CountdownError) in
       for (k, end) in ends.enumerated() {
         try engine.start(.countdown(id: Self.id(k, 0), to: Instant(milliseconds: end), title: "A"))
@@ -94,6 +96,7 @@ final class CountdownPeer: TickPeer {
   }
 
   func replace(_ items: [(index: Int, end: Int64)]) async throws {
+    if generations.isEmpty { generations = Array(repeating: 0, count: activityCount) }
     var changes: [(old: String, new: String, end: Int64)] = []
     for (index, end) in items {
       let old = Self.id(index, generations[index])
