@@ -249,7 +249,7 @@ struct EngineStorageTests {
   }
 
   @Test(
-    "The frozen instant of each phase, kept in the side box only where the phase does not imply it: stored rows carry it as before, and a restore gives them back"
+    "The frozen instant of each phase (never paused, paused, resumed, ended running or paused): stored rows carry it, and a restore gives it back"
   )
   func frozenInstants() throws {
     var (e, _) = makeEngine()

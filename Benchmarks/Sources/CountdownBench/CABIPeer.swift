@@ -16,9 +16,8 @@ final class CABIPeer: TickPeer {
   let eventText: Bool
   var loop: OpaquePointer?
   var recorder: TickRecorder?
-  /// Each index's current id generation, for churn (made at the first replacement).
-  var generations: [Int] = []
-  var activityCount = 0
+  /// Each index's current id generation, for churn.
+  var generations = IDGenerations()
 
   init(precision: TimerPrecision, eventText: Bool) {
     self.precision = precision
@@ -92,7 +91,7 @@ final class CABIPeer: TickPeer {
       throw CountdownError(.systemError, String(cString: cd_last_error_message()))
     }
     loop = handle
-    activityCount = ends.count
+    generations.count = ends.count
     // In slices, so that the queue of pending requests stays small.
     for slice in stride(from: 0, to: ends.count, by: 50_000) {
       let upper = min(slice + 50_000, ends.count)
@@ -105,13 +104,11 @@ final class CABIPeer: TickPeer {
   }
 
   func replace(_ items: [(index: Int, end: Int64)]) async throws {
-    if generations.isEmpty { generations = Array(repeating: 0, count: activityCount) }
     var lines: [String] = []
     for (index, end) in items {
-      lines.append(
-        #"{"op":"end","id":"a\#(index).\#(generations[index])","dismissal":"immediate"}"#)
-      generations[index] += 1
-      lines.append(Self.startLine(index, generations[index], end))
+      let g = generations.advance(index)
+      lines.append(#"{"op":"end","id":"a\#(index).\#(g.old)","dismissal":"immediate"}"#)
+      lines.append(Self.startLine(index, g.new, end))
     }
     try await send(lines)
   }

@@ -13,9 +13,8 @@ final class GroupPeer: TickPeer {
   var group: CountdownLoopGroup?
   var recorders: [TickRecorder] = []
   var main: TickRecorder?
-  /// Each index's current id generation, for churn (made at the first replacement).
-  var generations: [Int] = []
-  var activityCount = 0
+  /// Each index's current id generation, for churn.
+  var generations = IDGenerations()
 
   init(precision: TimerPrecision, loops: Int) {
     self.precision = precision
@@ -36,7 +35,7 @@ final class GroupPeer: TickPeer {
       return { e in if e.kind == .tick { r.record(atMs: e.at.milliseconds) } }
     }
     self.group = group
-    activityCount = ends.count
+    generations.count = ends.count
     var perLoop: [[(id: String, end: Int64)]] = Array(repeating: [], count: count)
     for (k, end) in ends.enumerated() {
       let id = CountdownPeer.id(k, 0)
@@ -84,13 +83,12 @@ final class GroupPeer: TickPeer {
   }
 
   func replace(_ items: [(index: Int, end: Int64)]) async throws {
-    if generations.isEmpty { generations = Array(repeating: 0, count: activityCount) }
     guard let group else { return }
     var perLoop: [[(old: String, new: String, end: Int64)]] = Array(repeating: [], count: count)
     for (index, end) in items {
-      let old = CountdownPeer.id(index, generations[index])
-      generations[index] += 1
-      let new = CountdownPeer.id(index, generations[index])
+      let g = generations.advance(index)
+      let old = CountdownPeer.id(index, g.old)
+      let new = CountdownPeer.id(index, g.new)
       // The new id may hash to another loop: end on the old one's, start on the new one's.
       perLoop[group.shard(for: old)].append((old, "", end))
       perLoop[group.shard(for: new)].append(("", new, end))

@@ -25,13 +25,26 @@ func firstChange(end: Int64, after nowMs: Int64) -> Int64 {
 }
 
 /// Our driver: one CountdownLoop; every activity started in one command.
+/// Each activity's id generation, which a churn replacement moves on: the array is made at
+/// the first replacement, so that a run without churn does not count its 8 bytes an activity.
+struct IDGenerations {
+  private var generations: [Int] = []
+  /// Activities there are (set at start).
+  var count = 0
+
+  /// Moves `index` to its next generation: the generations of its old id and of its new one.
+  mutating func advance(_ index: Int) -> (old: Int, new: Int) {
+    if generations.isEmpty { generations = Array(repeating: 0, count: count) }
+    generations[index] += 1
+    return (generations[index] - 1, generations[index])
+  }
+}
+
 final class CountdownPeer: TickPeer {
   let precision: TimerPrecision
   var loop: CountdownLoop?
-  /// Each index's current id generation, for churn: made at the first replacement, so that a
-  /// run without churn does not count its 8 bytes an activity.
-  var generations: [Int] = []
-  var activityCount = 0
+  /// Each index's current id generation, for churn.
+  var generations = IDGenerations()
   /// Wake-ups at the barriers that open and close the measured window.
   var wakeupMarks: [UInt64] = []
 
@@ -82,7 +95,7 @@ final class CountdownPeer: TickPeer {
     }
     let loop = try CountdownLoop(options: options, onEvent: onEvent)
     self.loop = loop
-    activityCount = ends.count
+    generations.count = ends.count
     try await loop.submit { engine throws(CountdownError) in
       for (k, end) in ends.enumerated() {
         try engine.start(.countdown(id: Self.id(k, 0), to: Instant(milliseconds: end), title: "A"))
@@ -96,12 +109,10 @@ final class CountdownPeer: TickPeer {
   }
 
   func replace(_ items: [(index: Int, end: Int64)]) async throws {
-    if generations.isEmpty { generations = Array(repeating: 0, count: activityCount) }
     var changes: [(old: String, new: String, end: Int64)] = []
     for (index, end) in items {
-      let old = Self.id(index, generations[index])
-      generations[index] += 1
-      changes.append((old, Self.id(index, generations[index]), end))
+      let g = generations.advance(index)
+      changes.append((Self.id(index, g.old), Self.id(index, g.new), end))
     }
     let batch = changes
     try await loop!.submit { engine throws(CountdownError) in
