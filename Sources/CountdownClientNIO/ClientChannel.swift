@@ -26,7 +26,7 @@ enum ClientChannel {
       .connectTimeout(timeout)
       .channelOption(.socketOption(.so_keepalive), value: 1)
     let made: EventLoopFuture<(any Channel, Output)>
-    var handshake: EventLoopFuture<Void>?
+    var handshake: EventLoopPromise<Void>?
     switch endpoint {
     case .unix(let path):
       made = bootstrap.channelInitializer { channel in
@@ -51,7 +51,7 @@ enum ClientChannel {
       let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
       let serverName = tls?.serverName ?? (isAddress ? nil : host)
       let shaken = context == nil ? nil : loop.makePromise(of: Void.self)
-      handshake = shaken?.futureResult
+      handshake = shaken
       if let shaken {
         // A server that takes the connection and never finishes the handshake.
         let late = loop.scheduleTask(in: timeout) {
@@ -82,10 +82,18 @@ enum ClientChannel {
     }
     let tlsUp = handshake
     let ready = made.flatMap { made in
-      (tlsUp ?? loop.makeSucceededVoidFuture()).map { made }.flatMapErrorThrowing { error in
-        made.0.close(promise: nil)
-        throw error
-      }
+      (tlsUp?.futureResult ?? loop.makeSucceededVoidFuture()).map { made }
+        .flatMapErrorThrowing { error in
+          made.0.close(promise: nil)
+          throw error
+        }
+    }.flatMapError { error in
+      // A handshake that failed can close the channel before the connect's own callback adds
+      // the handlers, which then fail on the closed channel: the handshake's error says why.
+      // (Failing the promise here does nothing to one that has already failed.)
+      guard let tlsUp else { return loop.makeFailedFuture(error) }
+      tlsUp.fail(error)
+      return tlsUp.futureResult.flatMapThrowing { throw error }
     }
     return ready.flatMapErrorThrowing { error in
       if let error = error as? CountdownError { throw error }
