@@ -178,7 +178,7 @@ let package = Package(
     .testTarget(
       name: "CountdownNIOTests",
       dependencies: [
-        "CountdownNIO", .product(name: "NIOCore", package: "swift-nio"),
+        "CountdownNIO", "CountdownTestSupport", .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
       ]),

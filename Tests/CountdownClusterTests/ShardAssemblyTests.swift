@@ -137,104 +137,106 @@ struct ShardAssemblyTests {
   @Test(
     "Model check: any sequence of takes, hand-overs and commits leaves every shard's rows restorable",
     arguments: 0..<30)
-  func handOversKeepRowsRestorable(round: Int) throws {
-    let seed = testSeed() &+ UInt64(round) &* 7919
-    var g = RandomRun(seed: seed, grid: 1)
-    let shardCount = 4
-    let nodeCount = 3
-    func shard(of id: String) -> Int { Int(id.dropFirst().prefix { $0 != "-" })! }
-    // PostgreSQL: each shard's rows and engine row as its last commit left them.
-    var database = [EngineSnapshot?](repeating: nil, count: shardCount)
-    // Each node: its engine (nil: not running) and the shards it serves.
-    var nodes = (0..<nodeCount).map { n in
-      (
-        engine: ActivityEngine(now: t0, options: EngineOptions(idSeed: UInt64(n))),
-        shards: Set<Int>()
-      )
-    }
-    var now = t0.milliseconds
-    var made = 0
-    /// A node's commit of `ids` (the rows it changed): only those rows are written, with the
-    /// numbers its engine gives them, as a node's store writes them.
-    func commit(_ n: Int, _ ids: [String]) {
-      let e = nodes[n].engine
-      for s in nodes[n].shards {
-        let changed = e.snapshot(of: ids.filter { shard(of: $0) == s })
-        var rows =
-          database[s]
-          ?? EngineSnapshot(
-            now: e.now, options: e.options, nextOrder: 0, idGeneratorState: 0, activities: [])
-        for a in changed.activities {
-          if let k = rows.activities.firstIndex(where: { $0.id == a.id }) {
-            rows.activities[k] = a
+  func handOversKeepRowsRestorable(round: Int) async throws {
+    try await onThread(computing: true) {
+      let seed = testSeed() &+ UInt64(round) &* 7919
+      var g = RandomRun(seed: seed, grid: 1)
+      let shardCount = 4
+      let nodeCount = 3
+      func shard(of id: String) -> Int { Int(id.dropFirst().prefix { $0 != "-" })! }
+      // PostgreSQL: each shard's rows and engine row as its last commit left them.
+      var database = [EngineSnapshot?](repeating: nil, count: shardCount)
+      // Each node: its engine (nil: not running) and the shards it serves.
+      var nodes = (0..<nodeCount).map { n in
+        (
+          engine: ActivityEngine(now: t0, options: EngineOptions(idSeed: UInt64(n))),
+          shards: Set<Int>()
+        )
+      }
+      var now = t0.milliseconds
+      var made = 0
+      /// A node's commit of `ids` (the rows it changed): only those rows are written, with the
+      /// numbers its engine gives them, as a node's store writes them.
+      func commit(_ n: Int, _ ids: [String]) {
+        let e = nodes[n].engine
+        for s in nodes[n].shards {
+          let changed = e.snapshot(of: ids.filter { shard(of: $0) == s })
+          var rows =
+            database[s]
+            ?? EngineSnapshot(
+              now: e.now, options: e.options, nextOrder: 0, idGeneratorState: 0, activities: [])
+          for a in changed.activities {
+            if let k = rows.activities.firstIndex(where: { $0.id == a.id }) {
+              rows.activities[k] = a
+            } else {
+              rows.activities.append(a)
+            }
+          }
+          let gone = Set(ids).subtracting(changed.activities.map(\.id))
+          rows.activities.removeAll { gone.contains($0.id) }
+          rows.now = e.now
+          rows.nextOrder = changed.nextOrder
+          database[s] = rows
+        }
+      }
+      for step in 0..<120 {
+        now += g.rand(0...400)
+        let n = Int(g.rand(0...Int64(nodeCount - 1)))
+        try nodes[n].engine.advance(to: Instant(milliseconds: now))
+        switch g.rand(0...9) {
+        case 0...1:
+          // Takes a shard nobody serves (its owner lost it: stopped, or handed it over).
+          let free = (0..<shardCount).filter { s in !nodes.contains { $0.shards.contains(s) } }
+          guard let s = free.sorted().randomElement(using: &g.rng) else { continue }
+          let taken = database[s].map { [$0] } ?? []
+          let a = ShardAssembly.assemble(
+            nodes[n].engine.snapshot(), keeping: { _ in true }, taking: taken)
+          #expect(a.refused.isEmpty, "seed \(seed) step \(step): \(a.refused)")
+          nodes[n].engine = try ActivityEngine(restoring: a.snapshot)
+          nodes[n].shards.insert(s)
+          // The step's events are committed: the rows it changed.
+          commit(n, Array(Set(a.events.map { $0.id })).sorted())
+        case 2:
+          // Hands a shard over (or loses it): its activities leave the engine silently.
+          guard let s = nodes[n].shards.sorted().randomElement(using: &g.rng) else { continue }
+          nodes[n].shards.remove(s)
+          let a = ShardAssembly.assemble(
+            nodes[n].engine.snapshot(), keeping: { shard(of: $0.id) != s }, taking: [])
+          nodes[n].engine = try ActivityEngine(restoring: a.snapshot)
+        case 3:
+          // Dies and comes back empty (kill -9): it serves nothing until it takes shards.
+          nodes[n] = (ActivityEngine(now: Instant(milliseconds: now)), [])
+        default:
+          // Starts an activity in one of its shards, or pauses, resumes or ends one of them.
+          guard let s = nodes[n].shards.sorted().randomElement(using: &g.rng) else { continue }
+          let mine = nodes[n].engine.activities().map(\.id).filter { shard(of: $0) == s }
+          if mine.isEmpty || g.rand(0...2) == 0 {
+            made += 1
+            let id = "s\(s)-\(made)"
+            _ = try nodes[n].engine.start(
+              Self.countdown(id, to: now - t0.milliseconds + g.rand(500...20_000)),
+              at: Instant(milliseconds: now))
+            commit(n, [id])
           } else {
-            rows.activities.append(a)
+            let id = mine.randomElement(using: &g.rng)!
+            let t = Instant(milliseconds: now)
+            switch g.rand(0...2) {
+            case 0: try? nodes[n].engine.pause(id, at: t)
+            case 1: try? nodes[n].engine.resume(id, at: t)
+            default: try? nodes[n].engine.end(id, at: t)
+            }
+            commit(n, [id])
           }
         }
-        let gone = Set(ids).subtracting(changed.activities.map(\.id))
-        rows.activities.removeAll { gone.contains($0.id) }
-        rows.now = e.now
-        rows.nextOrder = changed.nextOrder
-        database[s] = rows
-      }
-    }
-    for step in 0..<120 {
-      now += g.rand(0...400)
-      let n = Int(g.rand(0...Int64(nodeCount - 1)))
-      try nodes[n].engine.advance(to: Instant(milliseconds: now))
-      switch g.rand(0...9) {
-      case 0...1:
-        // Takes a shard nobody serves (its owner lost it: stopped, or handed it over).
-        let free = (0..<shardCount).filter { s in !nodes.contains { $0.shards.contains(s) } }
-        guard let s = free.sorted().randomElement(using: &g.rng) else { continue }
-        let taken = database[s].map { [$0] } ?? []
-        let a = ShardAssembly.assemble(
-          nodes[n].engine.snapshot(), keeping: { _ in true }, taking: taken)
-        #expect(a.refused.isEmpty, "seed \(seed) step \(step): \(a.refused)")
-        nodes[n].engine = try ActivityEngine(restoring: a.snapshot)
-        nodes[n].shards.insert(s)
-        // The step's events are committed: the rows it changed.
-        commit(n, Array(Set(a.events.map { $0.id })).sorted())
-      case 2:
-        // Hands a shard over (or loses it): its activities leave the engine silently.
-        guard let s = nodes[n].shards.sorted().randomElement(using: &g.rng) else { continue }
-        nodes[n].shards.remove(s)
-        let a = ShardAssembly.assemble(
-          nodes[n].engine.snapshot(), keeping: { shard(of: $0.id) != s }, taking: [])
-        nodes[n].engine = try ActivityEngine(restoring: a.snapshot)
-      case 3:
-        // Dies and comes back empty (kill -9): it serves nothing until it takes shards.
-        nodes[n] = (ActivityEngine(now: Instant(milliseconds: now)), [])
-      default:
-        // Starts an activity in one of its shards, or pauses, resumes or ends one of them.
-        guard let s = nodes[n].shards.sorted().randomElement(using: &g.rng) else { continue }
-        let mine = nodes[n].engine.activities().map(\.id).filter { shard(of: $0) == s }
-        if mine.isEmpty || g.rand(0...2) == 0 {
-          made += 1
-          let id = "s\(s)-\(made)"
-          _ = try nodes[n].engine.start(
-            Self.countdown(id, to: now - t0.milliseconds + g.rand(500...20_000)),
-            at: Instant(milliseconds: now))
-          commit(n, [id])
-        } else {
-          let id = mine.randomElement(using: &g.rng)!
-          let t = Instant(milliseconds: now)
-          switch g.rand(0...2) {
-          case 0: try? nodes[n].engine.pause(id, at: t)
-          case 1: try? nodes[n].engine.resume(id, at: t)
-          default: try? nodes[n].engine.end(id, at: t)
-          }
-          commit(n, [id])
+        // Every shard's rows, as they stand, are restorable by any node, in start order.
+        for s in 0..<shardCount {
+          guard let rows = database[s] else { continue }
+          let (fresh, _) = makeEngine()
+          let a = ShardAssembly.assemble(fresh.snapshot(), keeping: { _ in true }, taking: [rows])
+          #expect(a.refused.isEmpty, "seed \(seed) step \(step) shard \(s): \(a.refused)")
+          let order = ShardAssembly.inStartOrder(rows).activities
+          #expect(zip(order, order.dropFirst()).allSatisfy { $0.startedAt <= $1.startedAt })
         }
-      }
-      // Every shard's rows, as they stand, are restorable by any node, in start order.
-      for s in 0..<shardCount {
-        guard let rows = database[s] else { continue }
-        let (fresh, _) = makeEngine()
-        let a = ShardAssembly.assemble(fresh.snapshot(), keeping: { _ in true }, taking: [rows])
-        #expect(a.refused.isEmpty, "seed \(seed) step \(step) shard \(s): \(a.refused)")
-        let order = ShardAssembly.inStartOrder(rows).activities
-        #expect(zip(order, order.dropFirst()).allSatisfy { $0.startedAt <= $1.startedAt })
       }
     }
   }

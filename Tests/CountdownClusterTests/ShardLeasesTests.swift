@@ -2,6 +2,7 @@
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
 import Countdown
+import CountdownTestSupport
 import Testing
 
 @testable import CountdownCluster
@@ -135,88 +136,90 @@ struct ShardLeasesTests {
   @Test(
     "Whatever the database's delays and failures, a shard is served only while its lease holds",
     arguments: 0..<40)
-  func servedOnlyWhileLeased(seed: UInt64) {
-    var rng = SplitMix64(state: seed)
-    let timing = ShardLeases.Timing(leaseMs: 5000)
-    var m = ShardLeases(node: "a", shardCount: 2, timing: timing)
-    // The database's side: when each lease expires by the node's clock (a request is
-    // received some time after it is sent; the lease runs from its receipt).
-    var expiry: [Int: Int64] = [:]
-    var epoch: [Int: Int64] = [:]
-    // Answers on their way back: (arrives, what).
-    var inbox: [(at: Int64, run: (inout ShardLeases, Int64) -> [ShardLeases.Action])] = []
-    var servedTicks = 0
-    func handle(_ actions: [ShardLeases.Action], now: Int64) {
-      for a in actions {
-        let received = now + Int64.random(in: 0...1500, using: &rng)
-        let answered = received + Int64.random(in: 0...1500, using: &rng)
-        let fails = Int.random(in: 0..<4, using: &rng) == 0
-        switch a {
-        case .acquire(let k):
-          if fails || (expiry[k] ?? .min) > received {
-            inbox.append(
-              (
-                answered,
-                { m, _ in
-                  m.acquireRefused(k)
-                  return []
-                }
-              ))
-          } else {
-            let e = (epoch[k] ?? 0) + 1
-            epoch[k] = e
-            expiry[k] = received + timing.leaseMs
-            inbox.append((answered, { m, t in m.acquired(k, epoch: e, sentAt: now, now: t) }))
+  func servedOnlyWhileLeased(seed: UInt64) async throws {
+    try await onThread(computing: true) {
+      var rng = SplitMix64(state: seed)
+      let timing = ShardLeases.Timing(leaseMs: 5000)
+      var m = ShardLeases(node: "a", shardCount: 2, timing: timing)
+      // The database's side: when each lease expires by the node's clock (a request is
+      // received some time after it is sent; the lease runs from its receipt).
+      var expiry: [Int: Int64] = [:]
+      var epoch: [Int: Int64] = [:]
+      // Answers on their way back: (arrives, what).
+      var inbox: [(at: Int64, run: (inout ShardLeases, Int64) -> [ShardLeases.Action])] = []
+      var servedTicks = 0
+      func handle(_ actions: [ShardLeases.Action], now: Int64) {
+        for a in actions {
+          let received = now + Int64.random(in: 0...1500, using: &rng)
+          let answered = received + Int64.random(in: 0...1500, using: &rng)
+          let fails = Int.random(in: 0..<4, using: &rng) == 0
+          switch a {
+          case .acquire(let k):
+            if fails || (expiry[k] ?? .min) > received {
+              inbox.append(
+                (
+                  answered,
+                  { m, _ in
+                    m.acquireRefused(k)
+                    return []
+                  }
+                ))
+            } else {
+              let e = (epoch[k] ?? 0) + 1
+              epoch[k] = e
+              expiry[k] = received + timing.leaseMs
+              inbox.append((answered, { m, t in m.acquired(k, epoch: e, sentAt: now, now: t) }))
+            }
+          case .renew(let k, let e):
+            if fails {
+              inbox.append(
+                (
+                  answered,
+                  { m, _ in
+                    m.renewFailed(k, epoch: e)
+                    return []
+                  }
+                ))
+            } else if epoch[k] == e && (expiry[k] ?? .min) > received {
+              expiry[k] = received + timing.leaseMs
+              inbox.append(
+                (
+                  answered,
+                  { m, _ in
+                    m.renewed(k, epoch: e, sentAt: now)
+                    return []
+                  }
+                ))
+            } else {
+              inbox.append((answered, { m, _ in m.renewLost(k, epoch: e) }))
+            }
+          case .release(let k, _): expiry[k] = now
+          case .serve, .stopServing: break
           }
-        case .renew(let k, let e):
-          if fails {
-            inbox.append(
-              (
-                answered,
-                { m, _ in
-                  m.renewFailed(k, epoch: e)
-                  return []
-                }
-              ))
-          } else if epoch[k] == e && (expiry[k] ?? .min) > received {
-            expiry[k] = received + timing.leaseMs
-            inbox.append(
-              (
-                answered,
-                { m, _ in
-                  m.renewed(k, epoch: e, sentAt: now)
-                  return []
-                }
-              ))
-          } else {
-            inbox.append((answered, { m, _ in m.renewLost(k, epoch: e) }))
-          }
-        case .release(let k, _): expiry[k] = now
-        case .serve, .stopServing: break
         }
       }
-    }
-    var now: Int64 = 0
-    while now < 120_000 {
-      if now % 700 == 0 {
-        let table = (0..<2).map { k in
-          View(shard: k, owner: expiry[k] == nil ? nil : "a", expired: (expiry[k] ?? .min) <= now)
+      var now: Int64 = 0
+      while now < 120_000 {
+        if now % 700 == 0 {
+          let table = (0..<2).map { k in
+            View(shard: k, owner: expiry[k] == nil ? nil : "a", expired: (expiry[k] ?? .min) <= now)
+          }
+          handle(m.observe(table, aliveNodes: 1, now: now), now: now)
         }
-        handle(m.observe(table, aliveNodes: 1, now: now), now: now)
+        let due = inbox.filter { $0.at <= now }
+        inbox.removeAll { $0.at <= now }
+        for d in due { handle(d.run(&m, now), now: now) }
+        handle(m.tick(now: now), now: now)
+        for (k, e) in m.served {
+          #expect(
+            epoch[k] == e && now < expiry[k]!,
+            "seed \(seed): shard \(k) served at \(now) with epoch \(e), lease to \(expiry[k]!)")
+          servedTicks += 1
+        }
+        now += 10
       }
-      let due = inbox.filter { $0.at <= now }
-      inbox.removeAll { $0.at <= now }
-      for d in due { handle(d.run(&m, now), now: now) }
-      handle(m.tick(now: now), now: now)
-      for (k, e) in m.served {
-        #expect(
-          epoch[k] == e && now < expiry[k]!,
-          "seed \(seed): shard \(k) served at \(now) with epoch \(e), lease to \(expiry[k]!)")
-        servedTicks += 1
-      }
-      now += 10
+      // The run served something: the property was not checked on an empty node.
+      #expect(servedTicks > 1000, "seed \(seed)")
     }
-    // The run served something: the property was not checked on an empty node.
-    #expect(servedTicks > 1000, "seed \(seed)")
   }
 }

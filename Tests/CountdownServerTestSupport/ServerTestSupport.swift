@@ -323,21 +323,3 @@ package final class ServerProcess {
     unlink(errorsPath)
   }
 }
-
-/// Runs a blocking test body on a thread of its own, so that socket waits never hold one of
-/// the few threads of Swift's cooperative pool (the real-loop tests need them meanwhile).
-package func onThread(_ body: @escaping @Sendable () throws -> Void) async throws {
-  final class Box: @unchecked Sendable {  // written by the thread, read after it resumed us
-    var error: (any Error)?
-  }
-  let box = Box()
-  await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-    let thread = Thread {
-      do { try body() } catch { box.error = error }
-      c.resume()
-    }
-    thread.stackSize = 8 << 20
-    thread.start()
-  }
-  if let error = box.error { throw error }
-}

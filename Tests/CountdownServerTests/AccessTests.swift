@@ -2,6 +2,7 @@
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
 import CountdownServerTestSupport
+import CountdownTestSupport
 import Foundation
 import Testing
 

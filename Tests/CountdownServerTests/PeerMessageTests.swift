@@ -268,40 +268,42 @@ struct PeerMessageTests {
   }
 
   @Test("Mutated and random lines never trap any decoder, and a valid line still decodes")
-  func mutations() {
-    let seed = testSeed()
-    var rng = SplitMix64(state: seed)
-    let valid: [[UInt8]] = [
-      PeerMessage.RelayRequest(incarnation: 0x1f, after: 9, ticks: true).line.dropLast(),
-      Array(PeerMessage.RelayAnswer.accepted(incarnation: 7, gap: true).line.dropLast()),
-      PeerMessage.SnapshotRequest(ids: ["a", "b"]).line,
-      Self.bytes(#"~1f 12 3 {"at":1,"event":"ended","id":"a"}"# + "\n"),
-      Self.bytes(#"{"rid":null,"ok":true,"incarnation":"9","from":2,"servedShards":[1]}"#),
-    ]
-    for _ in 0..<20_000 {
-      var line = valid[Int.random(in: 0..<valid.count, using: &rng)]
-      for _ in 0..<Int.random(in: 0...4, using: &rng) {
-        guard !line.isEmpty else { break }
-        let at = Int.random(in: 0..<line.count, using: &rng)
-        switch Int.random(in: 0..<3, using: &rng) {
-        case 0: line[at] = UInt8.random(in: 0...255, using: &rng)
-        case 1: line.remove(at: at)
-        default: line.insert(UInt8.random(in: 0...255, using: &rng), at: at)
+  func mutations() async throws {
+    try await onThread(computing: true) {
+      let seed = testSeed()
+      var rng = SplitMix64(state: seed)
+      let valid: [[UInt8]] = [
+        PeerMessage.RelayRequest(incarnation: 0x1f, after: 9, ticks: true).line.dropLast(),
+        Array(PeerMessage.RelayAnswer.accepted(incarnation: 7, gap: true).line.dropLast()),
+        PeerMessage.SnapshotRequest(ids: ["a", "b"]).line,
+        Self.bytes(#"~1f 12 3 {"at":1,"event":"ended","id":"a"}"# + "\n"),
+        Self.bytes(#"{"rid":null,"ok":true,"incarnation":"9","from":2,"servedShards":[1]}"#),
+      ]
+      for _ in 0..<20_000 {
+        var line = valid[Int.random(in: 0..<valid.count, using: &rng)]
+        for _ in 0..<Int.random(in: 0...4, using: &rng) {
+          guard !line.isEmpty else { break }
+          let at = Int.random(in: 0..<line.count, using: &rng)
+          switch Int.random(in: 0..<3, using: &rng) {
+          case 0: line[at] = UInt8.random(in: 0...255, using: &rng)
+          case 1: line.remove(at: at)
+          default: line.insert(UInt8.random(in: 0...255, using: &rng), at: at)
+          }
         }
+        _ = line.withUnsafeBufferPointer { PeerMessage.RelayRequest.decode($0) }
+        _ = line.withUnsafeBufferPointer { PeerMessage.SnapshotRequest.decode($0) }
+        _ = line.withUnsafeBytes { PeerMessage.RelayLine.decode($0) }
+        _ = PeerMessage.RelayAnswer.decode(line)
+        _ = PeerMessage.SnapshotHead.decode(line)
+        _ = PeerMessage.isOK(line)
+        _ = PeerMessage.servedShards(in: line)
+        _ = PeerMessage.activity(in: line)
+        _ = PeerMessage.head(of: line)
+        _ = line.withUnsafeBufferPointer { PeerMessage.HTTPCommand.decode($0) }
       }
-      _ = line.withUnsafeBufferPointer { PeerMessage.RelayRequest.decode($0) }
-      _ = line.withUnsafeBufferPointer { PeerMessage.SnapshotRequest.decode($0) }
-      _ = line.withUnsafeBytes { PeerMessage.RelayLine.decode($0) }
-      _ = PeerMessage.RelayAnswer.decode(line)
-      _ = PeerMessage.SnapshotHead.decode(line)
-      _ = PeerMessage.isOK(line)
-      _ = PeerMessage.servedShards(in: line)
-      _ = PeerMessage.activity(in: line)
-      _ = PeerMessage.head(of: line)
-      _ = line.withUnsafeBufferPointer { PeerMessage.HTTPCommand.decode($0) }
+      #expect(
+        valid[0].withUnsafeBufferPointer { PeerMessage.RelayRequest.decode($0) }?.incarnation
+          == 0x1f, "seed \(seed)")
     }
-    #expect(
-      valid[0].withUnsafeBufferPointer { PeerMessage.RelayRequest.decode($0) }?.incarnation
-        == 0x1f, "seed \(seed)")
   }
 }

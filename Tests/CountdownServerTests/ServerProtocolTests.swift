@@ -4,6 +4,7 @@
 import Countdown
 import CountdownClient
 import CountdownServerTestSupport
+import CountdownTestSupport
 import Foundation
 import Testing
 

@@ -120,41 +120,43 @@ struct OutboxTests {
   @Test(
     "Answered pushes are deleted with the next commit of changes, or in a commit of their own after a second without one"
   )
-  func forgetRides() throws {
-    let (dir, path, engine) = try Self.scratchWithActivity()
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    let store = try StateStore(path: path, sync: .normal)
-    let seqs = try store.write(
-      [changes(engine, ["a"])],
-      pushes: [.add(item("a", "t1", ts: 10, "one")), .add(item("a", "t2", ts: 10, "two"))]
-    ).pushes
-    let writer = StoreWriter(store: store, reload: { _, _ in }, onError: { _ in })
-    defer { writer.close() }
-    let reader = try DatabaseQueue(path: path)
-    defer { try? reader.close() }
-    func waiting() throws -> [Int64] {
-      try reader.read { db in
-        try Int64.fetchAll(db, sql: "SELECT seq FROM push_outbox ORDER BY seq")
+  func forgetRides() async throws {
+    try await onThread {
+      let (dir, path, engine) = try Self.scratchWithActivity()
+      defer { try? FileManager.default.removeItem(atPath: dir) }
+      let store = try StateStore(path: path, sync: .normal)
+      let seqs = try store.write(
+        [changes(engine, ["a"])],
+        pushes: [.add(item("a", "t1", ts: 10, "one")), .add(item("a", "t2", ts: 10, "two"))]
+      ).pushes
+      let writer = StoreWriter(store: store, reload: { _, _ in }, onError: { _ in })
+      defer { writer.close() }
+      let reader = try DatabaseQueue(path: path)
+      defer { try? reader.close() }
+      func waiting() throws -> [Int64] {
+        try reader.read { db in
+          try Int64.fetchAll(db, sql: "SELECT seq FROM push_outbox ORDER BY seq")
+        }
       }
+
+      writer.forget(outbox: [seqs[0]])
+      usleep(300_000)
+      // No commit of its own at once: it waits for one of changes.
+      #expect(try waiting() == seqs)
+      let released = DispatchSemaphore(value: 0)
+      writer.enqueue(
+        StoreWriter.Unit(changes: changes(engine, ["a"]), epoch: 0) { _ in released.signal() })
+      released.wait()
+      #expect(try waiting() == [seqs[1]])
+
+      // With no change to ride on, it gets its own commit within a second or so.
+      let started = Date()
+      writer.forget(outbox: [seqs[1]])
+      while try waiting() != [], Date().timeIntervalSince(started) < 5 { usleep(20_000) }
+      let took = Date().timeIntervalSince(started)
+      #expect(try waiting() == [])
+      #expect(took >= StoreWriter.forgetDelay * 0.9 && took < StoreWriter.forgetDelay + 1.5)
     }
-
-    writer.forget(outbox: [seqs[0]])
-    usleep(300_000)
-    // No commit of its own at once: it waits for one of changes.
-    #expect(try waiting() == seqs)
-    let released = DispatchSemaphore(value: 0)
-    writer.enqueue(
-      StoreWriter.Unit(changes: changes(engine, ["a"]), epoch: 0) { _ in released.signal() })
-    released.wait()
-    #expect(try waiting() == [seqs[1]])
-
-    // With no change to ride on, it gets its own commit within a second or so.
-    let started = Date()
-    writer.forget(outbox: [seqs[1]])
-    while try waiting() != [], Date().timeIntervalSince(started) < 5 { usleep(20_000) }
-    let took = Date().timeIntervalSince(started)
-    #expect(try waiting() == [])
-    #expect(took >= StoreWriter.forgetDelay * 0.9 && took < StoreWriter.forgetDelay + 1.5)
   }
 
   @Test(

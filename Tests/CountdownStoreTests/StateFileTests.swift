@@ -44,81 +44,83 @@ struct StateFileTests {
   @Test(
     "Written from each wake's events, the file equals the engine; restored from it, the events go on alike"
   )
-  func roundTrip() throws {
-    let dir = Self.scratch()
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    let seed = testSeed()
-    var g = RandomRun(seed: seed)
-    var rowsChecked = 0
-    var eventsAfter = 0
-    let rounds = 300
-    for round in 0..<rounds {
-      let path = "\(dir)/r\(round).db"
-      let store = try StateStore(path: path, sync: .normal)
-      defer { store.close() }
-      let options = EngineOptions(
-        maxActivities: round % 3 == 0 ? 3 : nil,
-        maxActiveDurationMs: round % 4 == 1 ? 25_000 : nil, idSeed: UInt64(round) &* 7919)
-      g.t = t0.milliseconds
-      let commands = RandomCommands.run(&g, count: 60)
-      let cut = Int(g.rand(0...Int64(commands.count)))
-      let a = Recorder()
-      var original = ActivityEngine(now: t0, options: options) { a.events.append($0) }
-      var written = 0
-      var ids: [String] = []
-      var seen: Set<String> = []
-      let context = "COUNTDOWN_TEST_SEED=\(seed) round \(round) cut \(cut)"
-      // One wake: the events since the last one name the rows to write.
-      func commit() throws {
-        StoreChanges.collect(Array(a.events[written...]), into: &ids, seen: &seen)
-        written = a.events.count
-        try store.write([StoreChanges(engine: original, ids: ids)])
-        ids.removeAll()
-        seen.removeAll()
-      }
-      try commit()
-      for (at, c) in commands[..<cut] {
-        if g.chance(0.3), at > original.now.milliseconds {
-          // The clock moves on alone first, in a wake of its own.
-          try original.advance(to: Instant(milliseconds: at - 1))
-          try commit()
+  func roundTrip() async throws {
+    try await onThread(computing: true) {
+      let dir = Self.scratch()
+      defer { try? FileManager.default.removeItem(atPath: dir) }
+      let seed = testSeed()
+      var g = RandomRun(seed: seed)
+      var rowsChecked = 0
+      var eventsAfter = 0
+      let rounds = 300
+      for round in 0..<rounds {
+        let path = "\(dir)/r\(round).db"
+        let store = try StateStore(path: path, sync: .normal)
+        defer { store.close() }
+        let options = EngineOptions(
+          maxActivities: round % 3 == 0 ? 3 : nil,
+          maxActiveDurationMs: round % 4 == 1 ? 25_000 : nil, idSeed: UInt64(round) &* 7919)
+        g.t = t0.milliseconds
+        let commands = RandomCommands.run(&g, count: 60)
+        let cut = Int(g.rand(0...Int64(commands.count)))
+        let a = Recorder()
+        var original = ActivityEngine(now: t0, options: options) { a.events.append($0) }
+        var written = 0
+        var ids: [String] = []
+        var seen: Set<String> = []
+        let context = "COUNTDOWN_TEST_SEED=\(seed) round \(round) cut \(cut)"
+        // One wake: the events since the last one name the rows to write.
+        func commit() throws {
+          StoreChanges.collect(Array(a.events[written...]), into: &ids, seen: &seen)
+          written = a.events.count
+          try store.write([StoreChanges(engine: original, ids: ids)])
+          ids.removeAll()
+          seen.removeAll()
         }
-        _ = RandomCommands.apply(c, at: at, to: &original)
         try commit()
-        if g.chance(0.1) {
-          let loaded = try #require(try store.load())
-          #expect(Self.same(loaded, original.snapshot()), "mid-run (\(context))")
+        for (at, c) in commands[..<cut] {
+          if g.chance(0.3), at > original.now.milliseconds {
+            // The clock moves on alone first, in a wake of its own.
+            try original.advance(to: Instant(milliseconds: at - 1))
+            try commit()
+          }
+          _ = RandomCommands.apply(c, at: at, to: &original)
+          try commit()
+          if g.chance(0.1) {
+            let loaded = try #require(try store.load())
+            #expect(Self.same(loaded, original.snapshot()), "mid-run (\(context))")
+          }
         }
+        let loaded = try #require(try store.load())
+        let live = original.snapshot()
+        guard Self.same(loaded, live) else {
+          Issue.record("the file differs from the engine (\(context))")
+          return
+        }
+        rowsChecked += loaded.activities.count
+        // Restored from the file (with this process's own options), it goes on alike.
+        var stored = loaded
+        stored.options = live.options
+        let b = Recorder()
+        var restored = try ActivityEngine(restoring: stored) { b.events.append($0) }
+        let before = a.events.count
+        for (at, c) in commands[cut...] where at >= original.now.milliseconds {
+          _ = RandomCommands.apply(c, at: at, to: &original)
+          _ = RandomCommands.apply(c, at: at, to: &restored)
+        }
+        let end = Instant(milliseconds: max(original.now.milliseconds, commands.last!.at) + 40_000)
+        try original.advance(to: end)
+        try restored.advance(to: end)
+        let mine = b.comparableLines
+        let theirs = Array(a.comparableLines.dropFirst(before))
+        guard mine == theirs else {
+          Issue.record("the restored engine's events differ (\(context))")
+          return
+        }
+        eventsAfter += mine.count
       }
-      let loaded = try #require(try store.load())
-      let live = original.snapshot()
-      guard Self.same(loaded, live) else {
-        Issue.record("the file differs from the engine (\(context))")
-        return
-      }
-      rowsChecked += loaded.activities.count
-      // Restored from the file (with this process's own options), it goes on alike.
-      var stored = loaded
-      stored.options = live.options
-      let b = Recorder()
-      var restored = try ActivityEngine(restoring: stored) { b.events.append($0) }
-      let before = a.events.count
-      for (at, c) in commands[cut...] where at >= original.now.milliseconds {
-        _ = RandomCommands.apply(c, at: at, to: &original)
-        _ = RandomCommands.apply(c, at: at, to: &restored)
-      }
-      let end = Instant(milliseconds: max(original.now.milliseconds, commands.last!.at) + 40_000)
-      try original.advance(to: end)
-      try restored.advance(to: end)
-      let mine = b.comparableLines
-      let theirs = Array(a.comparableLines.dropFirst(before))
-      guard mine == theirs else {
-        Issue.record("the restored engine's events differ (\(context))")
-        return
-      }
-      eventsAfter += mine.count
+      #expect(rowsChecked > 300 && eventsAfter > 5_000, "\(rowsChecked) \(eventsAfter)")
     }
-    #expect(rowsChecked > 300 && eventsAfter > 5_000, "\(rowsChecked) \(eventsAfter)")
   }
 
   @Test("Every field survives the file: paused, stale, expired, ended, milestones, content")

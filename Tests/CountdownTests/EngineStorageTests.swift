@@ -303,41 +303,43 @@ struct EngineStorageTests {
   @Test(
     "An end kept in the cold record's word, or in the side box when 24 days or more after the start; both read back, dismiss on time and survive a restore"
   )
-  func endsNearAndFar() throws {
-    var (e, events) = makeEngine()
-    let day: Int64 = 86_400_000
-    try e.start(.elapsed(id: "near", title: "N"), at: t0)
-    try e.start(.elapsed(id: "far", title: "F"), at: t0)
-    try e.start(.elapsed(id: "paused", title: "P"), at: t0)
-    try e.pause("paused", at: at(1_000))
-    try e.end("near", ActivityEnding(dismissal: .default), at: at(3_600_000))
-    #expect(!e.cold[Int(try e.lookup("near"))].hasExtras)
-    let near = try e.state(of: "near", at: e.now)
-    #expect(near.endedAt == at(3_600_000) && near.endReason == .requested)
-    var nearRestored = try ActivityEngine(restoring: e.snapshot())
-    #expect(try nearRestored.state(of: "near", at: e.now) == near)
-    // 30 days on: past what the word's 32 bits of milliseconds hold.
-    try e.advance(to: at(30 * day))
-    try e.end("far", ActivityEnding(dismissal: .after(at(30 * day + 60_000))), at: at(30 * day))
-    try e.end("paused", at: at(30 * day + 5))
-    for id in ["far", "paused"] { #expect(e.cold[Int(try e.lookup(id))].hasExtras, "\(id)") }
-    let far = try e.state(of: "far", at: e.now)
-    let paused = try e.state(of: "paused", at: e.now)
-    #expect(far.endedAt == at(30 * day) && far.endReason == .requested)
-    #expect(paused.endedAt == at(30 * day + 5) && paused.value == 1, "\(paused)")
-    var restored = try ActivityEngine(restoring: e.snapshot())
-    #expect(restored.snapshot() == e.snapshot())
-    #expect(try restored.state(of: "far", at: e.now) == far)
-    e.checkInvariants()
-    // "near" was dismissed 4 hours after its end (within the 30 days); "far" a minute after its
-    // end, "paused" 4 hours after its.
-    try e.advance(to: at(30 * day + 4 * 3_600_000 + 5))
-    let dismissed = events.lines([.dismissed])
-    #expect(
-      dismissed == [
-        "\(4 * 3_600_000 + 3_600_000) dismissed near", "\(30 * day + 60_000) dismissed far",
-        "\(30 * day + 4 * 3_600_000 + 5) dismissed paused",
-      ], "\(dismissed)")
+  func endsNearAndFar() async throws {
+    try await onThread(computing: true) {
+      var (e, events) = makeEngine()
+      let day: Int64 = 86_400_000
+      try e.start(.elapsed(id: "near", title: "N"), at: t0)
+      try e.start(.elapsed(id: "far", title: "F"), at: t0)
+      try e.start(.elapsed(id: "paused", title: "P"), at: t0)
+      try e.pause("paused", at: at(1_000))
+      try e.end("near", ActivityEnding(dismissal: .default), at: at(3_600_000))
+      #expect(!e.cold[Int(try e.lookup("near"))].hasExtras)
+      let near = try e.state(of: "near", at: e.now)
+      #expect(near.endedAt == at(3_600_000) && near.endReason == .requested)
+      var nearRestored = try ActivityEngine(restoring: e.snapshot())
+      #expect(try nearRestored.state(of: "near", at: e.now) == near)
+      // 30 days on: past what the word's 32 bits of milliseconds hold.
+      try e.advance(to: at(30 * day))
+      try e.end("far", ActivityEnding(dismissal: .after(at(30 * day + 60_000))), at: at(30 * day))
+      try e.end("paused", at: at(30 * day + 5))
+      for id in ["far", "paused"] { #expect(e.cold[Int(try e.lookup(id))].hasExtras, "\(id)") }
+      let far = try e.state(of: "far", at: e.now)
+      let paused = try e.state(of: "paused", at: e.now)
+      #expect(far.endedAt == at(30 * day) && far.endReason == .requested)
+      #expect(paused.endedAt == at(30 * day + 5) && paused.value == 1, "\(paused)")
+      var restored = try ActivityEngine(restoring: e.snapshot())
+      #expect(restored.snapshot() == e.snapshot())
+      #expect(try restored.state(of: "far", at: e.now) == far)
+      e.checkInvariants()
+      // "near" was dismissed 4 hours after its end (within the 30 days); "far" a minute after its
+      // end, "paused" 4 hours after its.
+      try e.advance(to: at(30 * day + 4 * 3_600_000 + 5))
+      let dismissed = events.lines([.dismissed])
+      #expect(
+        dismissed == [
+          "\(4 * 3_600_000 + 3_600_000) dismissed near", "\(30 * day + 60_000) dismissed far",
+          "\(30 * day + 4 * 3_600_000 + 5) dismissed paused",
+        ], "\(dismissed)")
+    }
   }
 
   @Test("A reservation of 4 MiB or more keeps the elements and copies, and is advised huge")
@@ -361,29 +363,31 @@ struct EngineStorageTests {
   }
 
   @Test("Starts grow the records one at a time, into buffers advised huge; ends' slots are reused")
-  func recordsGrowByStarts() throws {
-    var e = ActivityEngine(now: t0)
-    let n = 120_000
-    for k in 0..<n {
-      try e.start(
-        .countdown(id: "g\(k)", to: t0.advanced(by: 60_000 + Int64(k)), title: "G"), at: t0)
-      // No record is written ahead of the start that fills it.
-      if k % 9_973 == 0 { #expect(e.slots.count == k + 1 && e.cold.count == k + 1) }
+  func recordsGrowByStarts() async throws {
+    try await onThread(computing: true) {
+      var e = ActivityEngine(now: t0)
+      let n = 120_000
+      for k in 0..<n {
+        try e.start(
+          .countdown(id: "g\(k)", to: t0.advanced(by: 60_000 + Int64(k)), title: "G"), at: t0)
+        // No record is written ahead of the start that fills it.
+        if k % 9_973 == 0 { #expect(e.slots.count == k + 1 && e.cold.count == k + 1) }
+      }
+      #expect(e.slots.count == n && e.cold.count == n && e.count == n)
+      e.checkInvariants()
+      // Past 4 MiB the records doubled into advised buffers: neither append grew them alone.
+      try expectRecordsAdvised(e)
+      for k in stride(from: 0, to: n, by: 3) {
+        try e.end("g\(k)", ActivityEnding(dismissal: .immediate), at: t0)
+      }
+      for k in 0..<n / 3 {
+        try e.start(.countdown(id: "h\(k)", to: t0.advanced(by: 90_000), title: "H"), at: t0)
+      }
+      #expect(e.slots.count == n && e.count == n)
+      e.checkInvariants()
+      #expect(try e.state(of: "h0", at: t0).contentJSON == #"{"title":"H"}"#)
+      #expect(errorCode { _ = try e.state(of: "g0", at: t0) } == .notFound)
     }
-    #expect(e.slots.count == n && e.cold.count == n && e.count == n)
-    e.checkInvariants()
-    // Past 4 MiB the records doubled into advised buffers: neither append grew them alone.
-    try expectRecordsAdvised(e)
-    for k in stride(from: 0, to: n, by: 3) {
-      try e.end("g\(k)", ActivityEnding(dismissal: .immediate), at: t0)
-    }
-    for k in 0..<n / 3 {
-      try e.start(.countdown(id: "h\(k)", to: t0.advanced(by: 90_000), title: "H"), at: t0)
-    }
-    #expect(e.slots.count == n && e.count == n)
-    e.checkInvariants()
-    #expect(try e.state(of: "h0", at: t0).contentJSON == #"{"title":"H"}"#)
-    #expect(errorCode { _ = try e.state(of: "g0", at: t0) } == .notFound)
   }
 }
 

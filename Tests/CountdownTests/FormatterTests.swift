@@ -141,51 +141,55 @@ struct FormatterTests {
   }
 
   @Test("Random values in 0…10^12 s agree with a plain reference", arguments: allStyles)
-  func property(_ style: TimerStyle) {
-    // Seeded, and the seed is in every failure message: set COUNTDOWN_TEST_SEED to it to run
-    // the same values again.
-    let seed = testSeed()
-    var rng = SplitMix64(state: seed)
-    for k in 0..<20_000 {
-      // Small values (every unit boundary), kiosk values (below and above 100 days, where
-      // compact leaves its one-word path) and the whole range.
-      let s: Int64 =
-        switch k {
-        case ..<5_000: Int64(k) * 37
-        case ..<12_000: Int64.random(in: 0..<20_000_000, using: &rng)
-        default: Int64.random(in: 0...1_000_000_000_000, using: &rng)
-        }
-      let want = referenceText(style, s)
-      let (b, str) = texts(style, s)
-      #expect(b == want, "\(style) \(s) (COUNTDOWN_TEST_SEED=\(seed))")
-      #expect(str == want, "\(style) \(s) (COUNTDOWN_TEST_SEED=\(seed))")
-      // A text of 15 bytes or fewer is a small string: no heap object behind it.
-      #expect(
-        want.utf8.count > 15 || isSmallString(str),
-        "\(style) \(s) not small (COUNTDOWN_TEST_SEED=\(seed))")
-      if b != want { return }
+  func property(_ style: TimerStyle) async throws {
+    try await onThread(computing: true) {
+      // Seeded, and the seed is in every failure message: set COUNTDOWN_TEST_SEED to it to run
+      // the same values again.
+      let seed = testSeed()
+      var rng = SplitMix64(state: seed)
+      for k in 0..<20_000 {
+        // Small values (every unit boundary), kiosk values (below and above 100 days, where
+        // compact leaves its one-word path) and the whole range.
+        let s: Int64 =
+          switch k {
+          case ..<5_000: Int64(k) * 37
+          case ..<12_000: Int64.random(in: 0..<20_000_000, using: &rng)
+          default: Int64.random(in: 0...1_000_000_000_000, using: &rng)
+          }
+        let want = referenceText(style, s)
+        let (b, str) = texts(style, s)
+        #expect(b == want, "\(style) \(s) (COUNTDOWN_TEST_SEED=\(seed))")
+        #expect(str == want, "\(style) \(s) (COUNTDOWN_TEST_SEED=\(seed))")
+        // A text of 15 bytes or fewer is a small string: no heap object behind it.
+        #expect(
+          want.utf8.count > 15 || isSmallString(str),
+          "\(style) \(s) not small (COUNTDOWN_TEST_SEED=\(seed))")
+        if b != want { return }
+      }
     }
   }
 
   @Test("compact agrees with the reference on both sides of every minute change for 101 days")
-  func compactExhaustive() {
-    // compact below 100 days divides by multiply and shift. Those quotients only ever grow
-    // with s, so being right on both sides of every multiple of 60 (which includes every hour
-    // and day change) means being right at every second of the range. The first day is
-    // checked second by second too.
-    var failures = 0
-    func check(_ s: Int64) {
-      let want = referenceText(.compact, s)
-      let (b, str) = texts(.compact, s)
-      if b != want || str != want {
-        failures += 1
-        Issue.record("compact \(s): buffer \(b), string \(str), want \(want)")
+  func compactExhaustive() async throws {
+    try await onThread(computing: true) {
+      // compact below 100 days divides by multiply and shift. Those quotients only ever grow
+      // with s, so being right on both sides of every multiple of 60 (which includes every hour
+      // and day change) means being right at every second of the range. The first day is
+      // checked second by second too.
+      var failures = 0
+      func check(_ s: Int64) {
+        let want = referenceText(.compact, s)
+        let (b, str) = texts(.compact, s)
+        if b != want || str != want {
+          failures += 1
+          Issue.record("compact \(s): buffer \(b), string \(str), want \(want)")
+        }
       }
-    }
-    for s in Int64(0)..<86_400 { check(s) }
-    for minute in Int64(1440)...(101 * 1440) where failures < 5 {
-      check(minute * 60 - 1)
-      check(minute * 60)
+      for s in Int64(0)..<86_400 { check(s) }
+      for minute in Int64(1440)...(101 * 1440) where failures < 5 {
+        check(minute * 60 - 1)
+        check(minute * 60)
+      }
     }
   }
 

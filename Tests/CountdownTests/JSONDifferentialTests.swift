@@ -149,61 +149,65 @@ struct JSONDifferentialTests {
   }
 
   @Test("Thousands of generated documents parse to the same values in both")
-  func generated() {
-    let seed = testSeed()
-    var g = Generator(rng: SplitMix64(state: seed))
-    var compared = 0
-    for _ in 0..<3_000 {
-      let text = g.space() + g.value(depth: 0) + g.space()
-      guard let mine = Self.ours(text) else {
-        Issue.record("ours rejected a valid document (COUNTDOWN_TEST_SEED=\(seed)): \(text)")
-        return
+  func generated() async throws {
+    try await onThread(computing: true) {
+      let seed = testSeed()
+      var g = Generator(rng: SplitMix64(state: seed))
+      var compared = 0
+      for _ in 0..<3_000 {
+        let text = g.space() + g.value(depth: 0) + g.space()
+        guard let mine = Self.ours(text) else {
+          Issue.record("ours rejected a valid document (COUNTDOWN_TEST_SEED=\(seed)): \(text)")
+          return
+        }
+        guard let theirs = Self.theirs(text) else {
+          Issue.record("Foundation rejected: \(text)")
+          return
+        }
+        let d = Self.difference(mine, theirs)
+        #expect(d == nil, "\(d ?? "") (COUNTDOWN_TEST_SEED=\(seed))")
+        compared += 1
       }
-      guard let theirs = Self.theirs(text) else {
-        Issue.record("Foundation rejected: \(text)")
-        return
-      }
-      let d = Self.difference(mine, theirs)
-      #expect(d == nil, "\(d ?? "") (COUNTDOWN_TEST_SEED=\(seed))")
-      compared += 1
+      #expect(compared == 3_000 && g.duplicates > 50)
     }
-    #expect(compared == 3_000 && g.duplicates > 50)
   }
 
   @Test(
     "Mutated documents: ours never accepts what Foundation rejects, and agrees when both accept")
-  func mutations() {
-    let seed = testSeed()
-    var g = Generator(rng: SplitMix64(state: seed))
-    var rejectedByBoth = 0
-    let noise = Array("{}[]\",:\\-+.eE0u\u{0}\u{1F} tfn".unicodeScalars)
-    for _ in 0..<3_000 {
-      var scalars = Array((g.value(depth: 0)).unicodeScalars)
-      for _ in 0..<g.int(1...3) {
-        let at = g.int(0...scalars.count)
-        switch g.int(0...2) {
-        case 0: scalars.insert(noise[g.int(0...noise.count - 1)], at: at)
-        case 1: if at < scalars.count { scalars.remove(at: at) }
-        default: scalars = Array(scalars.prefix(at))
+  func mutations() async throws {
+    try await onThread(computing: true) {
+      let seed = testSeed()
+      var g = Generator(rng: SplitMix64(state: seed))
+      var rejectedByBoth = 0
+      let noise = Array("{}[]\",:\\-+.eE0u\u{0}\u{1F} tfn".unicodeScalars)
+      for _ in 0..<3_000 {
+        var scalars = Array((g.value(depth: 0)).unicodeScalars)
+        for _ in 0..<g.int(1...3) {
+          let at = g.int(0...scalars.count)
+          switch g.int(0...2) {
+          case 0: scalars.insert(noise[g.int(0...noise.count - 1)], at: at)
+          case 1: if at < scalars.count { scalars.remove(at: at) }
+          default: scalars = Array(scalars.prefix(at))
+          }
+        }
+        var text = ""
+        text.unicodeScalars.append(contentsOf: scalars)
+        let mine = Self.ours(text)
+        let theirs = Self.theirs(text)
+        if let mine, !mine.hasInfinity {
+          guard let theirs else {
+            Issue.record(
+              "ours accepted what Foundation rejects (COUNTDOWN_TEST_SEED=\(seed)): \(text)")
+            continue
+          }
+          let d = Self.difference(mine, theirs)
+          #expect(d == nil, "\(d ?? "") (COUNTDOWN_TEST_SEED=\(seed))")
+        } else if theirs == nil {
+          rejectedByBoth += 1
         }
       }
-      var text = ""
-      text.unicodeScalars.append(contentsOf: scalars)
-      let mine = Self.ours(text)
-      let theirs = Self.theirs(text)
-      if let mine, !mine.hasInfinity {
-        guard let theirs else {
-          Issue.record(
-            "ours accepted what Foundation rejects (COUNTDOWN_TEST_SEED=\(seed)): \(text)")
-          continue
-        }
-        let d = Self.difference(mine, theirs)
-        #expect(d == nil, "\(d ?? "") (COUNTDOWN_TEST_SEED=\(seed))")
-      } else if theirs == nil {
-        rejectedByBoth += 1
-      }
+      #expect(rejectedByBoth > 500)
     }
-    #expect(rejectedByBoth > 500)
   }
 
   @Test("Invalid documents are rejected by both, with a message naming the byte")

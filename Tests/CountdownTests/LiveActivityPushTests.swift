@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright 2026 the Countdown authors (see LICENSE and NOTICE)
 
+import CountdownTestSupport
 import Foundation
 import Testing
 
@@ -257,60 +258,62 @@ private func modelPayload(
 @Suite("LiveActivityPush bytes")
 struct LiveActivityPushBytesTests {
   @Test("The payload written as bytes equals the model's JSON for random activities and settings")
-  func equalsTheModel() {
-    var rng = SystemRandomNumberGenerator()
-    func maybe<T>(_ v: @autoclosure () -> T) -> T? { Bool.random(using: &rng) ? v() : nil }
-    func instant() -> Int64 {
-      // Whole seconds, milliseconds, before 2001 and before 1970.
-      let base: Int64 = [1_795_248_000_000, 978_307_200_000, 0, -86_400_000].randomElement()!
-      return base + Int64.random(in: -5_000_000...5_000_000, using: &rng) / [1, 1000]
-        .randomElement()!
-        * [1, 1000].randomElement()!
-    }
-    let texts: [JSONValue] = [
-      .string("Gate B12"), .string("é \"q\" \\ \n"), .null, .int(3), .double(0.5), .bool(true),
-    ]
-    var differences = 0
-    for round in 0..<5_000 {
-      var content: [String: JSONValue] = [:]
-      for key in ["title", "subtitle", "color", "alertMessage", "relevance"] {
-        if let v = maybe(texts.randomElement()!) { content[key] = v }
+  func equalsTheModel() async throws {
+    try await onThread(computing: true) {
+      var rng = SystemRandomNumberGenerator()
+      func maybe<T>(_ v: @autoclosure () -> T) -> T? { Bool.random(using: &rng) ? v() : nil }
+      func instant() -> Int64 {
+        // Whole seconds, milliseconds, before 2001 and before 1970.
+        let base: Int64 = [1_795_248_000_000, 978_307_200_000, 0, -86_400_000].randomElement()!
+        return base + Int64.random(in: -5_000_000...5_000_000, using: &rng) / [1, 1000]
+          .randomElement()!
+          * [1, 1000].randomElement()!
       }
-      if round % 4 == 0 {
-        content["fields"] = .object(["gate": .string("B12"), "title": .string("F"), "n": .int(2)])
-      } else if round % 9 == 0 {
-        content["fields"] = .string("not an object")
-      }
-      let kind: ActivityKind = Bool.random() ? .countdown : .elapsed
-      let s = LiveActivityPush.Subject(
-        kind: kind, phase: ActivityPhase.allCases.randomElement()!, content: content,
-        endDate: kind == .countdown ? instant() : nil,
-        startDate: kind == .elapsed ? instant() : nil, pausedAt: maybe(instant()),
-        milestone: maybe(["half", "last \"call\""].randomElement()!),
-        staleDate: maybe(instant()), overtime: kind == .countdown && Bool.random())
-      let keys: [String: String] =
-        round % 3 == 0 ? ["startDate": "startedAt", "endDate": "phase", "phase": "endDate"] : [:]
-      let config = LiveActivity(
-        startTokens: maybe(["ab"]) ?? [], attributesType: maybe("GateAttributes"),
-        attributes: maybe(["gate": .string("B12")]), keys: keys,
-        dateEncoding: LiveActivity.DateEncoding.allCases.randomElement()!,
-        sound: maybe(["default", "chime.caf", "é \"q\""].randomElement()!))
-      let event = LiveActivityPush.Event.allCases.randomElement()!
-      let at = instant()
-      let alert = Bool.random()
-      let dismissal = maybe(instant())
-      let bytes = LiveActivityPush.payload(
-        event, s, config, at: at, alert: alert, dismissal: dismissal)
-      let model = modelPayload(event, s, config, at: at, alert: alert, dismissal: dismissal)
-      if bytes != model {
-        differences += 1
-        if differences <= 3 {
-          Issue.record(
-            "\(String(decoding: bytes, as: UTF8.self))\n  model: \(String(decoding: model, as: UTF8.self))"
-          )
+      let texts: [JSONValue] = [
+        .string("Gate B12"), .string("é \"q\" \\ \n"), .null, .int(3), .double(0.5), .bool(true),
+      ]
+      var differences = 0
+      for round in 0..<5_000 {
+        var content: [String: JSONValue] = [:]
+        for key in ["title", "subtitle", "color", "alertMessage", "relevance"] {
+          if let v = maybe(texts.randomElement()!) { content[key] = v }
+        }
+        if round % 4 == 0 {
+          content["fields"] = .object(["gate": .string("B12"), "title": .string("F"), "n": .int(2)])
+        } else if round % 9 == 0 {
+          content["fields"] = .string("not an object")
+        }
+        let kind: ActivityKind = Bool.random() ? .countdown : .elapsed
+        let s = LiveActivityPush.Subject(
+          kind: kind, phase: ActivityPhase.allCases.randomElement()!, content: content,
+          endDate: kind == .countdown ? instant() : nil,
+          startDate: kind == .elapsed ? instant() : nil, pausedAt: maybe(instant()),
+          milestone: maybe(["half", "last \"call\""].randomElement()!),
+          staleDate: maybe(instant()), overtime: kind == .countdown && Bool.random())
+        let keys: [String: String] =
+          round % 3 == 0 ? ["startDate": "startedAt", "endDate": "phase", "phase": "endDate"] : [:]
+        let config = LiveActivity(
+          startTokens: maybe(["ab"]) ?? [], attributesType: maybe("GateAttributes"),
+          attributes: maybe(["gate": .string("B12")]), keys: keys,
+          dateEncoding: LiveActivity.DateEncoding.allCases.randomElement()!,
+          sound: maybe(["default", "chime.caf", "é \"q\""].randomElement()!))
+        let event = LiveActivityPush.Event.allCases.randomElement()!
+        let at = instant()
+        let alert = Bool.random()
+        let dismissal = maybe(instant())
+        let bytes = LiveActivityPush.payload(
+          event, s, config, at: at, alert: alert, dismissal: dismissal)
+        let model = modelPayload(event, s, config, at: at, alert: alert, dismissal: dismissal)
+        if bytes != model {
+          differences += 1
+          if differences <= 3 {
+            Issue.record(
+              "\(String(decoding: bytes, as: UTF8.self))\n  model: \(String(decoding: model, as: UTF8.self))"
+            )
+          }
         }
       }
+      #expect(differences == 0)
     }
-    #expect(differences == 0)
   }
 }

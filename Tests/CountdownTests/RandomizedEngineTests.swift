@@ -9,8 +9,10 @@ import Testing
 @Suite("Randomized: the wheel engine against a brute-force reference")
 struct RandomizedEngineTests {
   @Test("Thousands of random commands and instants give the same events", arguments: 1...12)
-  func matchesReference(seed: UInt64) throws {
-    try run(seed: seed, grid: 1)
+  func matchesReference(seed: UInt64) async throws {
+    try await onThread(computing: true) {
+      try run(seed: seed, grid: 1)
+    }
   }
 
   /// Ends, deadlines and ticks on shared instants: the walks that interleave the heap's
@@ -18,8 +20,10 @@ struct RandomizedEngineTests {
   @Test(
     "The same on a 500 ms grid, where ticks and deadlines keep sharing instants",
     arguments: 1...8)
-  func matchesReferenceOnAGrid(seed: UInt64) throws {
-    try run(seed: seed, grid: 500)
+  func matchesReferenceOnAGrid(seed: UInt64) async throws {
+    try await onThread(computing: true) {
+      try run(seed: seed, grid: 500)
+    }
   }
 
   func run(seed: UInt64, grid: Int64) throws {

@@ -11,63 +11,65 @@ import Testing
 @Suite("Snapshot and restore")
 struct SnapshotTests {
   @Test("Snapshot, restore, continue: the same events as an engine that never stopped")
-  func restoreContinues() throws {
-    let seed = testSeed()
-    var g = RandomRun(seed: seed)
-    var compared = 0
-    var eventsAfter = 0
-    var restoredActivities = 0
-    for round in 0..<2_000 {
-      let maxActivities: Int? = round % 3 == 0 ? 3 : nil
-      let maxDuration: Int64? = round % 4 == 1 ? 25_000 : nil
-      let options = EngineOptions(
-        maxActivities: maxActivities, maxActiveDurationMs: maxDuration,
-        idSeed: UInt64(round) &* 7919)
-      let a = Recorder()
-      // Sometimes the snapshot is taken after the clock moved on alone.
-      var (original, commands, cut) = try RandomCommands.partlyRun(&g, options: options) {
-        a.events.append($0)
+  func restoreContinues() async throws {
+    try await onThread(computing: true) {
+      let seed = testSeed()
+      var g = RandomRun(seed: seed)
+      var compared = 0
+      var eventsAfter = 0
+      var restoredActivities = 0
+      for round in 0..<2_000 {
+        let maxActivities: Int? = round % 3 == 0 ? 3 : nil
+        let maxDuration: Int64? = round % 4 == 1 ? 25_000 : nil
+        let options = EngineOptions(
+          maxActivities: maxActivities, maxActiveDurationMs: maxDuration,
+          idSeed: UInt64(round) &* 7919)
+        let a = Recorder()
+        // Sometimes the snapshot is taken after the clock moved on alone.
+        var (original, commands, cut) = try RandomCommands.partlyRun(&g, options: options) {
+          a.events.append($0)
+        }
+        let snapshot = original.snapshot()
+        let before = a.events.count
+        let b = Recorder()
+        var restored = try ActivityEngine(restoring: snapshot) { b.events.append($0) }
+        restored.checkInvariants()
+        restoredActivities += snapshot.activities.count
+        let context = "COUNTDOWN_TEST_SEED=\(seed) round \(round) cut \(cut)"
+        #expect(b.events.isEmpty, "a restore emits nothing (\(context))")
+        #expect(restored.snapshot() == snapshot, "snapshot of the restored engine (\(context))")
+        #expect(restored.activities() == original.activities(), "\(context)")
+        for (at, c) in commands[cut...] where at >= original.now.milliseconds {
+          let x = RandomCommands.apply(c, at: at, to: &original)
+          let y = RandomCommands.apply(c, at: at, to: &restored)
+          #expect(
+            x == y,
+            "\(c) at \(at - t0.milliseconds): \(String(describing: x)) vs \(String(describing: y)) (\(context))"
+          )
+        }
+        let end = Instant(milliseconds: max(original.now.milliseconds, commands.last!.at) + 40_000)
+        try original.advance(to: end)
+        try restored.advance(to: end)
+        restored.checkInvariants()
+        let mine = b.comparableLines
+        let theirs = Array(a.comparableLines.dropFirst(before))
+        if mine != theirs {
+          let k =
+            (0..<min(mine.count, theirs.count)).first { mine[$0] != theirs[$0] }
+            ?? min(mine.count, theirs.count)
+          Issue.record(
+            "\(context): first difference at event \(k): restored \(mine.dropFirst(k).prefix(3)) vs original \(theirs.dropFirst(k).prefix(3))"
+          )
+          return
+        }
+        #expect(restored.snapshot() == original.snapshot(), "\(context)")
+        compared += 1
+        eventsAfter += mine.count
       }
-      let snapshot = original.snapshot()
-      let before = a.events.count
-      let b = Recorder()
-      var restored = try ActivityEngine(restoring: snapshot) { b.events.append($0) }
-      restored.checkInvariants()
-      restoredActivities += snapshot.activities.count
-      let context = "COUNTDOWN_TEST_SEED=\(seed) round \(round) cut \(cut)"
-      #expect(b.events.isEmpty, "a restore emits nothing (\(context))")
-      #expect(restored.snapshot() == snapshot, "snapshot of the restored engine (\(context))")
-      #expect(restored.activities() == original.activities(), "\(context)")
-      for (at, c) in commands[cut...] where at >= original.now.milliseconds {
-        let x = RandomCommands.apply(c, at: at, to: &original)
-        let y = RandomCommands.apply(c, at: at, to: &restored)
-        #expect(
-          x == y,
-          "\(c) at \(at - t0.milliseconds): \(String(describing: x)) vs \(String(describing: y)) (\(context))"
-        )
-      }
-      let end = Instant(milliseconds: max(original.now.milliseconds, commands.last!.at) + 40_000)
-      try original.advance(to: end)
-      try restored.advance(to: end)
-      restored.checkInvariants()
-      let mine = b.comparableLines
-      let theirs = Array(a.comparableLines.dropFirst(before))
-      if mine != theirs {
-        let k =
-          (0..<min(mine.count, theirs.count)).first { mine[$0] != theirs[$0] }
-          ?? min(mine.count, theirs.count)
-        Issue.record(
-          "\(context): first difference at event \(k): restored \(mine.dropFirst(k).prefix(3)) vs original \(theirs.dropFirst(k).prefix(3))"
-        )
-        return
-      }
-      #expect(restored.snapshot() == original.snapshot(), "\(context)")
-      compared += 1
-      eventsAfter += mine.count
+      #expect(compared == 2_000)
+      #expect(
+        eventsAfter > 50_000 && restoredActivities > 2_000, "\(eventsAfter) \(restoredActivities)")
     }
-    #expect(compared == 2_000)
-    #expect(
-      eventsAfter > 50_000 && restoredActivities > 2_000, "\(eventsAfter) \(restoredActivities)")
   }
 
   @Test("Every field of an activity survives: paused, stale, expired, ended, milestones, content")
