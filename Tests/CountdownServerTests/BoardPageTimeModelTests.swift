@@ -106,26 +106,23 @@ struct BoardPageTimeModelTests {
   }
 
   @Test("Value, next change, overtime, progress, order and text agree on 5000 random cases")
-  func agree() async throws {
-    try await onThread(computing: true) {
-      let chromium = try #require(BoardScript.chromium, "Chromium is not installed")
-      let seed = testSeed()
-      var rng = SplitMix64(state: seed)
-      let cases = (0..<5000).map { _ in Self.randomCase(&rng) }
-      let answers = try BoardScript.run(cases.map(\.json), chromium: chromium)
-      #expect(answers.count == cases.count, "seed \(seed)")
-      var differing: [String] = []
-      for (c, got) in zip(cases, answers) where !c.matches(got) {
-        differing.append("\(c.json)\n  page: \(got)\n  Swift: \(c.expected)")
-      }
-      let agree = differing.isEmpty
-      #expect(
-        agree,
-        "seed \(seed): \(differing.count) of \(cases.count) differ, first:\n\(differing.prefix(5).joined(separator: "\n"))"
-      )
+  func agree() throws {
+    let chromium = try #require(BoardScript.chromium, "Chromium is not installed")
+    let seed = testSeed()
+    var rng = SplitMix64(state: seed)
+    let cases = (0..<5000).map { _ in Self.randomCase(&rng) }
+    let answers = try BoardScript.run(cases.map(\.json), chromium: chromium)
+    #expect(answers.count == cases.count, "seed \(seed)")
+    var differing: [String] = []
+    for (c, got) in zip(cases, answers) where !c.matches(got) {
+      differing.append("\(c.json)\n  page: \(got)\n  Swift: \(c.expected)")
     }
+    let agree = differing.isEmpty
+    #expect(
+      agree,
+      "seed \(seed): \(differing.count) of \(cases.count) differ, first:\n\(differing.prefix(5).joined(separator: "\n"))"
+    )
   }
-
 }
 
 /// What the Chromium suite above runs, cut from the page: checked in every run, Chromium or not.
