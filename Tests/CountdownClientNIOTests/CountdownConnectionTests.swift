@@ -133,12 +133,6 @@ struct CountdownConnectionTests {
       $0.accessPath = access
       $0.tlsCertificatePath = dir.appendingPathComponent("server.pem").path
       $0.tlsKeyPath = dir.appendingPathComponent("server.key").path
-      // The server closes a TCP connection whose token has not come within the line timeout
-      // (30 s). In a full parallel `swift test` on two cores, this test's tasks once waited
-      // about 30 s for a thread while other tests held both (332 tests ended together at
-      // 32 s): the client's token was late through no fault of either side. The timeout has
-      // its own test (WebSafetyTests); here it is out of the way.
-      $0.lineTimeoutMilliseconds = 300_000
     }
     let port = try #require(server.server.tcpAddress?.port)
     let tls = CountdownTLS(caFile: dir.appendingPathComponent("ca.pem").path)
