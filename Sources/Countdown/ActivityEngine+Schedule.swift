@@ -276,7 +276,19 @@ extension ActivityEngine {
   ///
   /// Instants are visited in order; at each one the wheel bucket's ticks (in start order) are
   /// merged with the heap's deadlines at that instant (by start order, then event kind).
+  ///
+  /// Inlined for its common case, a command at the clock's own instant with no deadline due
+  /// (each command runs it twice): the loop below saves and restores a frame's worth of
+  /// registers, about 50 instructions a call with nothing to do.
+  @inline(__always)
   mutating func runDue(upTo limit: Int64) {
+    if limit == now.milliseconds, heap.top.map({ $0.at > limit }) ?? true { return }
+    runDueInOrder(upTo: limit)
+  }
+
+  /// ``runDue(upTo:)``'s loop.
+  @inline(never)
+  mutating func runDueInOrder(upTo limit: Int64) {
     while true {
       // Every wheel entry ticks at the first instant after the clock (the wheel's invariant),
       // so no tick is due unless the clock moves: a command's own run at its instant (every
