@@ -246,7 +246,10 @@ public struct ActivityContent: Hashable, Sendable {
   static func patching(
     _ stored: StoredContent, with patch: [String: JSONValue]
   ) throws(CountdownError) -> StoredContent {
-    if patch.count == 1, let (key, value) = patch.first, key == "title",
+    // The one pair by iteration: `patch.first` (a start index, then a checked subscript) took
+    // about 140 instructions of an update's 1,500.
+    var pairs = patch.makeIterator()
+    if patch.count == 1, let (key, value) = pairs.next(), key == "title",
       case .string(let title) = value,
       stored.isTitle
         || stored.text.utf8.starts(
