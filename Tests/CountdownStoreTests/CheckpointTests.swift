@@ -16,16 +16,26 @@ struct CheckpointTests {
     ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? -1
   }
 
-  @Test(
-    "Commits reach the database file within about a second, copied by the checkpoint thread; none is copied by the commit itself"
-  )
-  func copiedOffTheCommit() async throws {
+  /// Runs `body` off the cooperative pool with a state file in a scratch directory, opened
+  /// with `sync: .normal`; closes it and removes the directory after.
+  func withScratchStore(
+    _ body: @escaping @Sendable (StateStore, String) throws -> Void
+  ) async throws {
     try await onThread {
       let dir = StateFileTests.scratch()
       defer { try? FileManager.default.removeItem(atPath: dir) }
       let path = dir + "/s.db"
       let store = try StateStore(path: path, sync: .normal)
       defer { store.close() }
+      try body(store, path)
+    }
+  }
+
+  @Test(
+    "Commits reach the database file within about a second, copied by the checkpoint thread; none is copied by the commit itself"
+  )
+  func copiedOffTheCommit() async throws {
+    try await withScratchStore { store, path in
       // Let the checkpoint of the empty file's migrations pass first.
       usleep(UInt32(Checkpointer.idleInterval * 1_500_000))
       let before = size(path)
@@ -50,12 +60,7 @@ struct CheckpointTests {
     "Under commits back to back, the checkpoint thread copies into the file every tenth of a second, so that the commit that reaches the backstop has little left to copy"
   )
   func copiedOftenUnderAStream() async throws {
-    try await onThread {
-      let dir = StateFileTests.scratch()
-      defer { try? FileManager.default.removeItem(atPath: dir) }
-      let path = dir + "/s.db"
-      let store = try StateStore(path: path, sync: .normal)
-      defer { store.close() }
+    try await withScratchStore { store, path in
       // New rows each commit, so that every checkpoint makes the file longer.
       var engine = ActivityEngine(now: t0)
       var longestStill: TimeInterval = 0
