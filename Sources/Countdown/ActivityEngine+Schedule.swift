@@ -140,8 +140,7 @@ extension ActivityEngine {
       let firstTick = PhaseWheel.nextOccurrence(of: phase, after: now)
       let entry = wheelEntry(slot, firstTick: firstTick)
       if !wheel.holds(slot, bucket: PhaseWheel.bucket(of: phase), raw: entry.raw) {
-        wheel.remove(slot)
-        wheel.insert(entry, seq: slots[s].seq, phase: phase)
+        wheel.move(entry, seq: slots[s].seq, phase: phase)
       }
       carried = entry.raw > 1
     } else {

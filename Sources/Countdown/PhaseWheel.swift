@@ -251,9 +251,16 @@ struct PhaseWheel {
   /// Adds `entry` (start sequence `seq`) to the bucket of `phase`.
   /// - Complexity: O(1) amortized.
   mutating func insert(_ entry: Entry, seq: UInt64, phase: Int64) {
+    place(entry, seq: seq, phase: phase, unique())
+  }
+
+  /// ``insert(_:seq:phase:)`` into `buckets`, this wheel's own.
+  @inline(__always)
+  private mutating func place(
+    _ entry: Entry, seq: UInt64, phase: Int64, _ buckets: UnsafeMutablePointer<Bucket>
+  ) {
     let slot = entry.slot
     let b = Self.bucket(of: phase)
-    let buckets = unique()
     // A bucket left with no live entry is cleared at once, or at the end of its walk.
     assert(buckets[b].live > 0 || b == walking || buckets[b].count == 0)
     if seq < buckets[b].lastSeq { buckets[b].sorted = false }
@@ -269,17 +276,34 @@ struct PhaseWheel {
     count += 1
   }
 
+  /// Moves `entry`'s slot to the bucket of `phase` with `entry`'s value: ``remove(_:)`` then
+  /// ``insert(_:seq:phase:)`` (an update of an end, a resume), with one check that the storage
+  /// is this wheel's own and the back index written once.
+  /// - Complexity: O(1) amortized.
+  mutating func move(_ entry: Entry, seq: UInt64, phase: Int64) {
+    let buckets = unique()
+    let old = Int(bucketOf[Int(entry.slot)])
+    if old >= 0 { leave(old, at: Int(position[Int(entry.slot)]), buckets) }
+    place(entry, seq: seq, phase: phase, buckets)
+  }
+
   /// Removes `slot` if it is in the wheel.
   /// - Complexity: O(1).
   mutating func remove(_ slot: UInt32) {
     let b = Int(bucketOf[Int(slot)])
     guard b >= 0 else { return }
     bucketOf[Int(slot)] = -1
-    let buckets = unique()
+    leave(b, at: Int(position[Int(slot)]), unique())
+  }
+
+  /// Makes entry `r` of bucket `b` a tombstone and counts it off (its slot's back index is
+  /// the caller's to write).
+  @inline(__always)
+  private mutating func leave(_ b: Int, at r: Int, _ buckets: UnsafeMutablePointer<Bucket>) {
     // Only the slot number is overwritten: the entry's id is released when the bucket's next
     // walk (or clearing) drops the tombstone, with its line in cache then. Replacing the
     // whole entry read the old id first, a wait on a line not in cache.
-    buckets[b].base![Int(position[Int(slot)])].slot = Self.tombstone
+    buckets[b].base![r].slot = Self.tombstone
     buckets[b].live -= 1
     count -= 1
     if buckets[b].live == 0 {
@@ -299,6 +323,7 @@ struct PhaseWheel {
   }
 
   /// The first instant after `cursor` in the bucket of `phase`.
+  @inline(__always)
   static func nextOccurrence(of phase: Int64, after cursor: Int64) -> Int64 {
     var d = bucket(of: phase) - bucket(of: cursor)
     if d <= 0 { d += bucketCount }
