@@ -10,8 +10,13 @@
 #   Benchmarks/ops-instructions.sh [-n COUNT] [-c] REV [REV …]     (WORK: the working tree)
 #
 # Prints, per revision, instructions per operation for each of the seven rows of
-# `countdown-bench ops`' engine pass (COUNT activities, default 50000). With -c, cachegrind's
-# simulated data-cache misses per operation instead, first level and last level (8 MiB,
+# `countdown-bench ops`' engine pass (COUNT activities, default 50000), and per tick of the
+# tick walk (COUNT countdowns ticking for five seconds, the clock run a millisecond at a time,
+# ticks counted and nothing else: `ticks --count-only`'s path). One callgrind run a revision,
+# dumping its counts as each phase begins, so every row is that phase's own work counted in
+# one process (one draw of the id index's hash seed, which moves a row by a few instructions
+# from process to process; no set-up or teardown in any row). With -c, callgrind's cache
+# simulation's data misses per operation instead, first level and last level (8 MiB,
 # 16-way, 64-byte lines): what a row waits for memory, which this VM's missing hardware
 # counters cannot tell (COUNT 200000 puts the engine well past the last level). With -t ROUNDS,
 # seconds instead, without valgrind: ROUNDS rounds, each running every revision's harness in
@@ -35,7 +40,7 @@ built=()
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 cd "$root"
 names=("start" "update (endDate)" "end (immediate)" "start (reused slots)" "update (title)"
-  "update (random order)" "end (random order)")
+  "update (random order)" "end (random order)" "tick (counting only)")
 for rev in "$@"; do
   if [ "$rev" = WORK ]; then sha=work; else sha=$(git rev-parse --short "$rev^{commit}"); fi
   dir=$root/.build-ops/$sha
@@ -70,35 +75,49 @@ PKG
     built+=("$sha")
     continue
   fi
-  total() { # instructions of `harness $1 $count`
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$count" 2>&1 |
-      sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
-  }
-  misses() { # "D1 LL" data misses of `harness $1 $count`
-    valgrind --tool=cachegrind --cache-sim=yes --LL=8388608,16,64 --cachegrind-out-file=/dev/null \
-      "$bin" "$1" "$count" 2>&1 | tr -d , |
-      awk '/D1  misses:/ { d = $4 } /LLd misses:/ { l = $4 } END { print d, l }'
-  }
-  line="$sha"
+  # One run: callgrind dumps its counts before each phase and before phaseEnd, so the dump
+  # after phase k's own (number k + 1) holds phase k alone, all in one process: no set-up, no
+  # teardown at exit, one hash seed for every row. Phase 8 (starting the countdowns that tick)
+  # is not reported; phase 9 is 5 x COUNT ticks.
+  dumps=$dir/dumps
+  rm -rf "$dumps" && mkdir -p "$dumps"
   if $cache; then
-    read -r prevd prevl <<<"$(misses 0)"
-    for p in 1 2 3 4 5 6 7; do
-      read -r d l <<<"$(misses $p)"
-      line="$line|${names[$((p - 1))]}=$(awk -v a=$((d - prevd)) -v b=$((l - prevl)) -v n="$count" \
-        'BEGIN { printf "D1 %.2f LL %.2f", a / n, b / n }')"
-      prevd=$d
-      prevl=$l
-    done
-    echo "$line"
-    continue
+    sim=(--cache-sim=yes --LL=8388608,16,64)
+  else
+    sim=()
   fi
-  prev=$(total 0)
-  for p in 1 2 3 4 5 6 7; do
-    now=$(total $p)
-    per=$(( (now - prev) / count ))
-    line="$line|${names[$((p - 1))]}=$per"
-    prev=$now
-  done
+  valgrind --tool=callgrind "${sim[@]}" --callgrind-out-file="$dumps/out" \
+    '--dump-before=$s7harness6phase*' '--dump-before=$s7harness8phaseEnd*' \
+    "$bin" 9 "$count" >/dev/null 2>"$dumps/log" || { tail -5 "$dumps/log" >&2; exit 1; }
+  line="$sha$(CACHE=$cache COUNT=$count ROWS=$(printf '%s\n' "${names[@]}") python3 - "$dumps" <<'PY'
+import os, sys
+dumps, count = sys.argv[1], int(os.environ["COUNT"])
+names = os.environ["ROWS"].splitlines()
+def summary(k):
+    events = total = None
+    for line in open(f"{dumps}/out.{k}"):
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith("summary:"):
+            total = dict(zip(events, map(int, line.split()[1:])))
+    return total
+# out.1 is the set-up; out.2 .. out.10 are phases 1 .. 9.
+if not os.path.exists(f"{dumps}/out.10") or os.path.exists(f"{dumps}/out.11"):
+    sys.exit(f"ops-instructions: expected 10 dumps in {dumps}, one before each phase and the end")
+cells = []
+for phase in [1, 2, 3, 4, 5, 6, 7, 9]:
+    s = summary(phase + 1)
+    per = 5 * count if phase == 9 else count
+    name = names[7] if phase == 9 else names[phase - 1]
+    if os.environ["CACHE"] == "true":
+        d1 = (s["D1mr"] + s["D1mw"]) / per
+        ll = (s["DLmr"] + s["DLmw"]) / per
+        cells.append(f"{name}=D1 {d1:.2f} LL {ll:.2f}")
+    else:
+        cells.append(f"{name}={s['Ir'] // per}")
+print("|" + "|".join(cells), end="")
+PY
+)"
   echo "$line"
 done
 [ "$rounds" -gt 0 ] || exit 0
