@@ -5,7 +5,7 @@ SWIFT ?= swift
 
 # (install, man, deb and packaging are below, with the C library.)
 .PHONY: install-lib uninstall man deb debdeps package docs
-.PHONY: faultdeps soak soak-cluster soak-short service-example bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres bench-guard
+.PHONY: faultdeps soak soak-cluster soak-short service-example bench-cluster browser-cluster pushes-cluster chaos run replay plot test deps cdeps browserdeps tuideps pushdeps pushes webhooks openapi openapideps lint build release tsan asan bench-format consumer fuzz lib install examples ctest browser tui screenshots postgres pgdeps bench-postgres bench-guard benchdeps
 
 deps:
 	@pkg-config --exists libuv 2>/dev/null && pkg-config --exists sqlite3 2>/dev/null || { \
@@ -202,11 +202,18 @@ release: deps
 bench-format: deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/countdown-bench format
 
-# The engine side by side with the revision Benchmarks/baseline names, failing below its
-# bounds (Benchmarks/bench-guard.sh; two release builds and about 5 min of runs). A step of
-# .ci/run-long.
-bench-guard: deps
+# The engine beside the revision Benchmarks/baseline names, in instructions under callgrind
+# and in seconds side by side, failing a row above or below its bound (Benchmarks/bench-guard.sh;
+# two release builds, about a minute of counts and 5 min of runs, 10 when a row is below once).
+# A step of .ci/run-long.
+bench-guard: deps benchdeps
 	Benchmarks/bench-guard.sh
+
+# valgrind, for the instruction counts of Benchmarks/ops-instructions.sh and bench-guard.
+benchdeps:
+	@command -v valgrind >/dev/null || { \
+	  echo "installing valgrind"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; }
 
 # Acknowledged starts/s with the state in memory, in the file (sync normal, full) and in a
 # scratch PostgreSQL server on loopback, fsync on (countdown-bench store --postgres), side by
