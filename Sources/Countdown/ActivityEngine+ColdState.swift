@@ -5,7 +5,8 @@ extension ActivityEngine {
   /// Per-slot state that the per-tick path never reads: 40 bytes (the content's text, the side
   /// box, the start instant and one packed word, ``EndWord``). What few activities have (a
   /// countdown's start, a goal, milestones, `endOnExpiry`, a timestamp, a Live Activity to push
-  /// to, a stale date, an end or a dismissal too far off for the packed word) sits in a
+  /// to, a stale date, an end or a dismissal too far off for the packed word, the time paused
+  /// and the instant of a pause) sits in a
   /// shared side box, copied on write, that most activities never allocate.
   struct ColdState {
     /// The content's canonical JSON, or its title (``StoredContent``).
@@ -114,6 +115,20 @@ extension ActivityEngine {
         $0.dismissDelay = delay
       }
       word.inBox = true
+    }
+
+    /// Time spent paused: 0 for an activity never resumed (most), whose record has no box for it.
+    var pausedTotal: Int64 {
+      get { box?.pausedTotal ?? 0 }
+      set { if newValue != 0 || box != nil { extras { $0.pausedTotal = newValue } } }
+    }
+    /// The instant the displayed value froze when the phase does not imply it: always while
+    /// paused; for an ended activity, when it was paused as it ended; for an active one, its
+    /// last pause. Nil otherwise: an ended activity froze at its end, an active one is read at
+    /// the clock (``ActivityEngine/frozenAt(_:)``).
+    var frozenOverride: Int64? {
+      get { box?.frozenAt }
+      set { if newValue != nil || box != nil { extras { $0.frozenAt = newValue } } }
     }
 
     var endReason: EndReason {
@@ -254,6 +269,10 @@ extension ActivityEngine {
     /// The end's instant and dismissal delay, when the record's word cannot hold them.
     var endedAt: Int64 = 0
     var dismissDelay: Int32 = 0
+    /// Time spent paused, once an activity was paused and resumed.
+    var pausedTotal: Int64 = 0
+    /// The instant the value froze, where the phase does not imply it (``ColdState/frozenOverride``).
+    var frozenAt: Int64?
 
     init(
       countdownStart: Int64? = nil, goalMs: Int64? = nil, milestones: [Milestone] = [],
@@ -279,6 +298,8 @@ extension ActivityEngine {
       c.nextMilestone = nextMilestone
       c.endedAt = endedAt
       c.dismissDelay = dismissDelay
+      c.pausedTotal = pausedTotal
+      c.frozenAt = frozenAt
       return c
     }
   }

@@ -90,8 +90,6 @@ extension ActivityEngine {
     slots[s].isExpired = false
     slots[s].anchor =
       r.kind == .countdown ? r.endDate!.milliseconds : (r.startDate ?? t).milliseconds
-    slots[s].pausedTotal = 0
-    slots[s].frozenAt = now
     slots[s].id = id
     cold[s].reset(
       content: content,
@@ -211,7 +209,7 @@ extension ActivityEngine {
     case .keep: movesDates = u.endDate != nil
     default: movesDates = u.endDate != nil || kind == .elapsed
     }
-    if slots[s].phase == .paused, movesDates { slots[s].frozenAt = now }
+    if slots[s].phase == .paused, movesDates { cold[s].frozenOverride = now }
     if let e = u.endDate {
       slots[s].anchor = e.milliseconds
       slots[s].isExpired = false
@@ -219,7 +217,7 @@ extension ActivityEngine {
     switch (u.startDate, kind) {
     case (.set(let d), .countdown): cold[s].countdownStart = d.milliseconds
     case (.remove, .countdown): cold[s].countdownStart = nil
-    case (.set(let d), .elapsed): slots[s].anchor = d.milliseconds
+    case (.set(let d), .elapsed): slots[s].anchor = d.milliseconds + cold[s].pausedTotal
     default: break
     }
     switch u.staleDate {
@@ -272,7 +270,7 @@ extension ActivityEngine {
     if let ts = timestamp { cold[s].lastTimestamp = ts.milliseconds }
     guard slots[s].phase == .active else { return }
     slots[s].phase = .paused
-    slots[s].frozenAt = t.milliseconds
+    cold[s].frozenOverride = t.milliseconds
     emit(.paused, slot, at: t.milliseconds)
     refresh(slot, skippingPassedMilestones: false)
     runDue(upTo: t.milliseconds)
@@ -292,9 +290,10 @@ extension ActivityEngine {
     if let ts = timestamp { cold[s].lastTimestamp = ts.milliseconds }
     guard slots[s].phase == .paused else { return }
     let now = t.milliseconds
-    let d = now - slots[s].frozenAt
-    slots[s].pausedTotal += d
-    if slots[s].kind == .countdown { slots[s].anchor += d }
+    let d = now - frozenAt(s)
+    cold[s].pausedTotal += d
+    // A countdown's end and an elapsed timer's origin move alike.
+    slots[s].anchor += d
     slots[s].phase = .active
     emit(.resumed, slot, at: now)
     refresh(slot, skippingPassedMilestones: true)

@@ -44,12 +44,12 @@ extension ActivityEngine {
     var upcoming: ActivityState.NextMilestone?
     if !ended, next < milestones.count {
       // A paused activity's milestone moves later by the time it stays paused.
-      let shift = slots[s].phase == .paused ? now - slots[s].frozenAt : 0
+      let shift = slots[s].phase == .paused ? now - frozenAt(s) : 0
       upcoming = .init(
         name: milestones[next].name, at: Instant(milliseconds: milestoneInstant(s, next) + shift))
     }
     let startDate: Int64? =
-      slots[s].kind == .countdown ? cold[s].countdownStart : slots[s].anchor + slots[s].pausedTotal
+      slots[s].kind == .countdown ? cold[s].countdownStart : slots[s].anchor
     return ActivityState(
       id: slots[s].id, kind: slots[s].kind, phase: phase, value: displayedSeconds(s, now),
       milliseconds: exactMilliseconds(s, now), progress: progress(s, now), stale: slots[s].isStale,
@@ -58,7 +58,7 @@ extension ActivityEngine {
       endedAt: ended ? Instant(milliseconds: cold[s].endedAt) : nil,
       endReason: ended ? cold[s].endReason : nil,
       startDate: startDate.map(Instant.init(milliseconds:)),
-      pausedAt: slots[s].phase == .paused ? Instant(milliseconds: slots[s].frozenAt) : nil,
+      pausedAt: slots[s].phase == .paused ? Instant(milliseconds: frozenAt(s)) : nil,
       goalMs: slots[s].kind == .elapsed ? cold[s].goalMs : nil,
       lastMilestone: next > 0 ? milestones[next - 1].name : nil, nextMilestone: upcoming,
       contentJSON: cold[s].content.canonical, liveActivity: cold[s].liveActivity,

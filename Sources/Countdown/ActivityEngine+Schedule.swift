@@ -7,7 +7,16 @@ extension ActivityEngine {
   /// The instant at which slot `s`'s displayed value is read: now, or when it froze.
   @inline(__always)
   func effectiveNow(_ s: Int, _ now: Int64) -> Int64 {
-    slots[s].phase == .active ? now : slots[s].frozenAt
+    slots[s].phase == .active ? now : frozenAt(s)
+  }
+
+  /// The instant slot `s`'s value froze: its pause (kept in the side box), or for an ended
+  /// activity not paused as it ended, its end. An active activity's is its last pause, or its
+  /// start if it never paused: what a stored row carries, read back as it was written.
+  @inline(__always)
+  func frozenAt(_ s: Int) -> Int64 {
+    if let f = cold[s].frozenOverride { return f }
+    return slots[s].phase == .ended ? cold[s].endedAt : cold[s].startedAt
   }
 
   /// The exact displayed quantity in milliseconds (remaining or elapsed), at least 0; below 0
@@ -21,7 +30,7 @@ extension ActivityEngine {
     }
     let t = effectiveNow(s, now)
     let v =
-      slots[s].kind == .countdown ? slots[s].anchor - t : t - slots[s].anchor - slots[s].pausedTotal
+      slots[s].kind == .countdown ? slots[s].anchor - t : t - slots[s].anchor
     return max(0, v)
   }
 
@@ -37,7 +46,7 @@ extension ActivityEngine {
     case .countdown:
       guard let start = cold[s].countdownStart else { return nil }
       // Progress counts only time not spent paused, so a pause neither jumps nor drifts it.
-      let total = slots[s].anchor - slots[s].pausedTotal - start
+      let total = slots[s].anchor - cold[s].pausedTotal - start
       let remaining = exactMilliseconds(s, now)
       guard total > 0 else { return remaining == 0 || effectiveNow(s, now) >= start ? 1 : 0 }
       return min(1, max(0, Double(total - remaining) / Double(total)))
@@ -112,7 +121,7 @@ extension ActivityEngine {
   @inline(__always)
   func ticksNow(_ s: Int, _ now: Int64) -> Bool {
     guard options.deliversTicks, slots[s].phase == .active else { return false }
-    guard slots[s].kind == .countdown else { return slots[s].anchor + slots[s].pausedTotal <= now }
+    guard slots[s].kind == .countdown else { return slots[s].anchor <= now }
     if slots[s].isExpired { return slots[s].anchor <= now && cold[s].overtime }
     return slots[s].anchor > now
   }
@@ -120,9 +129,7 @@ extension ActivityEngine {
   /// Where slot `s`'s ticks fall within the second: a countdown's end, an elapsed timer's
   /// origin.
   @inline(__always)
-  func tickPhase(_ s: Int) -> Int64 {
-    slots[s].kind == .countdown ? slots[s].anchor : slots[s].anchor + slots[s].pausedTotal
-  }
+  func tickPhase(_ s: Int) -> Int64 { slots[s].anchor }
 
   /// Puts slot `slot` back in the wheel and the heap after its dates or phase changed.
   ///
@@ -170,7 +177,7 @@ extension ActivityEngine {
     let value =
       isCountdown
       ? (slots[s].anchor - firstTick) / 1000
-      : (firstTick - slots[s].anchor - slots[s].pausedTotal) / 1000
+      : (firstTick - slots[s].anchor) / 1000
     return PhaseWheel.Entry(
       id: slotID(s), slot: slot, generation: slots[s].generation, value: value,
       isCountdown: isCountdown)
@@ -180,7 +187,7 @@ extension ActivityEngine {
   func milestoneInstant(_ s: Int, _ k: Int) -> Int64 {
     let at = cold[s].milestones[k].atMs
     return slots[s].kind == .countdown
-      ? slots[s].anchor - at : slots[s].anchor + slots[s].pausedTotal + at
+      ? slots[s].anchor - at : slots[s].anchor + at
   }
 
   /// Keys slot `slot`'s heap entry by its earliest pending rare deadline.
@@ -259,7 +266,8 @@ extension ActivityEngine {
   ) {
     let s = Int(slot)
     wheel.remove(slot)
-    if slots[s].phase == .active { slots[s].frozenAt = t }
+    // An activity paused as it ends keeps its pause's instant; any other froze at its end.
+    if slots[s].phase == .active, cold[s].frozenOverride != nil { cold[s].frozenOverride = nil }
     slots[s].phase = .ended
     cold[s].endedAt = t
     cold[s].endReason = reason

@@ -152,8 +152,10 @@ extension ActivityEngine {
     return StoredActivity(
       id: slots[s].id, kind: slots[s].kind, phase: phase, order: slots[s].seq,
       stale: slots[s].isStale,
-      expired: slots[s].isExpired, anchor: slots[s].anchor, pausedTotal: slots[s].pausedTotal,
-      frozenAt: slots[s].frozenAt,
+      expired: slots[s].isExpired,
+      // The slot keeps an elapsed timer's origin; a row keeps its start and the time paused.
+      anchor: slots[s].kind == .elapsed ? slots[s].anchor - c.pausedTotal : slots[s].anchor,
+      pausedTotal: c.pausedTotal, frozenAt: frozenAt(s),
       content: c.content.canonical, countdownStart: c.countdownStart, goalMs: c.goalMs,
       staleDate: c.staleDate, milestones: c.milestones, nextMilestone: c.nextMilestone,
       endOnExpiry: c.endOnExpiry, startedAt: c.startedAt, endedAt: c.endedAt,
@@ -203,9 +205,7 @@ extension ActivityEngine {
       slots[s].phase = SlotPhase(a.phase)
       slots[s].isStale = a.stale
       slots[s].isExpired = a.expired
-      slots[s].anchor = a.anchor
-      slots[s].pausedTotal = a.pausedTotal
-      slots[s].frozenAt = a.frozenAt
+      slots[s].anchor = a.kind == .elapsed ? a.anchor + a.pausedTotal : a.anchor
       slots[s].id = a.id
       // Written in place, as a start writes it (ColdState.reset).
       cold[s].reset(
@@ -217,6 +217,11 @@ extension ActivityEngine {
       cold[s].endedAt = a.endedAt
       cold[s].endReason = a.endReason
       cold[s].dismissAt = a.dismissAt
+      cold[s].pausedTotal = a.pausedTotal
+      // The frozen instant takes the side box only where the phase does not imply it.
+      if a.phase == .paused || a.frozenAt != (a.phase == .ended ? a.endedAt : a.startedAt) {
+        cold[s].frozenOverride = a.frozenAt
+      }
       slotIndex.insert(slot, hash: h)
       refresh(slot, skippingPassedMilestones: false)
     }

@@ -75,18 +75,17 @@ public struct ActivityEngine {
     }
   }
 
-  /// What a command reads and writes of one activity, in one 56-byte record: with a field
+  /// What a command reads and writes of one activity, in one 40-byte record: with a field
   /// per array, a command on an activity not in cache waited on a line of each of ten
-  /// arrays; here it waits on one or two. (The per-tick path reads the wheel, not this.)
+  /// arrays; here it waits on one or two. The per-tick path reads the wheel and the id alone.
+  /// The time an activity spent paused and the instant of a pause, which few activities have,
+  /// are in the cold record's side box (``ColdState/pausedTotal``, ``frozenAt(_:)``).
   struct Slot: IDIndexKeyed {
     /// Start sequence: orders activities (docs/events.md) and listings.
     var seq: UInt64 = 0
-    /// Countdown: its end. Elapsed: its start.
+    /// Countdown: its end, moved later by pauses. Elapsed: its origin, its start moved later by
+    /// pauses (the value it shows while it runs is now − origin).
     var anchor: Int64 = 0
-    /// Time spent paused (moves a countdown's end, an elapsed timer's origin).
-    var pausedTotal: Int64 = 0
-    /// The instant the displayed value froze (pause or end).
-    var frozenAt: Int64 = 0
     /// The activity's id ("" while the slot is free): every event carries it.
     var id = ""
     /// Moves on when the slot is freed, so that old handles stop matching.

@@ -218,6 +218,7 @@ struct EngineStorageTests {
       }
     }
     #expect(MemoryLayout<ActivityEngine.ColdState>.stride == 40)
+    #expect(MemoryLayout<ActivityEngine.Slot>.stride == 40, "the slot record holds no pause")
   }
 
   @Test(
