@@ -133,10 +133,13 @@ if [ -s "$scratch/below1" ]; then
   echo "bench-guard: below the bound in the first run (again, before believing it):" >&2
   sed 's/^/  /' "$scratch/below1" >&2
   seconds "$scratch/tables2" "$scratch/below2"
-  # A row fails when it is below in both runs (its name is what comes before " (").
+  # A row fails when it is below in both runs. Its name is what comes before the last " (":
+  # names have brackets of their own ("engine update (title)").
   while IFS= read -r line; do
-    name=${line%% (*}
-    if grep -qF -- "$name (" "$scratch/below1"; then failed+=("$line (and in the first run)"); fi
+    name=${line% (*}
+    while IFS= read -r first; do
+      if [ "${first% (*}" = "$name" ]; then failed+=("$line (and in the first run)"); fi
+    done <"$scratch/below1"
   done <"$scratch/below2"
 fi
 while IFS= read -r line; do failed+=("$line"); done <"$scratch/verdict"
