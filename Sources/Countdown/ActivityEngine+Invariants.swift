@@ -140,9 +140,7 @@
 
     private func checkIDIndex() {
       let table = slotIndex.table
-      precondition(
-        table.count.nonzeroBitCount == 1, "the id table's size \(table.count) is not a power of two"
-      )
+      precondition(table.count >= 16, "the id table's size \(table.count) is under 16")
       precondition(
         IDIndex.fits(slotIndex.count, in: table.count),
         "the id table holds \(slotIndex.count) ids in \(table.count) entries, over seven eighths")

@@ -15,7 +15,8 @@ struct IDIndexTests {
     var ids: [String] = []
     var index = IDIndex()
     index.reserveCapacity(1_000)
-    #expect(index.table.count == 2_048)
+    // Seven eighths full exactly: 1,143 entries (not 2,048, the next power of two).
+    #expect(index.table.count == 1_143)
     var model: [String: UInt32] = [:]
     var free: [UInt32] = []
     for step in 0..<20_000 {
@@ -79,9 +80,10 @@ struct IDIndexTests {
     }
     let hashes = Set((0..<20_000).map { IDIndex.hash("op\($0)") })
     #expect(hashes.count > 19_900)
-    // The low bits, where probes start, spread as random ones would: 20,000 ids over 4,096
-    // homes leave about 31 empty (4,096 e^-4.88) and none with 20 (Poisson, mean 4.88).
-    let homes = Dictionary(grouping: (0..<20_000).map { IDIndex.hash("op\($0)") & 4_095 }) { $0 }
+    // The high bits, where probes start (a home is the hash scaled to the table's size),
+    // spread as random ones would: 20,000 ids over 4,096 homes leave about 31 empty
+    // (4,096 e^-4.88) and none with 20 (Poisson, mean 4.88).
+    let homes = Dictionary(grouping: (0..<20_000).map { IDIndex.hash("op\($0)") >> 20 }) { $0 }
     #expect(homes.count > 4_096 - 80 && homes.values.map(\.count).max()! < 20)
   }
 
@@ -98,18 +100,30 @@ struct IDIndexTests {
     reserved.reserveCapacity(114_688)
     #expect(reserved.table.count == 131_072)
     reserved.reserveCapacity(114_689)
-    #expect(reserved.table.count == 262_144)
+    #expect(reserved.table.count == 131_074)
+    // A smaller reservation keeps the table; ids past it double the reserved size.
+    reserved.reserveCapacity(1_000)
+    #expect(reserved.table.count == 131_074)
+    let many = (0..<114_690).map { "r\($0)" }
+    for (k, id) in many.enumerated() { reserved.insert(UInt32(k), hash: IDIndex.hash(id)) }
+    #expect(reserved.table.count == 262_148)
+    for k in stride(from: 0, to: many.count, by: 997) {
+      #expect(reserved.find(many[k], in: many) == UInt32(k))
+    }
   }
 
   @Test("IDIndex keeps long probe runs that wrap the table intact through removals")
   func idIndexCollisions() {
-    // Hashes forced into a few homes near the table's end, so runs collide and wrap past 0.
+    // Hashes forced into a few homes near the table's end (homes 10 to 15 of 16: the top four
+    // bits), so runs collide and wrap past 0.
     var rng = SplitMix64(state: 7)
     var ids: [String] = []
     var index = IDIndex()
     var model: [String: UInt32] = [:]
     var free: [UInt32] = []
-    func hash(_ id: String) -> UInt32 { UInt32(10 + (id.utf8.count * 31 + Int(id.utf8.last!)) % 6) }
+    func hash(_ id: String) -> UInt32 {
+      UInt32(10 + (id.utf8.count * 31 + Int(id.utf8.last!)) % 6) << 28
+    }
     for _ in 0..<5_000 {
       let id = "c\(Int.random(in: 0..<11, using: &rng))"
       if let slot = model[id] {
