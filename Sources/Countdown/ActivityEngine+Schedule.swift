@@ -14,9 +14,13 @@ extension ActivityEngine {
   /// activity not paused as it ended, its end. An active activity's is its last pause, or its
   /// start if it never paused: what a stored row carries, read back as it was written.
   @inline(__always)
-  func frozenAt(_ s: Int) -> Int64 {
-    if let f = cold[s].frozenOverride { return f }
-    return slots[s].phase == .ended ? cold[s].endedAt : cold[s].startedAt
+  func frozenAt(_ s: Int) -> Int64 { cold[s].frozenOverride ?? impliedFrozenAt(s) }
+
+  /// The instant slot `s`'s phase implies its value froze at, with no pause to say otherwise:
+  /// its end if it ended, else its start. Only a different instant takes the side box.
+  @inline(__always)
+  func impliedFrozenAt(_ s: Int) -> Int64 {
+    slots[s].phase == .ended ? cold[s].endedAt : cold[s].startedAt
   }
 
   /// The exact displayed quantity in milliseconds (remaining or elapsed), at least 0; below 0

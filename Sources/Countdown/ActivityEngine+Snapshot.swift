@@ -218,8 +218,9 @@ extension ActivityEngine {
       cold[s].endReason = a.endReason
       cold[s].dismissAt = a.dismissAt
       cold[s].pausedTotal = a.pausedTotal
-      // The frozen instant takes the side box only where the phase does not imply it.
-      if a.phase == .paused || a.frozenAt != (a.phase == .ended ? a.endedAt : a.startedAt) {
+      // The frozen instant takes the side box only where the phase does not imply it (the
+      // phase, the start and the end are written above).
+      if a.phase == .paused || a.frozenAt != impliedFrozenAt(s) {
         cold[s].frozenOverride = a.frozenAt
       }
       slotIndex.insert(slot, hash: h)
